@@ -1,0 +1,65 @@
+# Two commands do everything on a fresh clone: `make lab` and `make test`.
+# Both create .venv on first use and install the pinned dependencies and posenc itself.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+READY := $(VENV)/.ready
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# Refresh one notebook with `make outputs NB=notebooks/01_numpy.py`.
+NB ?= $(NOTEBOOKS:.ipynb=.py)
+
+# TensorFlow's C++ start-up lines would land in notebook outputs and in test logs;
+# oneDNN off keeps its round-off the same from run to run.
+export TF_CPP_MIN_LOG_LEVEL := 3
+export TF_ENABLE_ONEDNN_OPTS := 0
+export MPLBACKEND := Agg
+
+.PHONY: help setup lab test outputs sync constraints clean
+
+help:
+	@echo "make lab          set up .venv, then open JupyterLab on notebooks/ (LAB_ARGS passed through)"
+	@echo "make test         set up .venv, then run everything CI checks"
+	@echo "make outputs      re-execute notebooks from their .py twins and store the outputs (NB=...)"
+	@echo "make sync         bring each .ipynb/.py pair in line (jupytext --sync)"
+	@echo "make constraints  re-pin constraints.txt from a fresh install of the lower bounds"
+	@echo "make clean        remove .venv and build/cache folders"
+
+$(READY): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "posenc needs Python 3.11 or newer; '$(PYTHON)' is older (set PYTHON=python3.12)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing the pinned dependencies into $(VENV) (about 2 minutes the first time)..."
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e ".[test]"
+	touch $@
+
+setup: $(READY)
+
+lab: $(READY)
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
+test: $(READY)
+	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env -q
+
+# The filters go into each notebook's metadata too: `jupytext --output -` (the read-only
+# pairing check) reads no config file, only the notebook.
+JUPYTEXT_FILTERS := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}}
+
+outputs: $(READY)
+	for py in $(NB); do \
+		$(BIN)/jupytext --to ipynb --update --set-kernel python3 --execute "$$py" && \
+		$(BIN)/jupytext --update-metadata '$(JUPYTEXT_FILTERS)' "$${py%.py}.ipynb" || exit 1; \
+	done
+
+sync: $(READY)
+	$(BIN)/jupytext --sync $(NOTEBOOKS)
+
+constraints:
+	rm -rf build/pin && $(PYTHON) -m venv build/pin
+	build/pin/bin/python -m pip install --quiet torch==2.13.0 -e ".[test]"
+	{ sed -n '1,2p' constraints.txt; build/pin/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > constraints.new
+	mv constraints.new constraints.txt && rm -rf build/pin
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

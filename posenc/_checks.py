@@ -1,0 +1,84 @@
+"""Argument checks shared by the NumPy, torch and TensorFlow front ends.
+
+Every check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind,
+wrong value) with a message that names the argument, shows what was received and says
+what is allowed, so a mistake never surfaces as a shape error deep inside a framework.
+"""
+
+import math
+import numbers
+
+LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
+
+
+def _is_int(value):
+    # bool is an int subclass, but length=True is always a mistake.
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_length(length, name="length"):
+    if not _is_int(length):
+        raise TypeError(f"{name} must be a non-negative int, got {length!r} ({type(length).__name__})")
+    if length < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {length!r}")
+    return int(length)
+
+
+def check_d_model(d_model):
+    if not _is_int(d_model):
+        raise TypeError(f"d_model must be an int >= 1, got {d_model!r} ({type(d_model).__name__})")
+    if d_model < 1:
+        raise ValueError(f"d_model must be an int >= 1, got {d_model!r}")
+    return int(d_model)
+
+
+def check_base(base):
+    if not isinstance(base, numbers.Real) or isinstance(base, bool):
+        raise TypeError(f"base must be a real number > 1, got {base!r} ({type(base).__name__})")
+    if not math.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite real number > 1, got {base!r}")
+    return float(base)
+
+
+def check_layout(layout):
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}; got {layout!r}")
+    return layout
+
+
+def check_dtype(dtype, allowed, names):
+    """Return ``dtype`` if it is in ``allowed``; ``names`` spells them for the message."""
+    if dtype not in allowed:
+        raise TypeError(f"dtype must be one of {names}, got {dtype!r}")
+    return dtype
+
+
+def check_position_kind(kind, received):
+    """``kind`` is a NumPy dtype kind: only signed/unsigned ints and floats are positions."""
+    if kind not in "iuf":
+        raise TypeError(
+            f"positions must hold integers or real floats, got an array of {received}"
+        )
+
+
+def check_finite(all_finite, received):
+    if not all_finite:
+        raise ValueError(f"positions must be finite, got NaN or infinity in {received}")
+
+
+def check_dropout(dropout):
+    if not isinstance(dropout, numbers.Real) or isinstance(dropout, bool):
+        raise TypeError(f"dropout must be a real number in [0, 1), got {dropout!r} ({type(dropout).__name__})")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be a real number in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def check_input_width(shape, d_model):
+    """``shape`` of the input to a PositionalEncoding layer: (..., seq, d_model)."""
+    if len(shape) < 2:
+        raise ValueError(f"x must have shape (batch, seq, d_model) or (seq, d_model), got shape {tuple(shape)}")
+    if shape[-1] is not None and shape[-1] != d_model:
+        raise ValueError(
+            f"the last dimension of x must be d_model={d_model}, got x of shape {tuple(shape)}"
+        )

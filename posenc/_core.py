@@ -1,0 +1,141 @@
+"""The sinusoidal positional encoding in NumPy, built from the lecture's steps.
+
+    PE(pos, 2i)   = sin(pos / base^(2i / d_model))
+    PE(pos, 2i+1) = cos(pos / base^(2i / d_model))
+
+The steps are public so a notebook can check each stage it builds by hand:
+``denominators`` -> ``frequencies`` -> ``angles`` -> sin and cos -> ``interleave``.
+Every layout is the interleaved table with its columns permuted; ``column_order``
+is that permutation, and the torch and TensorFlow front ends use it too.
+"""
+
+import numpy as np
+
+from . import _checks
+
+DTYPES = (np.float16, np.float32, np.float64)
+
+
+def denominators(d_model, base=10000.0):
+    """The divisors of the position, one per sin/cos pair.
+
+    ``base ** (2i / d_model)`` for ``i = 0 .. ceil(d_model / 2) - 1``: float64,
+    shape ``(ceil(d_model / 2),)``. Column ``2i`` (a sine) and column ``2i + 1`` (a cosine)
+    share the i-th one; for odd ``d_model`` the last one serves the last sine alone.
+    """
+    d_model = _checks.check_d_model(d_model)
+    base = _checks.check_base(base)
+    pair = np.arange((d_model + 1) // 2, dtype=np.float64)
+    return np.power(base, 2.0 * pair / d_model)
+
+
+def frequencies(d_model, base=10000.0):
+    """Angle per unit of position: ``1 / denominators``, shape ``(ceil(d_model / 2),)``.
+
+    Wavelengths ``2*pi / frequencies`` grow geometrically from ``2*pi`` towards
+    ``base * 2*pi`` by the factor ``base ** (2 / d_model)``.
+    """
+    d_model = _checks.check_d_model(d_model)
+    base = _checks.check_base(base)
+    pair = np.arange((d_model + 1) // 2, dtype=np.float64)
+    return np.power(base, -2.0 * pair / d_model)
+
+
+def angles(positions, d_model, base=10000.0):
+    """The arguments of sin and cos: ``positions[..., None] * frequencies``.
+
+    ``positions`` of any shape (ints or real floats, finite) gives float64 angles of shape
+    ``(*positions.shape, ceil(d_model / 2))``. The product is formed in float64 so the
+    angle of position 10**7 is still right to about 2e-9 radians.
+    """
+    positions = as_positions(positions)
+    return positions[..., None] * frequencies(d_model, base)
+
+
+def interleave(sines, cosines):
+    """Alternate the columns of two same-shape arrays: ``(..., n), (..., n) -> (..., 2n)``.
+
+    Output column ``2i`` is ``sines[..., i]`` and column ``2i + 1`` is ``cosines[..., i]``:
+    stack on a new last axis, then merge the last two axes.
+    """
+    sines, cosines = np.asarray(sines), np.asarray(cosines)
+    if sines.shape != cosines.shape:
+        raise ValueError(
+            f"sines and cosines must have the same shape, got {sines.shape} and {cosines.shape}"
+        )
+    stacked = np.stack([sines, cosines], axis=-1)
+    return stacked.reshape(*sines.shape[:-1], 2 * sines.shape[-1])
+
+
+def column_order(d_model, layout="interleaved"):
+    """Where each output column comes from in ``concatenate([sin, cos], -1)``.
+
+    ``sin`` and ``cos`` are each ``h = ceil(d_model / 2)`` wide, so index ``j`` means the
+    sine of pair ``j`` and ``h + j`` its cosine. Returns an int array of length ``d_model``:
+
+    - ``"interleaved"``: ``0, h, 1, h+1, ...`` (the paper; an odd width ends on a sine)
+    - ``"sin_cos"``: the ``h`` sines, then the ``d_model // 2`` cosines
+    - ``"cos_sin"``: the ``d_model // 2`` cosines, then the ``h`` sines
+
+    All three hold the same columns in different orders.
+    """
+    d_model = _checks.check_d_model(d_model)
+    layout = _checks.check_layout(layout)
+    half = (d_model + 1) // 2
+    sines = np.arange(half)
+    cosines = half + np.arange(d_model // 2)
+    if layout == "sin_cos":
+        return np.concatenate([sines, cosines])
+    if layout == "cos_sin":
+        return np.concatenate([cosines, sines])
+    return interleave(sines, half + sines)[:d_model]
+
+
+def as_positions(positions):
+    """Check ``positions`` (array-like of ints or real floats, all finite); return float64."""
+    try:
+        array = np.asarray(positions)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"positions must be an array of numbers, got {positions!r}") from error
+    _checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
+    if array.dtype.kind == "f":
+        _checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
+    return array.astype(np.float64)
+
+
+def check_dtype(dtype):
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        pass  # left as received, so the message shows what the caller passed
+    names = "numpy.float16, numpy.float32, numpy.float64"
+    return _checks.check_dtype(dtype, [np.dtype(t) for t in DTYPES], names)
+
+
+def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32):
+    """Encode arbitrary positions: ``(*positions.shape,) -> (*positions.shape, d_model)``.
+
+    ``PE[..., 2i] = sin(p * w_i)`` and ``PE[..., 2i+1] = cos(p * w_i)`` with
+    ``w_i = base ** (-2i / d_model)``, columns arranged by ``layout`` (see
+    ``column_order``). Positions may be fractional or negative. Angles, sines and cosines
+    are computed in float64 and only the result is cast to ``dtype`` (float16, float32 or
+    float64), so float32 output is within one float32 rounding of the exact value.
+    """
+    dtype = check_dtype(dtype)
+    order = column_order(d_model, layout)
+    theta = angles(positions, d_model, base)
+    both = np.concatenate([np.sin(theta), np.cos(theta)], axis=-1)
+    return np.take(both, order, axis=-1).astype(dtype)
+
+
+def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32):
+    """The table for positions ``0 .. length - 1``: shape ``(length, d_model)``.
+
+    Row ``pos``, column ``2i`` holds ``sin(pos / base^(2i / d_model))`` and column ``2i + 1``
+    holds ``cos`` of the same angle (``layout="interleaved"``, the paper's order). Odd
+    ``d_model`` is allowed: the last column is a sine. Accurate to one rounding of ``dtype``
+    (angles in float64); the lectures' float32 division is off by about 1e-3 near
+    position 10**5.
+    """
+    length = _checks.check_length(length)
+    return encode(np.arange(length), d_model, base=base, layout=layout, dtype=dtype)

@@ -1,0 +1,107 @@
+"""posenc for TensorFlow: the same tables as ``posenc`` with TF ops, and a Keras 3 layer.
+
+Importing this module imports TensorFlow and Keras; ``import posenc`` alone does not.
+To keep TensorFlow's C++ start-up lines out of a notebook, set ``TF_CPP_MIN_LOG_LEVEL=3``
+before the first import of TensorFlow.
+"""
+
+import keras
+import tensorflow as tf
+
+from . import _checks, _core
+
+DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+
+
+def _check_dtype(dtype):
+    names = "tf.float16, tf.bfloat16, tf.float32, tf.float64 or None"
+    if dtype is None:
+        return tf.float32
+    try:
+        dtype = tf.as_dtype(dtype)
+    except TypeError:
+        pass  # left as received, so the message shows what the caller passed
+    return _checks.check_dtype(dtype, DTYPES, names)
+
+
+def _as_positions(positions):
+    if not tf.is_tensor(positions):
+        return tf.constant(_core.as_positions(positions))
+    dtype = positions.dtype
+    kind = "f" if dtype.is_floating else "i" if dtype.is_integer else "other"
+    _checks.check_position_kind(kind, f"dtype {dtype.name}")
+    positions = tf.cast(positions, tf.float64)
+    if kind == "f":
+        if tf.executing_eagerly():
+            finite = bool(tf.reduce_all(tf.math.is_finite(positions)))
+            _checks.check_finite(finite, f"a tensor of shape {tuple(positions.shape)}")
+        else:
+            positions = tf.debugging.assert_all_finite(positions, "positions must be finite")
+    return positions
+
+
+def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=None):
+    """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor.
+
+    Same formula, layouts and checks as ``posenc.encode``; angles, sines and cosines in
+    float64, the result cast to ``dtype`` (default float32). Works inside ``tf.function``
+    with positions of unknown length.
+    """
+    dtype = _check_dtype(dtype)
+    order = _core.column_order(d_model, layout)
+    theta = _as_positions(positions)[..., None] * tf.constant(_core.frequencies(d_model, base))
+    both = tf.concat([tf.sin(theta), tf.cos(theta)], axis=-1)
+    return tf.cast(tf.gather(both, order, axis=-1), dtype)
+
+
+def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=None):
+    """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``."""
+    length = _checks.check_length(length)
+    positions = tf.range(length, dtype=tf.float64)
+    return encode(positions, d_model, base=base, layout=layout, dtype=dtype)
+
+
+@keras.saving.register_keras_serializable(package="posenc")
+class PositionalEncoding(keras.layers.Layer):
+    """Add the sinusoidal table to batch-first embeddings, then apply dropout.
+
+    ``call(x)``: ``x`` of shape ``(batch, seq, d_model)`` returns ``dropout(x + PE[:seq])``
+    in the dtype of ``x``. The first ``max_len`` rows are computed once; a longer sequence
+    (the length may be unknown until run time) gets its table computed in the call.
+    """
+
+    def __init__(self, d_model, max_len=5000, *, dropout=0.0, base=10000.0, layout="interleaved", **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = _checks.check_d_model(d_model)
+        self.max_len = _checks.check_length(max_len, "max_len")
+        self.dropout = _checks.check_dropout(dropout)
+        self.base = _checks.check_base(base)
+        self.layout = _checks.check_layout(layout)
+        self.drop = keras.layers.Dropout(self.dropout)
+        self.table = self._table(tf.range(self.max_len, dtype=tf.float64))
+
+    def _table(self, positions):
+        return encode(positions, self.d_model, base=self.base, layout=self.layout)
+
+    def call(self, x, training=None):
+        _checks.check_input_width(x.shape, self.d_model)
+        seq = tf.shape(x)[-2]
+        pe = tf.cond(
+            seq <= self.max_len,
+            lambda: self.table[:seq],
+            lambda: self._table(tf.range(seq, dtype=tf.float64)),
+        )
+        return self.drop(x + tf.cast(pe, x.dtype), training=training)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "d_model": self.d_model,
+            "max_len": self.max_len,
+            "dropout": self.dropout,
+            "base": self.base,
+            "layout": self.layout,
+        }
