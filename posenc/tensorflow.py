@@ -66,7 +66,8 @@ class PositionalEncoding(keras.layers.Layer):
     """Add the sinusoidal table to batch-first embeddings, then apply dropout.
 
     ``call(x)``: ``x`` of shape ``(batch, seq, d_model)`` returns ``dropout(x + PE[:seq])``
-    in the dtype of ``x``. The first ``max_len`` rows are computed once; a longer sequence
+    in the layer's compute dtype (Keras casts float inputs to it: pass ``dtype=`` or a
+    mixed-precision policy). The first ``max_len`` rows are computed once; a longer sequence
     (the length may be unknown until run time) gets its table computed in the call.
     """
 
@@ -77,7 +78,7 @@ class PositionalEncoding(keras.layers.Layer):
         self.dropout = _checks.check_dropout(dropout)
         self.base = _checks.check_base(base)
         self.layout = _checks.check_layout(layout)
-        self.drop = keras.layers.Dropout(self.dropout)
+        self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.table = self._table(tf.range(self.max_len, dtype=tf.float64))
 
     def _table(self, positions):

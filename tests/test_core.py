@@ -1,0 +1,233 @@
+"""posenc's NumPy core against the lectures' numbers, an independent formula and mpmath."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from lecture_values import (
+    CORNERS_20x200,
+    DENOMINATORS_D6,
+    DENOMINATORS_D64_HEAD,
+    SAMPLE_2x5x2,
+    SAMPLE_PLUS_PE,
+    SINES_D64_ROW1_HEAD,
+    TABLE_10x6,
+    TABLE_10x6_4DP,
+)
+from reference import exact_rows, paper_table
+
+# --- the lectures' printed numbers -------------------------------------------------------
+
+
+def test_reproduces_seed_000_table_to_its_8_digits():
+    np.testing.assert_allclose(posenc.positional_encoding(10, 6), TABLE_10x6, rtol=0, atol=1e-7)
+
+
+def test_reproduces_seed_002_table_to_its_4_decimals():
+    np.testing.assert_allclose(posenc.positional_encoding(10, 6), TABLE_10x6_4DP, rtol=0, atol=5e-5)
+
+
+def test_denominators_are_those_the_lectures_printed():
+    # Printed from float32: 7 significant digits.
+    np.testing.assert_allclose(posenc.denominators(6), DENOMINATORS_D6, rtol=5e-7)
+    np.testing.assert_allclose(posenc.denominators(64)[:6], DENOMINATORS_D64_HEAD, rtol=5e-5)
+    np.testing.assert_allclose(posenc.positional_encoding(2, 64)[1, 0:12:2], SINES_D64_ROW1_HEAD, atol=5e-6)
+
+
+def test_reproduces_seed_001_output_in_cos_sin_order():
+    pe = posenc.positional_encoding(5, 2, layout="cos_sin")
+    np.testing.assert_allclose(SAMPLE_2x5x2 + pe, SAMPLE_PLUS_PE, rtol=0, atol=2e-7)
+
+
+@pytest.mark.parametrize("row", sorted(CORNERS_20x200))
+def test_reproduces_seed_004_corners(row):
+    pe = posenc.positional_encoding(20, 200)
+    first, last = CORNERS_20x200[row]
+    np.testing.assert_allclose(pe[row, :3], first, atol=5e-5)
+    np.testing.assert_allclose(pe[row, -3:], last, atol=5e-5)
+
+
+# --- the formula ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model", [1, 2, 3, 6, 7, 64, 513])
+@pytest.mark.parametrize("base", [10000.0, 100.0, 1e5])
+def test_matches_the_formula_column_by_column(d_model, base):
+    table = posenc.positional_encoding(300, d_model, base=base, dtype=np.float64)
+    np.testing.assert_allclose(table, paper_table(np.arange(300), d_model, base), rtol=0, atol=1e-12)
+
+
+def test_first_pair_is_sin_and_cos_of_the_position():
+    # Frequency 1 at i = 0 whatever the base: catches a swapped sin/cos directly.
+    table = posenc.positional_encoding(50, 8, dtype=np.float64)
+    np.testing.assert_array_equal(table[:, 0], np.sin(np.arange(50.0)))
+    np.testing.assert_array_equal(table[:, 1], np.cos(np.arange(50.0)))
+    np.testing.assert_array_equal(table[0], [0, 1] * 4)
+
+
+def test_second_pair_uses_base_to_the_2_over_d():
+    # Catches a wrong base and a missing //2 (which would give base^(1/d) or base^(3/d)).
+    table = posenc.positional_encoding(50, 8, dtype=np.float64)
+    np.testing.assert_allclose(table[:, 2], np.sin(np.arange(50.0) / 10000 ** 0.25), atol=1e-14)
+    np.testing.assert_allclose(table[:, 3], np.cos(np.arange(50.0) / 10000 ** 0.25), atol=1e-14)
+
+
+@pytest.mark.parametrize("positions", [[0, 1, 5, 17, 99], [1000, 12345, 65535, 100000]])
+def test_float32_within_1e_6_of_mpmath_up_to_100000(positions):
+    table = posenc.encode(positions, 512)
+    assert table.dtype == np.float32
+    np.testing.assert_allclose(table, exact_rows(positions, 512), rtol=0, atol=1e-6)
+
+
+def test_float64_matches_mpmath_closely():
+    positions = [3, 4097, 99999]
+    table = posenc.encode(positions, 64, dtype=np.float64)
+    np.testing.assert_allclose(table, exact_rows(positions, 64), rtol=0, atol=1e-10)
+
+
+def test_lecture_float32_route_is_what_loses_accuracy():
+    # The lectures divide float32 positions by float32 denominators; at 32767 that is
+    # off by about 1e-3 while posenc stays within a float32 rounding.
+    position = np.float32(32767)
+    lecture = np.sin(position / np.power(10000, np.arange(0, 512, 2, dtype=np.float32) / 512))
+    reference = exact_rows([32767], 512)[0, 0::2]
+    assert np.abs(lecture - reference).max() > 1e-4
+    assert np.abs(posenc.encode([32767], 512)[0, 0::2] - reference).max() < 1e-7
+
+
+# --- steps, layouts, shapes, dtypes ---------------------------------------------------------
+
+
+def test_steps_compose_to_the_table():
+    theta = posenc.angles(np.arange(10), 6)
+    np.testing.assert_allclose(theta, np.arange(10)[:, None] / posenc.denominators(6), rtol=1e-15)
+    np.testing.assert_allclose(posenc.frequencies(6), 1 / posenc.denominators(6), rtol=1e-15)
+    table = posenc.interleave(np.sin(theta), np.cos(theta))
+    np.testing.assert_allclose(table, posenc.positional_encoding(10, 6, dtype=np.float64), atol=0)
+
+
+def test_interleave_alternates_columns():
+    np.testing.assert_array_equal(posenc.interleave([[1, 2]], [[10, 20]]), [[1, 10, 2, 20]])
+    with pytest.raises(ValueError, match=r"same shape, got \(2,\) and \(3,\)"):
+        posenc.interleave([1, 2], [1, 2, 3])
+
+
+@pytest.mark.parametrize("d_model", [1, 2, 5, 6, 9])
+def test_layouts_hold_the_same_columns_reordered(d_model):
+    half, n_cos = (d_model + 1) // 2, d_model // 2
+    ref = paper_table(np.arange(40), d_model)
+    sin_cos = posenc.positional_encoding(40, d_model, layout="sin_cos", dtype=np.float64)
+    cos_sin = posenc.positional_encoding(40, d_model, layout="cos_sin", dtype=np.float64)
+    np.testing.assert_allclose(sin_cos[:, :half], ref[:, 0::2], atol=1e-15)
+    np.testing.assert_allclose(sin_cos[:, half:], ref[:, 1::2], atol=1e-15)
+    np.testing.assert_allclose(cos_sin[:, :n_cos], ref[:, 1::2], atol=1e-15)
+    np.testing.assert_allclose(cos_sin[:, n_cos:], ref[:, 0::2], atol=1e-15)
+    for layout, table in [("sin_cos", sin_cos), ("cos_sin", cos_sin)]:
+        order = posenc.column_order(d_model, layout)
+        interleaved_order = posenc.column_order(d_model)
+        # The same permutation maps the interleaved table onto this one.
+        assert sorted(order) == sorted(interleaved_order)
+        perm = [list(interleaved_order).index(j) for j in order]
+        np.testing.assert_allclose(table, ref[:, perm], atol=1e-15)
+
+
+def test_odd_width_ends_with_a_sine():
+    table = posenc.positional_encoding(20, 7, dtype=np.float64)
+    assert table.shape == (20, 7)
+    np.testing.assert_allclose(table[:, 6], np.sin(np.arange(20) / 10000 ** (6 / 7)), atol=1e-15)
+
+
+def test_encode_shapes_and_fractional_positions():
+    positions = np.array([[0.5, 2.25, 7.0], [-3.0, 1e4, 0.0]])
+    out = posenc.encode(positions, 10, dtype=np.float64)
+    assert out.shape == (2, 3, 10)
+    np.testing.assert_allclose(out, paper_table(positions, 10), atol=1e-12)
+    assert posenc.encode(3, 4).shape == (4,)
+    np.testing.assert_array_equal(posenc.encode(np.arange(9), 6), posenc.positional_encoding(9, 6))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, "float32"])
+def test_dtypes(dtype):
+    table = posenc.positional_encoding(30, 6, dtype=dtype)
+    assert table.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(table, paper_table(np.arange(30), 6), atol=np.finfo(dtype).eps)
+
+
+def test_empty_table():
+    assert posenc.positional_encoding(0, 4).shape == (0, 4)
+
+
+def test_nothing_is_printed(capsys):
+    posenc.positional_encoding(5, 4)
+    assert capsys.readouterr() == ("", "")
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+BAD_TABLE_ARGS = [
+    (dict(length=-1), ValueError, ["length", "-1", "non-negative int"]),
+    (dict(length=True), TypeError, ["length", "True", "non-negative int"]),
+    (dict(length=3.0), TypeError, ["length", "3.0", "non-negative int"]),
+    (dict(length="8"), TypeError, ["length", "'8'"]),
+    (dict(d_model=0), ValueError, ["d_model", "0", ">= 1"]),
+    (dict(d_model=4.0), TypeError, ["d_model", "4.0"]),
+    (dict(d_model=None), TypeError, ["d_model", "None"]),
+    (dict(base=1), ValueError, ["base", "1", "> 1"]),
+    (dict(base=0.5), ValueError, ["base", "0.5", "> 1"]),
+    (dict(base=float("inf")), ValueError, ["base", "inf", "finite"]),
+    (dict(base=float("nan")), ValueError, ["base", "nan"]),
+    (dict(base="10000"), TypeError, ["base", "'10000'"]),
+    (dict(base=True), TypeError, ["base", "True"]),
+    (dict(layout="concat"), ValueError, ["layout", "'concat'", "'interleaved'", "'sin_cos'", "'cos_sin'"]),
+    (dict(dtype=np.int32), TypeError, ["dtype", "int32", "numpy.float32"]),
+    (dict(dtype="bfloat17"), TypeError, ["dtype", "'bfloat17'"]),
+    (dict(dtype=np.complex64), TypeError, ["dtype", "complex64"]),
+]
+
+
+@pytest.mark.parametrize("kwargs, error, words", BAD_TABLE_ARGS, ids=lambda v: repr(v)[:40])
+def test_bad_table_arguments_are_named(kwargs, error, words):
+    args = dict(length=4, d_model=6) | kwargs
+    with pytest.raises(error) as caught:
+        posenc.positional_encoding(args.pop("length"), args.pop("d_model"), **args)
+    for word in words:
+        assert word in str(caught.value)
+
+
+@pytest.mark.parametrize("positions, error, words", [
+    ([1.0, float("nan")], ValueError, ["positions", "finite", "NaN"]),
+    ([float("inf")], ValueError, ["positions", "finite"]),
+    ([True, False], TypeError, ["positions", "bool"]),
+    (["a", "b"], TypeError, ["positions", "<U1"]),
+    ([1j], TypeError, ["positions", "complex"]),
+    ([[1, 2], [3]], TypeError, ["positions", "[[1, 2], [3]]"]),
+])
+def test_bad_positions_are_named(positions, error, words):
+    with pytest.raises(error) as caught:
+        posenc.encode(positions, 4)
+    for word in words:
+        assert word in str(caught.value)
+
+
+# --- properties over many sizes -------------------------------------------------------------
+
+widths = st.integers(1, 300)
+bases = st.floats(1.5, 1e6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(length=st.integers(0, 200), d_model=widths, base=bases)
+def test_property_matches_formula(length, d_model, base):
+    table = posenc.positional_encoding(length, d_model, base=base, dtype=np.float64)
+    assert table.shape == (length, d_model)
+    np.testing.assert_allclose(table, paper_table(np.arange(length), d_model, base), atol=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d_model=widths, positions=st.lists(st.floats(-1e5, 1e5), min_size=1, max_size=20))
+def test_property_each_pair_lies_on_the_unit_circle(d_model, positions):
+    out = posenc.encode(positions, d_model, dtype=np.float64)
+    full = out[..., : 2 * (d_model // 2)]
+    np.testing.assert_allclose(full[..., 0::2] ** 2 + full[..., 1::2] ** 2, 1.0, atol=1e-12)

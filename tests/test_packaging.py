@@ -1,0 +1,74 @@
+"""The set-up files agree with each other, and `import posenc` stays light."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
+
+
+def pins():
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    entries = [line for line in lines if line.strip() and not line.startswith("#")]
+    return {canonicalize_name(Requirement(line).name): Requirement(line) for line in entries}
+
+
+def declared_requirements():
+    extras = PROJECT["optional-dependencies"].values()
+    every = PROJECT["dependencies"] + [r for extra in extras for r in extra]
+    return [Requirement(r) for r in every if not r.startswith("posenc")]
+
+
+def test_import_posenc_loads_no_framework():
+    code = "import sys, posenc; print(sorted(m for m in ('torch', 'tensorflow', 'keras', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert out.stderr == ""
+
+
+def test_constraints_pin_every_package_exactly():
+    for name, requirement in pins().items():
+        (spec,) = requirement.specifier
+        assert spec.operator == "==", f"{name} is not pinned exactly: {requirement}"
+    assert str(pins()["torch"].specifier) == "==2.13.0"  # the CPU wheel on disk (DESIGN.md, section 4)
+
+
+def test_pyproject_has_lower_bounds_only_and_every_dependency_is_pinned():
+    for requirement in declared_requirements():
+        assert all(spec.operator == ">=" for spec in requirement.specifier), f"not a lower bound: {requirement}"
+        pin = pins().get(canonicalize_name(requirement.name))
+        assert pin is not None, f"{requirement.name} has no pin in constraints.txt"
+        (pinned,) = pin.specifier
+        assert requirement.specifier.contains(pinned.version, prereleases=True), (
+            f"the pin {pin} does not satisfy pyproject's {requirement}"
+        )
+
+
+def test_environment_yml_delegates_to_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    (pip_section,) = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
+    assert sorted(re.split(r"[=<>]", d)[0] for d in conda) == ["pip", "python"]
+    python = next(d for d in conda if d.startswith("python"))
+    version = python.split("=")[-1]
+    assert SpecifierSet(PROJECT["requires-python"]).contains(version)
+    assert "-c constraints.txt" in pip_section
+    (editable,) = [line for line in pip_section if line.startswith("-e")]
+    extras = re.fullmatch(r"-e \.\[(.+)\]", editable).group(1).split(",")
+    assert set(extras) <= set(PROJECT["optional-dependencies"])
+
+
+def test_make_lab_passes_lab_args_through():
+    out = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--no-browser --port=8899"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lab = [line for line in out.splitlines() if "jupyter lab" in line]
+    assert lab and lab[-1].endswith("--no-browser --port=8899")
