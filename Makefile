@@ -13,7 +13,6 @@ NB ?= $(NOTEBOOKS:.ipynb=.py)
 # oneDNN off keeps its round-off the same from run to run.
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
-export MPLBACKEND := Agg
 
 .PHONY: help setup lab test outputs sync constraints clean
 
@@ -41,13 +40,15 @@ lab: $(READY)
 test: $(READY)
 	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env -q
 
-# The filters go into each notebook's metadata too: `jupytext --output -` (the read-only
-# pairing check) reads no config file, only the notebook.
+# The .py twins carry no header, so name their format: a guess reads the escaped
+# `# %pip` of the setup cell as a comment. The .ipynb is written afresh (an --update keeps
+# the old outputs of cells that now print nothing). The filters go into each notebook's
+# metadata too: `jupytext --output -` (the read-only pairing check) reads no config file.
 JUPYTEXT_FILTERS := {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}}
 
 outputs: $(READY)
 	for py in $(NB); do \
-		$(BIN)/jupytext --to ipynb --update --set-kernel python3 --execute "$$py" && \
+		$(BIN)/jupytext --from py:percent --to ipynb --set-kernel python3 --execute "$$py" && \
 		$(BIN)/jupytext --update-metadata '$(JUPYTEXT_FILTERS)' "$${py%.py}.ipynb" || exit 1; \
 	done
 

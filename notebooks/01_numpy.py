@@ -2,6 +2,13 @@
 # # 01 · Positional encoding in NumPy
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/01_numpy.ipynb)
+#
+# A Transformer sees its input as a set, so every position gets a fixed vector of sines and
+# cosines added to its embedding. This notebook builds that table with plain NumPy, one
+# small step at a time, and checks every step against the `posenc` package. We follow two
+# routes taken by lecture notes: first a walk that ends in the same 10 × 6 table the lecture
+# printed, then a shorter route that writes sines and cosines into alternate columns.
+# We finish with why the wavelengths are spaced the way they are.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -11,8 +18,346 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
 # %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
 import numpy as np
+
 import posenc
 
+# Eight decimals is what the lecture printed; suppress keeps tiny values out of e-notation.
 np.set_printoptions(precision=8, suppress=True)
-posenc.positional_encoding(3, 4)
+
+# %% [markdown]
+# ## The formula
+#
+# Row `pos` of the table encodes one position; its columns come in pairs, and pair $i$
+# holds a sine and a cosine of the same angle:
+#
+# $$
+# PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right),
+# \qquad
+# PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right).
+# $$
+#
+# ## 1. Even columns, odd columns
+#
+# The lecture used 10 positions and a model width of 6, small enough to read every number.
+# Read the formula per column index $k$ instead of per pair: an even column $k = 2i$ divides
+# by $10000^{k/d}$, an odd column $k = 2i + 1$ by $10000^{(k-1)/d}$. We list both kinds of
+# index, in float32 as the lecture did, and compute both sets of denominators.
+
+# %%
+sequence_length = 10
+d_model = 6
+
+even_columns = np.arange(0, d_model, 2, dtype=np.float32)
+odd_columns = np.arange(1, d_model, 2, dtype=np.float32)
+print(even_columns, odd_columns)
+
+even_denominators = np.power(10000, even_columns / d_model)
+odd_denominators = np.power(10000, (odd_columns - 1) / d_model)
+print(even_denominators)
+print(odd_denominators)
+
+# %% [markdown]
+# The two lists are identical, and they have to be: subtracting one from an odd index lands
+# on the even index just before it, so a sine and the cosine next to it always share a
+# denominator. One vector with one entry per pair is all we need. It should agree with
+# `posenc.denominators` (computed in float64) to float32 precision (the exponent $2i/d$ is
+# itself rounded to float32 first, so allow a few parts in $10^7$), and print the same
+# digits the lecture printed.
+
+# %%
+assert np.array_equal(even_denominators, odd_denominators)
+denominators = even_denominators
+
+np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)
+assert str(denominators) == "[  1.       21.54435 464.15897]"
+print(denominators.dtype, denominators.shape)
+
+# %% [markdown]
+# ## 2. A column of positions
+#
+# Shaping the positions as a column, `(10, 1)`, lets broadcasting do the outer division:
+# a `(10, 1)` column over a `(3,)` row gives every position divided by every denominator,
+# a `(10, 3)` grid of angles. `posenc.angles` forms the same grid in float64; ours went
+# through float32 roundings (exponent, denominator, quotient), so they agree to a few parts
+# in $10^7$.
+
+# %%
+positions = np.arange(sequence_length, dtype=np.float32).reshape(sequence_length, 1)
+angles = positions / denominators
+print(positions.shape, denominators.shape, "->", angles.shape)
+print(angles[:3])
+
+np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_model), rtol=3e-7)
+
+# %% [markdown]
+# ## 3. The sine table and the cosine table
+#
+# One detail before the numbers. NumPy's float32 `sin` and `cos` are vectorised kernels
+# that may land one unit in the last place (about $6 \times 10^{-8}$ near 1) away from the
+# correctly rounded result, and which way depends on the CPU. The lecture's numbers are the
+# correctly rounded ones. To get its digits on any machine we take the sine of the *same*
+# float32 angles in float64 and round once back to float32.
+
+# %%
+def sin32(x):
+    """Sine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    return np.sin(x.astype(np.float64)).astype(np.float32)
+
+
+def cos32(x):
+    """Cosine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    return np.cos(x.astype(np.float64)).astype(np.float32)
+
+
+# %% [markdown]
+# The sines will fill the even columns, the cosines the odd ones. Down each column the
+# angle grows by a fixed step, fast in the first pair and slowly in the last.
+
+# %%
+sines = sin32(angles)
+cosines = cos32(angles)
+print(sines)
+print(cosines)
+
+# %% [markdown]
+# Both tables are `(10, 3)`: one column per pair. They match the sines and cosines of
+# posenc's angles, and NumPy's own float32 kernels stay within two float32 steps of them.
+
+# %%
+exact_angles = posenc.angles(np.arange(sequence_length), d_model)
+np.testing.assert_allclose(sines, np.sin(exact_angles), rtol=0, atol=1e-7)
+np.testing.assert_allclose(cosines, np.cos(exact_angles), rtol=0, atol=1e-7)
+np.testing.assert_allclose(np.sin(angles), sines, rtol=0, atol=1.2e-7)
+np.testing.assert_allclose(np.cos(angles), cosines, rtol=0, atol=1.2e-7)
+print(sines.shape, cosines.shape, sines.dtype)
+
+# %% [markdown]
+# ## 4. Interleave: stack, then reshape
+#
+# Stacking the two tables on a new last axis gives shape `(10, 3, 2)`: position, pair,
+# then sine-or-cosine. Reshaping to `(10, 6)` reads that memory in row-major order, pair by
+# pair and sine before cosine, so the columns come out as
+# $\sin_0, \cos_0, \sin_1, \cos_1, \sin_2, \cos_2$. No index arithmetic needed.
+
+# %%
+stacked = np.stack([sines, cosines], axis=-1)
+table = stacked.reshape(sequence_length, d_model)
+print(stacked.shape, "->", table.shape)
+
+# %%
+print(table)
+
+# %% [markdown]
+# Here is the table exactly as the lecture printed it. Comparing the printed text, digit
+# for digit, is the strictest check its eight decimals allow. Then the package: `posenc`
+# computes its angles in float64 and rounds only at the end, so it differs from the float32
+# walk by at most one float32 step (about $6 \times 10^{-8}$ here). And
+# `posenc.interleave` is exactly the stack-and-reshape we just did.
+
+# %%
+LECTURE_TABLE = np.array([
+    [0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+    [0.84147096, 0.5403023, 0.04639922, 0.998923, 0.00215443, 0.9999977],
+    [0.9092974, -0.41614684, 0.09269849, 0.9956942, 0.00430886, 0.9999907],
+    [0.14112, -0.9899925, 0.13879807, 0.9903207, 0.00646326, 0.99997914],
+    [-0.7568025, -0.6536436, 0.18459871, 0.98281395, 0.00861763, 0.99996287],
+    [-0.9589243, 0.2836622, 0.23000169, 0.97319025, 0.01077196, 0.999942],
+    [-0.2794155, 0.96017027, 0.27490923, 0.9614702, 0.01292625, 0.99991643],
+    [0.6569866, 0.75390226, 0.31922463, 0.9476791, 0.01508047, 0.9998863],
+    [0.98935825, -0.14550003, 0.36285236, 0.9318466, 0.01723462, 0.99985147],
+    [0.4121185, -0.91113025, 0.4056985, 0.91400695, 0.01938869, 0.999812],
+])
+
+
+def as_printed(array):
+    """The text NumPy prints for a float32 array at the lecture's settings."""
+    return np.array2string(np.asarray(array, dtype=np.float32), precision=8, suppress_small=True)
+
+
+assert as_printed(table) == as_printed(LECTURE_TABLE)
+print("same digits as the lecture:", as_printed(table) == as_printed(LECTURE_TABLE))
+
+reference = posenc.positional_encoding(sequence_length, d_model)
+np.testing.assert_allclose(table, reference, rtol=0, atol=1e-7)
+np.testing.assert_allclose(LECTURE_TABLE, reference, rtol=0, atol=1e-7)
+assert np.array_equal(table, posenc.interleave(sines, cosines))
+print(reference.shape, reference.dtype, bool(np.abs(table - reference).max() < 1e-7))
+
+# %% [markdown]
+# ## 5. The same steps as a class
+#
+# Packaged once, the walk becomes a callable object: the denominators depend only on the
+# width, so they are computed when the object is made, and each call builds a table of the
+# requested length. An odd width has one more sine than cosines, so the last cosine column
+# is simply dropped, as the formula asks.
+
+# %%
+class SinusoidalEncoding:
+    """The (length, d_model) sinusoidal table, built with the lecture's float32 steps."""
+
+    def __init__(self, d_model, base=10000.0):
+        self.d_model = d_model
+        pair_starts = np.arange(0, d_model, 2, dtype=np.float32)  # 2i, one per pair
+        self.denominators = np.power(np.float32(base), pair_starts / d_model)
+
+    def __call__(self, length):
+        positions = np.arange(length, dtype=np.float32)[:, None]
+        angles = positions / self.denominators
+        pairs = np.stack([sin32(angles), cos32(angles)], axis=-1)
+        return pairs.reshape(length, -1)[:, : self.d_model]
+
+
+encoding = SinusoidalEncoding(d_model)
+print(encoding(sequence_length))
+
+# %% [markdown]
+# It reproduces the lecture's table and agrees with `posenc` at other sizes too, odd widths
+# included. A float32 angle carries a relative rounding of about $10^{-7}$, so the absolute
+# difference grows with the position; the tolerance grows with the length to match.
+
+# %%
+assert as_printed(encoding(sequence_length)) == as_printed(LECTURE_TABLE)
+for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
+    ours = SinusoidalEncoding(n_columns)(length)
+    expected = posenc.positional_encoding(length, n_columns)
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-7 * length)
+    print(length, n_columns, ours.shape)
+
+# %% [markdown]
+# ## 6. A second route: one rate per column
+#
+# Another lecture skips the separate sine and cosine tables. It gives every column $k$ an
+# angle rate $1 / 10000^{2\lfloor k/2 \rfloor / d}$: integer division by two maps both
+# columns of a pair to the pair's even index, so rates come in equal twos, and the distinct
+# ones are `posenc.frequencies`. We use its example, 10 positions and width 16. Note the
+# dtype: an integer array divided by a float32 scalar is promoted to float64, so this route
+# computes in double precision whether it meant to or not.
+
+# %%
+width = 16
+column = np.arange(width)
+print(2 * (column // 2))
+
+angle_rates = 1 / np.power(10000, 2 * (column // 2) / np.float32(width))
+print(angle_rates.dtype)
+print(angle_rates)
+
+assert np.array_equal(angle_rates[0::2], angle_rates[1::2])
+np.testing.assert_allclose(angle_rates[0::2], posenc.frequencies(width), rtol=1e-15)
+
+# %% [markdown]
+# Slicing with a step of two writes straight into alternate columns: `[:, 0::2]` are the
+# even columns, `[:, 1::2]` the odd ones. The table starts as zeros and is cast to float32
+# at the end.
+#
+# The lecture then checked its result against a second computation with a tolerance of
+# $10^{-3}$. We compare two genuinely different computations instead: the float32 class
+# from section 5 and this float64 route. Rather than a grid of `True`, we print the largest
+# difference: one float32 rounding, which rounds to zero at six decimals, far inside the
+# tolerance. The strided table also matches `posenc` and its `interleave`.
+
+# %%
+position_column = np.arange(sequence_length)[:, None]
+strided = np.zeros((sequence_length, width))
+strided[:, 0::2] = np.sin(position_column * angle_rates[0::2])
+strided[:, 1::2] = np.cos(position_column * angle_rates[1::2])
+strided = strided.astype(np.float32)
+print(strided.shape, strided.dtype)
+with np.printoptions(precision=4):
+    print(strided[:3, :8])
+
+# %%
+tolerance = 1e-3
+largest_difference = float(np.abs(SinusoidalEncoding(width)(sequence_length) - strided).max())
+print("largest difference:", round(largest_difference, 6))
+print("within tolerance:", largest_difference < tolerance)
+assert largest_difference < 1e-6
+
+np.testing.assert_allclose(strided, posenc.positional_encoding(sequence_length, width), rtol=0, atol=1e-7)
+exact = posenc.angles(np.arange(sequence_length), width)
+np.testing.assert_allclose(strided, posenc.interleave(np.sin(exact), np.cos(exact)), rtol=0, atol=1e-7)
+
+# %% [markdown]
+# ## 7. Why these wavelengths: a geometric progression
+#
+# Column pair $i$ repeats every $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
+# positions. Each step to the next pair multiplies the wavelength by the same factor,
+# $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
+# not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
+# the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of
+# $10000 \cdot 2\pi$.
+
+# %%
+wavelengths = 2 * np.pi / posenc.frequencies(width)
+print(wavelengths.round(2))
+ratios = wavelengths[1:] / wavelengths[:-1]
+print(ratios.round(6), round(10000 ** (2 / width), 6))
+
+np.testing.assert_allclose(ratios, 10000 ** (2 / width), rtol=1e-12)
+np.testing.assert_allclose(wavelengths[0], 2 * np.pi, rtol=1e-15)
+np.testing.assert_allclose(wavelengths[-1], 2 * np.pi * 10000 ** ((width - 2) / width), rtol=1e-12)
+
+# %% [markdown]
+# The last wavelength never reaches $10000 \cdot 2\pi$, but it gets closer as the model
+# widens, because the missing factor $10000^{-2/d}$ tends to one:
+
+# %%
+previous = 0.0
+for d in (16, 64, 512, 4096):
+    share = (2 * np.pi / posenc.frequencies(d)[-1]) / (10000 * 2 * np.pi)
+    assert previous < share < 1
+    previous = share
+    print(f"d_model={d:5d}  longest wavelength = {share:.4f} x 10000·2π")
+
+# %% [markdown]
+# A binary counter is the same idea in discrete form. Bit $k$ of a position flips every
+# $2^k$ steps and repeats every $2^{k+1}$: the low bit changes fastest, each higher bit half
+# as fast, a ratio of 2 between neighbours. The sinusoidal table swaps the on/off bits for
+# smooth waves and the ratio 2 for $10000^{2/d}$. Fast pairs tell neighbouring positions
+# apart, slow pairs tell far-apart ones apart. A 4-bit counter repeats after 16 steps; the
+# waves never line up exactly (their wavelengths are irrational), and at the paper's width
+# of 512 the slowest one alone spans about 60,000 positions.
+
+# %%
+counter = np.arange(16)
+bits = (counter[:, None] >> np.arange(4)) & 1  # column k is bit k
+print(bits.T)
+bit_periods = 2 ** (np.arange(4) + 1)
+assert all(np.array_equal(bits[: 16 - p, k], bits[p:, k]) for k, p in enumerate(bit_periods))
+print("bit periods:", bit_periods)
+
+# %% [markdown]
+# Plotting the sine column of the first four pairs against position shows the same picture:
+# each wave is $10000^{2/16} \approx 3.16$ times longer than the one before. `posenc.encode`
+# accepts fractional positions, which lets us draw the waves as smooth curves.
+
+# %%
+fine_positions = np.linspace(0, 100, 1001)
+curves = posenc.encode(fine_positions, width)
+fig, ax = plt.subplots(figsize=(10, 3.5))
+for pair in range(4):
+    ax.plot(fine_positions, curves[:, 2 * pair], label=f"column {2 * pair}, λ ≈ {wavelengths[pair]:.0f}")
+ax.set_xlabel("position")
+ax.set_ylabel("sine value")
+ax.set_title(f"Sine columns of the first four pairs (d_model = {width})")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# A larger table as a heatmap: 128 positions by 64 columns. On the left, fast stripes; to
+# the right the columns change ever more slowly, until the last ones are almost constant
+# (sines near 0, cosines near 1) over these 128 positions.
+
+# %%
+big = posenc.positional_encoding(128, 64)
+fig, ax = plt.subplots(figsize=(9, 5))
+image = ax.imshow(big, cmap="RdBu", aspect="auto", vmin=-1, vmax=1)
+ax.set_xlabel("column (2i: sine, 2i + 1: cosine)")
+ax.set_ylabel("position")
+ax.set_title("posenc.positional_encoding(128, 64)")
+fig.colorbar(image, ax=ax)
+plt.show()

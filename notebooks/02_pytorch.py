@@ -1,0 +1,354 @@
+# %% [markdown]
+# # 02 · Positional encoding in PyTorch
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/02_pytorch.ipynb)
+#
+# We build the sinusoidal table of the Transformer out of plain tensor operations, one
+# step at a time, and hold every intermediate result up against the `posenc` package.
+# Then we wrap the steps in a small `nn.Module` of our own, and finally use
+# `posenc.torch.PositionalEncoding` the way a model does: added to a batch of token
+# embeddings, on whichever device is available.
+
+# %%
+# On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
+import sys
+
+if "google.colab" in sys.modules:
+    # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
+
+# %% [markdown]
+# Tensors stay in torch's default float32, as in the lecture. `posenc` forms its angles in
+# float64 and rounds once at the end, so at these small positions the two routes differ
+# by about 1e-7: `ATOL` is the tolerance for comparing them. Figures are drawn inline
+# whatever matplotlib backend the environment asks for.
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+
+import posenc
+import posenc.torch
+
+np.set_printoptions(precision=4, suppress=True)
+ATOL = 1e-6
+
+# %% [markdown]
+# ## The formula
+#
+# Row `pos` of the table encodes position `pos`; its columns come in pairs, a sine and a
+# cosine of the same angle:
+#
+# $$
+# PE_{(pos,\,2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right),
+# \qquad
+# PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right)
+# $$
+#
+# Indexed by column $j$ instead, an even $j$ divides by $10000^{j/d_{\mathrm{model}}}$ and an
+# odd $j$ by $10000^{(j-1)/d_{\mathrm{model}}}$. The walk below computes both and finds
+# them identical.
+#
+# ## Step by step, with d_model = 64
+#
+# Ten positions and 64 columns: big enough to see the shapes, small enough to print a few
+# numbers. The even and odd column indices come first, 32 of each.
+
+# %%
+d_model, length = 64, 10
+even_cols = torch.arange(0, d_model, 2, dtype=torch.float32)
+odd_cols = torch.arange(1, d_model, 2, dtype=torch.float32)
+print(tuple(even_cols.shape), even_cols[:4].numpy(), "...")
+print(tuple(odd_cols.shape), odd_cols[:4].numpy(), "...")
+
+# %% [markdown]
+# One denominator per column, from each set of indices (a Python number raised to a
+# float32 tensor stays float32). The first six should match what the lecture printed, to
+# its five significant figures, and all 32 should match `posenc.denominators`.
+
+# %%
+den_even = 10000 ** (even_cols / d_model)
+den_odd = 10000 ** ((odd_cols - 1) / d_model)
+print(tuple(den_even.shape), den_even.dtype)
+print(den_even[:6].numpy().round(4))
+print("even and odd denominators identical:", torch.equal(den_even, den_odd))
+
+LECTURE_DEN_HEAD = np.array([1.0, 1.3335, 1.7783, 2.3714, 3.1623, 4.2170])
+np.testing.assert_allclose(den_even[:6].numpy(), LECTURE_DEN_HEAD, rtol=0, atol=5e-5)
+torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominators(d_model)), rtol=1e-6, atol=0)
+
+# %% [markdown]
+# So one vector of 32 denominators serves both the sines and the cosines. (The lecture
+# stored its odd-index result under the even name by mistake; since the two are equal,
+# nothing downstream changed.)
+#
+# Positions form a column, `(length, 1)`, so that dividing by the `(32,)` denominators
+# broadcasts into a `(length, 32)` grid of angles: one row per position, one column per
+# sine/cosine pair. Row 1 of the sines is checked against the lecture's printout (five
+# significant figures), and both grids against sin and cos of `posenc.angles` (float64).
+
+# %%
+den = den_even
+pos = torch.arange(length, dtype=torch.float32).reshape(length, 1)
+angle = pos / den
+sin_part, cos_part = torch.sin(angle), torch.cos(angle)
+print("positions", tuple(pos.shape), "/ denominators", tuple(den.shape), "-> angles", tuple(angle.shape))
+print("sines", tuple(sin_part.shape), " cosines", tuple(cos_part.shape))
+print("row 1, first six sines:", sin_part[1, :6].numpy().round(4))
+
+LECTURE_SIN_ROW1_HEAD = np.array([0.84147, 0.68156, 0.53317, 0.40931, 0.31098, 0.23492])
+np.testing.assert_allclose(sin_part[1, :6].numpy(), LECTURE_SIN_ROW1_HEAD, rtol=0, atol=5e-6)
+ref_angle = torch.from_numpy(posenc.angles(np.arange(length), d_model))
+torch.testing.assert_close(sin_part.double(), ref_angle.sin(), rtol=0, atol=ATOL)
+torch.testing.assert_close(cos_part.double(), ref_angle.cos(), rtol=0, atol=ATOL)
+
+# %% [markdown]
+# ### Interleaving
+#
+# The paper puts each cosine right after its sine. Stacking the two grids along a new last
+# axis makes `(length, 32, 2)`, where the last axis holds one (sin, cos) pair; merging the
+# last two axes then lays the pairs out side by side in 64 columns. `posenc.interleave`
+# performs exactly this step, and `posenc.torch.positional_encoding` builds the whole
+# table in one call.
+
+# %%
+pairs = torch.stack([sin_part, cos_part], dim=2)
+pe64 = torch.flatten(pairs, start_dim=1, end_dim=2)
+print(tuple(pairs.shape), "->", tuple(pe64.shape))
+print("row 1, first six columns:", pe64[1, :6].numpy().round(4))
+print("even columns are the sines:", torch.equal(pe64[:, 0::2], sin_part))
+print("odd columns are the cosines:", torch.equal(pe64[:, 1::2], cos_part))
+
+np.testing.assert_array_equal(posenc.interleave(sin_part.numpy(), cos_part.numpy()), pe64.numpy())
+torch.testing.assert_close(pe64, posenc.torch.positional_encoding(length, d_model), rtol=0, atol=ATOL)
+
+# %% [markdown]
+# Concatenating instead of stacking would put all 32 sines first and all cosines after:
+# the same columns in another order, a layout some libraries use. `posenc` calls it
+# `"sin_cos"`.
+
+# %%
+concatenated = torch.cat([sin_part, cos_part], dim=1)
+print(tuple(concatenated.shape), "same as interleaved:", torch.equal(concatenated, pe64))
+torch.testing.assert_close(
+    concatenated, posenc.torch.positional_encoding(length, d_model, layout="sin_cos"), rtol=0, atol=ATOL
+)
+
+# %% [markdown]
+# Ten rows are a thin picture, so here is the same 64-wide table for 100 positions. The
+# left columns oscillate fast down the positions; further right the wavelengths grow
+# geometrically, until the sines sit near 0 and the cosines near 1.
+
+# %%
+big = posenc.torch.positional_encoding(100, d_model)
+fig, ax = plt.subplots(figsize=(9, 4))
+image = ax.imshow(big.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+ax.set_xlabel("column")
+ax.set_ylabel("position")
+ax.set_title("Sinusoidal positional encoding, d_model = 64")
+fig.colorbar(image, ax=ax)
+plt.show()
+
+# %% [markdown]
+# ## Our own module
+#
+# The same steps fit in one `forward()`. Like the lecture's class, this module has no
+# input: it returns the `(max_sequence_length, d_model)` table. It assumes an even
+# `d_model`; an odd one would come out one column too wide.
+
+# %%
+class SinusoidalTable(nn.Module):
+    """forward() -> (max_sequence_length, d_model) table, computed in float32 like the lecture."""
+
+    def __init__(self, d_model, max_sequence_length):
+        super().__init__()
+        self.d_model = d_model
+        self.max_sequence_length = max_sequence_length
+
+    def forward(self):
+        den = 10000 ** (torch.arange(0, self.d_model, 2, dtype=torch.float32) / self.d_model)
+        pos = torch.arange(self.max_sequence_length, dtype=torch.float32)[:, None]
+        angle = pos / den
+        # (length, d/2, 2) -> (length, d): each cosine lands right after its sine
+        return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(start_dim=-2)
+
+
+print("reproduces the d_model=64 walk:", torch.equal(SinusoidalTable(64, 10)(), pe64))
+
+# %% [markdown]
+# The table the lecture printed used `d_model=6` and ten positions:
+
+# %%
+table6 = SinusoidalTable(d_model=6, max_sequence_length=10)()
+print(tuple(table6.shape))
+print(table6.numpy().round(4))
+
+# %% [markdown]
+# Here are the lecture's printed numbers. Our float32 values agree with them to within half
+# a unit of the fourth decimal.
+
+# %%
+LECTURE_TABLE_10x6 = np.array([
+    [0.0000, 1.0000, 0.0000, 1.0000, 0.0000, 1.0000],
+    [0.8415, 0.5403, 0.0464, 0.9989, 0.0022, 1.0000],
+    [0.9093, -0.4161, 0.0927, 0.9957, 0.0043, 1.0000],
+    [0.1411, -0.9900, 0.1388, 0.9903, 0.0065, 1.0000],
+    [-0.7568, -0.6536, 0.1846, 0.9828, 0.0086, 1.0000],
+    [-0.9589, 0.2837, 0.2300, 0.9732, 0.0108, 0.9999],
+    [-0.2794, 0.9602, 0.2749, 0.9615, 0.0129, 0.9999],
+    [0.6570, 0.7539, 0.3192, 0.9477, 0.0151, 0.9999],
+    [0.9894, -0.1455, 0.3629, 0.9318, 0.0172, 0.9999],
+    [0.4121, -0.9111, 0.4057, 0.9140, 0.0194, 0.9998],
+])
+np.testing.assert_allclose(table6.numpy(), LECTURE_TABLE_10x6, rtol=0, atol=5e-5)
+
+# %% [markdown]
+# The lecture's class built its positions with an integer `arange`. Dividing an int64
+# tensor by a float32 one promotes the result to float32, and every integer below
+# $2^{24}$ converts exactly, so the integer positions give bit-for-bit the same table.
+
+# %%
+den6 = 10000 ** (torch.arange(0, 6, 2, dtype=torch.float32) / 6)
+int_pos = torch.arange(10).reshape(10, 1)
+print(int_pos.dtype, "/", den6.dtype, "->", (int_pos / den6).dtype)
+print("same angles as float positions:", torch.equal(int_pos / den6, int_pos.float() / den6))
+
+# %% [markdown]
+# `posenc.torch` gives the same table, both from the function and as the buffer `pe`
+# kept by its module:
+
+# %%
+torch.testing.assert_close(table6, posenc.torch.positional_encoding(10, 6), rtol=0, atol=ATOL)
+torch.testing.assert_close(table6, posenc.torch.PositionalEncoding(6, max_len=10).pe, rtol=0, atol=ATOL)
+print("within", ATOL, "of posenc:", bool((table6 - posenc.torch.positional_encoding(10, 6)).abs().max() < ATOL))
+
+# %% [markdown]
+# Each column is one sinusoid along the positions. Here are the sines of every fourth
+# pair, from our module at `d_model=64`: each wavelength is
+# $10000^{8/64} \approx 3.2$ times the one before, from $2\pi \approx 6.3$ positions up
+# to about 200. The table only samples whole positions, which is why column 0 looks jagged.
+
+# %%
+wide = SinusoidalTable(d_model=64, max_sequence_length=100)()
+fig, ax = plt.subplots(figsize=(9, 3.5))
+for col in (0, 8, 16, 24):
+    ax.plot(wide[:, col].numpy(), marker=".", markersize=3, label=f"column {col}")
+ax.set_xlabel("position")
+ax.set_ylabel("sine")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+plt.show()
+
+# %% [markdown]
+# ## In a model
+#
+# In a Transformer the table is added to the token embeddings before the first layer.
+# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` does that for
+# batch-first input `(batch, seq, d_model)`: it returns `dropout(x + PE[:seq])`. (The
+# Annotated Transformer also multiplies the embeddings by $\sqrt{d_{\mathrm{model}}}$ first;
+# that belongs to the model, not to the encoding.)
+#
+# The code runs unchanged on a GPU: pick the device once and move the model and the data
+# to it. Nothing printed below depends on which device was chosen.
+#
+# A toy model: an embedding over a 20-token vocabulary, 16 wide, followed by the
+# positional encoding. Seeding before building it fixes the embedding weights; they are
+# created on the CPU and then moved, so they are the same on every device.
+
+# %%
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+vocab_size, width, max_len = 20, 16, 50
+torch.manual_seed(0)
+model = nn.Sequential(
+    nn.Embedding(vocab_size, width),
+    posenc.torch.PositionalEncoding(width, max_len=max_len, dropout=0.1),
+).to(device)
+embed, add_positions = model[0], model[1]
+model.eval()
+
+# %% [markdown]
+# A batch of two sequences of seven token ids, drawn from a seeded CPU generator for the
+# same reason:
+
+# %%
+gen = torch.Generator().manual_seed(1)
+tokens = torch.randint(0, vocab_size, (2, 7), generator=gen).to(device)
+print(tokens.cpu().numpy())
+
+with torch.no_grad():
+    x = embed(tokens)
+    y = model(tokens)
+print("tokens", tuple(tokens.shape), "-> embeddings", tuple(x.shape), "-> output", tuple(y.shape))
+
+# %% [markdown]
+# In eval mode dropout does nothing, so the output minus the embeddings is the table
+# itself, the same rows for every sequence in the batch:
+
+# %%
+table = posenc.torch.positional_encoding(tokens.shape[1], width, device=device)
+torch.testing.assert_close(y - x, table.expand_as(x), rtol=0, atol=ATOL)
+print((y - x)[0, :4, :6].cpu().numpy().round(4))
+
+# %% [markdown]
+# In training mode dropout zeroes about a tenth of the entries and scales the rest by
+# $1/0.9$, so that the expected value stays the same. Eval mode gives the plain sum back.
+
+# %%
+model.train()
+torch.manual_seed(2)
+with torch.no_grad():
+    y_train = model(tokens)
+model.eval()
+kept = y_train != 0
+torch.testing.assert_close(y_train[kept], y[kept] / 0.9, rtol=1e-6, atol=1e-6)
+print("training output differs:", not torch.equal(y_train, y))
+with torch.no_grad():
+    print("eval output restored:", torch.equal(model(tokens), y))
+
+# %% [markdown]
+# ### The table is a buffer, not a weight
+#
+# `pe` is registered as a non-persistent buffer: `.to(device)` moves it along with the
+# model, the optimizer never sees it (it is not a parameter), and `state_dict` leaves it
+# out. A checkpoint holds only the embedding weights, so it loads into a model built with
+# any `max_len`.
+
+# %%
+print("buffers:", [name for name, _ in model.named_buffers()])
+print("parameters:", [name for name, _ in model.named_parameters()])
+print("state_dict:", list(model.state_dict()))
+print("table on the model's device:", add_positions.pe.device == embed.weight.device)
+print("table shape:", tuple(add_positions.pe.shape))
+
+fresh = nn.Sequential(nn.Embedding(vocab_size, width), posenc.torch.PositionalEncoding(width, max_len=5000))
+print(fresh.load_state_dict(model.state_dict()))
+
+# %% [markdown]
+# ### Longer than max_len
+#
+# The formula is defined for any position, so a sequence longer than `max_len` need not
+# fail: the module recomputes its table at the new length, on the same device.
+
+# %%
+long_tokens = torch.randint(0, vocab_size, (2, 80), generator=gen).to(device)
+with torch.no_grad():
+    x_long = embed(long_tokens)
+    y_long = model(long_tokens)
+print("output", tuple(y_long.shape), " max_len was", max_len, "now", add_positions.max_len)
+long_table = posenc.torch.positional_encoding(80, width, device=device)
+torch.testing.assert_close(y_long - x_long, long_table.expand_as(x_long), rtol=0, atol=ATOL)
+print("still out of state_dict:", list(model.state_dict()))
+
+# %% [markdown]
+# ## Summary
+#
+# - The lecture's d_model=64 walk: denominators `(32,)`, equal for even and odd columns;
+#   positions `(10, 1)`; sines and cosines `(10, 32)`; stacked `(10, 32, 2)`; flattened
+#   `(10, 64)`. Each stage matches `posenc` to 1e-6.
+# - Our `SinusoidalTable` reproduces the lecture's printed `(10, 6)` table at its four
+#   decimals and equals `posenc.torch.positional_encoding(10, 6)` to 1e-6.
+# - `posenc.torch.PositionalEncoding` adds that table to batch-first embeddings. Its
+#   table is a non-persistent buffer that moves with `.to(device)` and stays out of
+#   checkpoints, and it grows when a sequence is longer than `max_len`.
