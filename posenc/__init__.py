@@ -1,7 +1,7 @@
 """posenc: the sinusoidal positional encoding of "Attention Is All You Need".
 
-``import posenc`` loads NumPy only; ``posenc.torch`` and ``posenc.tensorflow`` load their
-framework when imported.
+``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow`` and
+``posenc.plot`` (matplotlib) load their framework when imported.
 """
 
 from ._checks import LAYOUTS
@@ -14,6 +14,7 @@ from ._core import (
     interleave,
     positional_encoding,
 )
+from .geometry import shift_matrix, wavelengths
 
 __version__ = "0.1.0"
 
@@ -26,4 +27,6 @@ __all__ = [
     "frequencies",
     "interleave",
     "positional_encoding",
+    "shift_matrix",
+    "wavelengths",
 ]

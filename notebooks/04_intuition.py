@@ -1,0 +1,505 @@
+# %% [markdown]
+# # 04 · Why sines and cosines of geometric wavelengths work
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/04_intuition.ipynb)
+#
+# Why sines *and* cosines? Why 10000? Why wavelengths spaced geometrically, and what makes
+# the table "positional" at all? The lecture notes answer in prose: the wavelengths run
+# from $2\pi$ to $10000 \cdot 2\pi$ in a geometric progression, short wavelengths carry local
+# position and long ones global position, like the bits of a binary counter; the paper adds
+# that $PE(pos + k)$ is a linear function of $PE(pos)$. Here each idea becomes a picture and
+# a fact that a cell asserts, so this notebook fails if any sentence in it stops being true.
+
+# %%
+# On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
+import sys
+
+if "google.colab" in sys.modules:
+    # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
+
+# %% [markdown]
+# `posenc.plot` holds the figures (it imports matplotlib; `import posenc` alone does not).
+# We work in float64 so that the checks below can be tight.
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import numpy as np
+
+import posenc
+import posenc.plot
+
+np.set_printoptions(precision=4, suppress=True)
+
+
+def table(length, d_model, base=10000.0, layout="interleaved"):
+    return posenc.positional_encoding(length, d_model, base=base, layout=layout, dtype=np.float64)
+
+
+def dot_by_offset(k, d_model, base=10000.0):
+    """PE(p) · PE(p + k) for even d_model, from the formula: sum over pairs of cos(k w_i)."""
+    rates = 2 * np.pi / posenc.wavelengths(d_model, base)
+    return np.cos(np.multiply.outer(k, rates)).sum(axis=-1)
+
+
+# %% [markdown]
+# ## 1. The wavelengths form a geometric progression
+#
+# Pair $i$ (columns $2i$ and $2i+1$) turns at $w_i = 10000^{-2i/d}$ radians per position, so
+# it repeats every $\lambda_i = 2\pi / w_i = 2\pi \cdot 10000^{2i/d}$ positions.
+# `posenc.wavelengths` returns them. Each is $10000^{2/d}$ times the one before, a constant
+# ratio: a geometric progression that starts at $2\pi$ and, with $d/2$ terms, stops one
+# ratio short of $10000 \cdot 2\pi$.
+
+# %%
+d_model = 64
+lengths = posenc.wavelengths(d_model)
+ratio = 10000 ** (2 / d_model)
+print("first four:", lengths[:4].round(3), " last:", lengths[-1].round(1))
+print(f"ratio 10000^(2/{d_model}) = {ratio:.6f}")
+
+np.testing.assert_allclose(lengths[0], 2 * np.pi, rtol=1e-15)
+np.testing.assert_allclose(lengths[1:] / lengths[:-1], ratio, rtol=1e-13)
+np.testing.assert_allclose(lengths[-1], 10000 * 2 * np.pi / ratio, rtol=1e-13)
+assert lengths.shape == (d_model // 2,) and np.all(np.diff(lengths) > 0)
+
+# %% [markdown]
+# One lecture note gives the ratio as $10000^{1/d}$, counting every column. It is
+# $10000^{2/d}$: a sine and its cosine share one wavelength, so the wavelength only changes
+# every second column. The last wavelength falls short of $10000 \cdot 2\pi$ by that one
+# ratio, which tends to 1 as the model widens ("nearly" $10000 \cdot 2\pi$):
+
+# %%
+assert not np.isclose(lengths[1] / lengths[0], 10000 ** (1 / d_model))
+shares = {d: posenc.wavelengths(d)[-1] / (10000 * 2 * np.pi) for d in (16, 64, 512, 4096)}
+for d, share in shares.items():
+    print(f"d_model={d:5d}: longest wavelength = {share:.4f} x 10000·2π")
+assert list(shares.values()) == sorted(shares.values()) and all(s < 1 for s in shares.values())
+assert shares[512] > 0.96
+
+# %% [markdown]
+# On a log scale a geometric progression is a straight line. Each dot is one column of the
+# $d=64$ table; a sine and the cosine beside it sit at the same height. The dashed lines
+# are $2\pi$ and $10000 \cdot 2\pi$.
+
+# %%
+posenc.plot.wavelengths(d_model)
+plt.show()
+
+# %% [markdown]
+# The same fact seen in the columns themselves: sine columns of pairs 0, 2 and 4 over 100
+# positions, each $10000^{4/64} \approx 1.78$ times longer than the one before.
+
+# %%
+wide = table(100, d_model)
+posenc.plot.columns(wide, [0, 4, 8], title="sine columns of pairs 0, 2, 4 (d_model = 64)")
+plt.show()
+
+# %% [markdown]
+# ## 2. Like a binary counter, and not quite
+#
+# Write the positions 0 … 255 in binary, least significant bit first, next to a
+# sinusoidal table of 16 columns. In both, the leftmost column changes fastest and each
+# column further right changes more slowly.
+
+# %%
+positions = np.arange(256)
+bits = (positions[:, None] >> np.arange(8)) & 1  # column j is bit j
+small = table(256, 16)
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
+posenc.plot.heatmap(bits, left, cmap="Greys", vmin=0, vmax=1, xlabel="bit (least significant first)",
+                    clabel="bit", title="binary counter, 8 bits")
+posenc.plot.heatmap(small, right, title="sinusoidal table, d_model = 16")
+plt.show()
+
+# %% [markdown]
+# **What is alike.** Bit $j$ repeats every $2^{j+1}$ positions, so the periods grow
+# geometrically with ratio 2; the sinusoidal pairs repeat every $\lambda_i$, ratio
+# $10000^{2/16} \approx 3.16$. Fast columns tell neighbours apart, slow columns tell
+# far-apart positions apart, and together they give every position its own row. For
+# example, positions 0 and 44 agree in the first pair to 0.02 (44 is within 0.02 of
+# $7 \cdot 2\pi$) and are told apart by the slower pairs, as 0 and 2 agree in bit 0 and
+# differ in bit 1.
+
+# %%
+bit_periods = 2 ** (np.arange(8) + 1)
+for j, period in enumerate(bit_periods):
+    assert np.array_equal(bits[period:, j], bits[:-period, j])  # repeats every 2^(j+1)
+    assert not np.array_equal(bits[period // 2 :, j], bits[: -(period // 2), j])  # and no sooner
+small_lengths = posenc.wavelengths(16)
+np.testing.assert_allclose(small_lengths[1:] / small_lengths[:-1], 10000 ** (2 / 16), rtol=1e-13)
+assert len({tuple(row) for row in bits}) == 256  # every position has its own bit pattern
+assert len({tuple(row) for row in small.round(6)}) == 256  # and its own row of waves
+print("bit periods:", bit_periods)
+print("wave periods:", small_lengths.round(1))
+
+pair_steps = np.hypot(small[1:, 0::2] - small[:-1, 0::2], small[1:, 1::2] - small[:-1, 1::2])
+assert np.all(np.diff(pair_steps[0]) < 0)  # one step moves the fast pairs most
+assert bits[:, 0].tolist() == [0, 1] * 128 and np.sum(bits[1:, 7] != bits[:-1, 7]) == 1
+assert np.linalg.norm(small[44, :2] - small[0, :2]) < 0.02 < 1 < np.linalg.norm(small[44] - small[0])
+assert bits[0, 0] == bits[2, 0] and bits[0, 1] != bits[2, 1]
+
+# %% [markdown]
+# **What is not.**
+#
+# - The counter wraps: after 256 steps position 256 reads exactly like position 0. The
+#   waves never line up exactly on whole positions, because $2\pi$ is irrational (checked
+#   over long ranges in section 3).
+# - A step of one is not always the same size in binary: 127 → 128 flips all eight bits,
+#   128 → 129 flips one. Between sinusoidal rows, one step is the same distance everywhere,
+#   and so is every step of $k$ (section 5 says why).
+# - Binary rows have different lengths (the count of ones); every sinusoidal row has the
+#   same length (section 3).
+# - Bits are 0 or 1 and exist for whole positions only; the waves are smooth, lie in
+#   $[-1, 1]$, and are defined between positions too.
+
+# %%
+assert np.array_equal((256 >> np.arange(8)) & 1, bits[0])  # the counter wraps
+
+flips = np.sum(bits[1:] != bits[:-1], axis=1)  # bits changed by n -> n + 1
+steps = np.linalg.norm(small[1:] - small[:-1], axis=1)  # distance PE(p) -> PE(p + 1)
+print(f"bits flipped by one step: {flips.min()} to {flips.max()}; 127 -> 128 flips {flips[127]}")
+print(f"distance of one sinusoidal step: {steps.min():.9f} to {steps.max():.9f}")
+assert flips.min() == 1 and flips.max() == 8 and flips[127] == 8
+assert np.ptp(steps) < 1e-12
+
+ones = bits.sum(axis=1)
+assert ones.min() == 0 and ones.max() == 8
+np.testing.assert_allclose(np.linalg.norm(small, axis=1), np.sqrt(8), rtol=1e-14)
+
+between = posenc.encode(np.linspace(0, 3, 31), 16, dtype=np.float64)  # fractional positions
+assert np.all(np.abs(between) <= 1) and np.all(np.abs(np.diff(between[:, 0])) < 0.11)
+
+# %% [markdown]
+# ## 3. Every row has the same length, and no two rows are equal
+#
+# Each pair contributes $\sin^2 + \cos^2 = 1$ to the squared length of a row, so for an even
+# $d$ every row has norm exactly $\sqrt{d/2}$, at every position, in every layout. With an
+# odd $d$ the last sine has no cosine partner and the squared norm is
+# $(d-1)/2 + \sin^2(p\,w_{\text{last}})$: it moves between $(d-1)/2$ and $(d+1)/2$.
+
+# %%
+long = table(100_000, d_model)
+norms = np.linalg.norm(long, axis=1)
+print(f"d_model=64: norms from {norms.min():.9f} to {norms.max():.9f}; sqrt(32) = {np.sqrt(32):.9f}")
+np.testing.assert_allclose(norms, np.sqrt(d_model / 2), rtol=1e-13)
+for layout in posenc.LAYOUTS:
+    np.testing.assert_allclose(np.linalg.norm(table(1000, 10, layout=layout), axis=1), np.sqrt(5), rtol=1e-14)
+
+odd = table(25_000, 7)  # two turns of its slowest pair, which has no cosine
+squared = np.sum(odd**2, axis=1)
+last_rate = 2 * np.pi / posenc.wavelengths(7)[-1]
+np.testing.assert_allclose(squared, 3 + np.sin(np.arange(25_000) * last_rate) ** 2, atol=1e-12)
+print(f"d_model=7: squared norms from {squared.min():.6f} to {squared.max():.6f}")
+assert 3 <= squared.min() < 3.01 and 3.99 < squared.max() <= 4
+
+# %% [markdown]
+# Rows are distinct. For 2000 positions we can compare every row with every other one.
+# The closest pair is as close as *neighbouring* positions, $|p - q| = 1$:
+
+# %%
+block = long[:2000]
+squared_norms = np.sum(block**2, axis=1)
+distances = np.sqrt(np.maximum(squared_norms[:, None] + squared_norms[None, :] - 2 * block @ block.T, 0))
+np.fill_diagonal(distances, np.inf)
+p, q = np.unravel_index(np.argmin(distances), distances.shape)
+print(f"closest pair among 2000 positions: {distances.min():.4f}, {abs(p - q)} apart")
+assert abs(p - q) == 1
+np.testing.assert_allclose(distances.min(), np.linalg.norm(long[1] - long[0]), rtol=1e-9)
+
+# %% [markdown]
+# For longer ranges we use a fact shown in section 5: the distance between rows $p$ and
+# $p + k$ depends on $k$ only, $\lVert PE(p+k) - PE(p) \rVert^2 = 2\sum_i (1 - \cos k w_i)$.
+# We check that formula on the 2000 rows above, then use it for offsets up to 100 000:
+# no other position comes within the distance of a neighbour.
+
+# %%
+def distance_by_offset(k, d_model, base=10000.0):
+    return np.sqrt(np.maximum(2 * (d_model / 2 - dot_by_offset(k, d_model, base)), 0))
+
+
+offsets = np.abs(np.subtract.outer(np.arange(2000), np.arange(2000)))
+np.testing.assert_allclose(distances[offsets > 0], distance_by_offset(offsets[offsets > 0], d_model), atol=1e-9)
+
+far = distance_by_offset(np.arange(1, 100_000), d_model)
+print(f"offsets 1..99999: smallest distance {far.min():.4f} (at k = {far.argmin() + 1}); "
+      f"next smallest beyond k = 1: {far[1:].min():.4f}")
+assert far.argmin() == 0 and far[1:].min() > far[0]
+
+# %% [markdown]
+# ## 4. Shifting a position is a rotation
+#
+# Angle addition turns $PE(p)$ into $PE(p + k)$ pair by pair, with coefficients that
+# depend on $k$ but not on $p$:
+#
+# $$
+# \begin{pmatrix}\sin (p+k)w_i \\ \cos (p+k)w_i\end{pmatrix}
+# = \begin{pmatrix}\cos k w_i & \sin k w_i \\ -\sin k w_i & \cos k w_i\end{pmatrix}
+#   \begin{pmatrix}\sin p w_i \\ \cos p w_i\end{pmatrix}.
+# $$
+#
+# `posenc.shift_matrix(k, d_model)` puts these $2 \times 2$ rotations on the diagonal: the
+# matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for column vectors, so a table of rows shifts
+# as `table @ M.T`. Here is $M_5$ for $d = 16$: block diagonal; block $i$ turns by the
+# angle $5 w_i$, smaller and smaller down the diagonal, so the last blocks are nearly the
+# identity.
+
+# %%
+m5 = posenc.shift_matrix(5, 16)
+posenc.plot.heatmap(m5, xlabel="column of PE(p)", ylabel="row: column of PE(p + 5)", clabel="entry",
+                    title="posenc.shift_matrix(5, 16)")
+plt.show()
+print(m5[:4, :4].round(4))
+np.testing.assert_allclose(m5[:2, :2], [[np.cos(5), np.sin(5)], [-np.sin(5), np.cos(5)]], rtol=1e-15)
+assert np.count_nonzero(m5) == 2 * 16
+assert np.abs(m5[-2:, -2:] - np.eye(2)).max() < 2e-3
+
+# %% [markdown]
+# The identity holds for whole, negative and fractional offsets, at small and large
+# positions, in every layout (the other layouts permute rows and columns of $M_k$ the same
+# way they permute the table's columns):
+
+# %%
+starts = np.array([0.0, 1.0, 17.0, 250.5, 9999.0, 123456.0])
+for layout in posenc.LAYOUTS:
+    errors = []
+    for k in (1, 5, 37.5, -12, 1000):
+        m = posenc.shift_matrix(k, d_model, layout=layout)
+        before = posenc.encode(starts, d_model, layout=layout, dtype=np.float64)
+        after = posenc.encode(starts + k, d_model, layout=layout, dtype=np.float64)
+        errors.append(np.abs(before @ m.T - after).max())
+        np.testing.assert_allclose((m @ before.T).T, after, atol=1e-10)  # M from the left
+    print(f"{layout:12s} largest error over k in (1, 5, 37.5, -12, 1000) below 1e-10: {max(errors) < 1e-10}")
+    assert max(errors) < 1e-10
+
+# %% [markdown]
+# Shifts compose like rotations: $M_j M_k = M_{j+k}$, $M_{-k} = M_k^\top$, and every $M_k$
+# is orthogonal, which is another way of saying every row has the same length.
+
+# %%
+m3, m7 = posenc.shift_matrix(3, d_model), posenc.shift_matrix(7, d_model)
+np.testing.assert_allclose(m3 @ m7, posenc.shift_matrix(10, d_model), atol=1e-14)
+np.testing.assert_allclose(posenc.shift_matrix(-7, d_model), m7.T, atol=1e-15)
+np.testing.assert_allclose(m7 @ m7.T, np.eye(d_model), atol=1e-14)
+
+# %% [markdown]
+# **This is why both sines and cosines.** With sines alone, $\sin(p + k)w$ needs
+# $\cos p w$, which the row would not hold. An odd width has exactly that problem in its
+# last column, and `shift_matrix` refuses it. No matrix at all does the job there: the best
+# least-squares linear map from $PE(p)$ to $PE(p+5)$ for $d = 7$ gets the six paired
+# columns exactly right and misses the lone last sine.
+
+# %%
+try:
+    posenc.shift_matrix(5, 7)
+except ValueError as error:
+    print("ValueError:", error)
+else:
+    raise AssertionError("an odd width should have no shift matrix")
+
+# The last wavelength of d = 7 is about 12 000 positions: fit over two of them.
+grid_positions = np.arange(0, 25_000, 7.0)
+now, later = posenc.encode(grid_positions, 7, dtype=np.float64), posenc.encode(grid_positions + 5, 7, dtype=np.float64)
+fit, *_ = np.linalg.lstsq(now, later, rcond=None)
+residual = np.abs(now @ fit - later).max(axis=0)
+print("largest misfit per column:", residual.round(4))
+assert residual[:6].max() < 1e-9 and residual[6] > 1e-4
+
+# %% [markdown]
+# ## 5. The dot product of two positions depends only on their offset
+#
+# Multiply the rotation out: $PE(p) \cdot PE(p+k) = \sum_i \cos(k\,w_i)$. No $p$ in it, so
+# the similarity of two positions is a function of their offset alone. It is symmetric,
+# $f(-k) = f(k)$, because cosine is even; it is largest, $d/2$, at $k = 0$. The matrix of
+# all dot products has constant bands parallel to its diagonal:
+
+# %%
+rows = table(200, d_model)
+posenc.plot.similarity(rows, title="PE(p) · PE(q), d_model = 64")
+plt.show()
+
+gram = rows @ rows.T
+k_of = np.abs(np.subtract.outer(np.arange(200), np.arange(200)))
+np.testing.assert_allclose(gram, dot_by_offset(k_of, d_model), atol=1e-12)  # depends on |q - p| only
+np.testing.assert_allclose(gram, gram.T, atol=0)
+for k in (1, 10, 77):
+    diagonal = np.diagonal(gram, offset=k)
+    assert np.ptp(diagonal) < 1e-12
+    np.testing.assert_allclose(np.diagonal(gram, offset=-k), diagonal, atol=1e-12)  # f(-k) = f(k)
+
+# %% [markdown]
+# Against the offset, measured from three different positions the curves coincide. The
+# dot product falls as $|k|$ grows, but not monotonically: the fast pairs add ripples.
+
+# %%
+posenc.plot.dot_by_offset(rows, positions=(0, 60, 120), title="d_model = 64")
+plt.show()
+
+# %%
+f = dot_by_offset(np.arange(0, 65_536), d_model)
+for p in (0, 60, 120):
+    np.testing.assert_allclose(rows @ rows[p], f[np.abs(np.arange(200) - p)], atol=1e-12)
+assert f[0] == d_model / 2 and np.all(f[1:] < f[0])
+rises = np.flatnonzero(np.diff(f[:200]) > 0)
+print(f"first offsets where f rises again: {rises[:3]}; {rises.size} rises below k = 200")
+assert rises.size > 0
+
+octaves = [f[2**m : 2 ** (m + 1)] for m in range(1, 16)]
+means = np.array([o.mean() for o in octaves])
+peaks = np.array([o.max() for o in octaves])
+print("mean over k in [2^m, 2^(m+1)), m = 1..15:", means.round(1))
+assert np.all(np.diff(means[:9]) < 0)  # falls octave after octave up to k = 1024
+assert np.all(np.diff(peaks[:11]) < 0)  # even the ripples' peaks fall up to k = 4096
+assert peaks[13] > peaks[11]  # but the slowest pairs turn back: see section 6
+
+# %% [markdown]
+# ## 6. What goes wrong
+#
+# **A too-small base.** The longest wavelength is below $2\pi \cdot \text{base}$. With
+# base 10 and $d = 64$ it is 58 positions, so in a sequence of a few hundred tokens every
+# pair has turned many times, and no pair changes slowly enough to say "far" or "farther".
+# The dot product, divided by its value at 0, drops to noise around 0 within a few
+# positions and stays there; a position 300 away can look more similar than one 10 away.
+# With base 10000 it falls steadily over the same range.
+
+# %%
+k = np.arange(1024)
+fig, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
+for base in (10, 100, 10000):
+    ax.plot(k[1:], dot_by_offset(k, d_model, base)[1:] / (d_model / 2), lw=1, label=f"base {base:g}")
+ax.set_xscale("log")
+ax.set_xlabel("offset k")
+ax.set_ylabel("PE(p)·PE(p+k) / PE(p)·PE(p)")
+ax.legend()
+plt.show()
+
+print(f"longest wavelength, base 10: {posenc.wavelengths(d_model, 10)[-1]:.1f}")
+small_base = dot_by_offset(k, d_model, 10) / (d_model / 2)
+paper_base = dot_by_offset(k, d_model) / (d_model / 2)
+small_means = np.array([small_base[2**m : 2 ** (m + 1)].mean() for m in range(1, 10)])
+paper_means = np.array([paper_base[2**m : 2 ** (m + 1)].mean() for m in range(1, 10)])
+print("mean per octave, base 10:   ", small_means.round(3))
+print("mean per octave, base 10000:", paper_means.round(3))
+assert np.all(np.abs(small_means[5:]) < 0.01)  # flat from k = 64 on
+assert small_base[256:512].max() > small_base[8:16].max()  # 300 away looks closer than 10 away
+assert np.all(np.diff(paper_means) < 0) and paper_means[-1] > 0.15
+
+# %% [markdown]
+# **Positions past the longest wavelength.** The slowest pair is a clock hand that turns
+# once per longest wavelength. Its angle alone reads the position exactly up to that
+# wavelength, and then it wraps around: $p$ and $p + \lambda_{\max}$ look the same in the
+# slowest pair, and the same is true of every pair at its own wavelength. That is
+# aliasing. Beyond the longest wavelength, only the combination of pairs still tells
+# positions apart, and with few pairs that combination can come arbitrarily close to
+# repeating. Take $d = 8$ with base 100: $\lambda_{\max} \approx 199$.
+
+# %%
+d_few, base_few = 8, 100.0
+longest = posenc.wavelengths(d_few, base_few)[-1]
+ps = np.arange(0, 600.0)
+slow = posenc.encode(ps, d_few, base=base_few, dtype=np.float64)[:, -2:]  # (sin, cos) of the slowest pair
+readout = np.mod(np.arctan2(slow[:, 0], slow[:, 1]), 2 * np.pi) / (2 * np.pi) * longest
+print(f"longest wavelength: {longest:.2f}; the slowest pair reads 150 as {readout[150]:.2f}, "
+      f"350 as {readout[350]:.2f}, 550 as {readout[550]:.2f}")
+np.testing.assert_allclose(readout, np.mod(ps, longest), atol=1e-9)
+
+# %% [markdown]
+# Distance from position $p$ to $p + k$, against $k$: inside the longest wavelength (left of
+# the dashed line) every other position is farther away than the neighbour $p + 1$ (grey
+# line); past it, some positions come closer than the neighbour, and far out, at
+# $k = 792\,184$, one is almost identical to $p$.
+
+# %%
+few = distance_by_offset(np.arange(1_000_000), d_few, base_few)
+fig, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
+ax.plot(np.arange(1, 2000), few[1:2000], lw=0.8)
+ax.axvline(longest, color="k", ls="--", lw=1, label="longest wavelength")
+ax.axhline(few[1], color="grey", lw=1, label="distance to p + 1")
+ax.set_xlabel("offset k")
+ax.set_ylabel("|PE(p + k) - PE(p)|")
+ax.set_title("d_model = 8, base = 100")
+ax.legend(loc="lower right")
+plt.show()
+
+inside = few[2 : int(longest) + 1]
+closer = np.flatnonzero(few[2:] < few[1]) + 2
+print(f"neighbour: {few[1]:.3f}; nearest inside the longest wavelength: {inside.min():.3f}")
+print(f"first k closer than the neighbour: {closer[0]}; nearest of all below 10^6: "
+      f"{few[1:].min():.3f} at k = {few[1:].argmin() + 1}")
+assert inside.min() > few[1] and closer[0] > longest
+assert few[1:].min() < 0.03 and few[1:].argmin() + 1 == 792_184
+
+# %% [markdown]
+# The base 10000 and $d = 64$ keep this far away: their longest wavelength is 47 117
+# positions, and section 3 found no offset below 100 000 closer than the neighbour.
+# (Sampling whole positions never aliases a single column, by the way: the shortest
+# wavelength is $2\pi > 2$ positions, above the Nyquist limit, whatever the base.)
+
+# %%
+assert round(posenc.wavelengths(d_model)[-1]) == 47117
+assert all(posenc.wavelengths(d, b).min() > 2 for d in (2, 7, 64) for b in (1.5, 10, 1e4))
+
+# %% [markdown]
+# ## 7. How d_model and base change the picture
+#
+# Small multiples: the first 100 positions of the table, for three widths across and
+# three bases down. A larger base stretches every wavelength but the first (the left
+# edge is always $\sin p$, $\cos p$), so more of the table stays nearly constant; a larger
+# width fills the same range of wavelengths more densely.
+
+# %%
+widths, bases = [16, 64, 256], [100.0, 10000.0, 1e6]
+posenc.plot.grid(100, widths, bases)
+plt.show()
+
+# %% [markdown]
+# The same grid for the dot product against the offset, scaled so that it starts at 1.
+# Its width grows with the base: we measure it as the first offset where it falls below
+# one half.
+
+# %%
+posenc.plot.grid(501, widths, bases, kind="offset")
+plt.show()
+
+half_widths = np.array(
+    [[np.argmax(dot_by_offset(np.arange(2000), d, b) < d / 4) for d in widths] for b in bases]
+)
+print("first k with PE(0)·PE(k) < PE(0)·PE(0) / 2 (rows: base 100, 1e4, 1e6; columns: d 16, 64, 256)")
+print(half_widths)
+assert np.all(np.diff(half_widths, axis=0) > 0)  # wider with a larger base, at every width
+assert np.all(np.diff(half_widths[1:], axis=1) > 0)  # and, for the larger bases, with the width
+
+for d in widths:  # every wavelength but the first (2π) grows with the base
+    grown = np.array([posenc.wavelengths(d, b) for b in bases])
+    assert np.all(grown[:, 0] == 2 * np.pi) and np.all(np.diff(grown[:, 1:], axis=0) > 0)
+still = np.array([[np.mean(np.ptp(table(100, d, b), axis=0) < 0.1) for d in widths] for b in bases])
+print("share of columns that change by less than 0.1 over the 100 positions:")
+print(still.round(2))
+assert np.all(np.diff(still, axis=0) > 0)  # a larger base: more of the table nearly constant
+
+longest_table = np.array([[posenc.wavelengths(d, b)[-1] for d in widths] for b in bases])
+ratio_table = np.array([[10 ** (np.log10(b) * 2 / d) for d in widths] for b in bases])
+assert np.all(np.diff(longest_table, axis=0) > 0) and np.all(np.diff(longest_table, axis=1) > 0)
+assert np.all(np.diff(ratio_table, axis=1) < 0)  # wider: a smaller step between wavelengths
+np.testing.assert_allclose(longest_table, 2 * np.pi * np.array(bases)[:, None] ** ((np.array(widths) - 2) / np.array(widths)), rtol=1e-12)
+
+# %% [markdown]
+# There is no slider here (no widget library is installed): change `widths` and `bases`
+# above and re-run the two cells.
+#
+# ## Summary
+#
+# | idea | the fact, asserted above |
+# |---|---|
+# | geometric wavelengths | $\lambda_i = 2\pi \cdot 10000^{2i/d}$, ratio $10000^{2/d}$, from $2\pi$ to one ratio short of $10000 \cdot 2\pi$ |
+# | binary counter | both go fast to slow; bits repeat exactly and their steps differ, waves never repeat and every step of $k$ is the same size |
+# | equal lengths | $\lVert PE(p) \rVert = \sqrt{d/2}$ for even $d$; $(d-1)/2 + \sin^2(p\,w_{\text{last}})$ squared for odd $d$ |
+# | distinct rows | no two of 100 000 positions coincide; the nearest row is always the neighbour |
+# | relative position | $PE(p+k) = M_k\,PE(p)$, a block rotation, in every layout; impossible for the lone sine of an odd width |
+# | similarity | $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$: depends on $k$ only, symmetric, falls with ripples |
+# | failure modes | a small base flattens similarity into noise; past the longest wavelength positions alias |
+# | the two knobs | a larger base widens the similarity; a larger width fills the wavelengths densely |
+#
+# The property tests in `tests/test_intuition.py` check the same facts for random widths
+# (odd ones too), bases, layouts and positions up to a million.

@@ -1,0 +1,182 @@
+"""Pictures of the positional encoding, with matplotlib (imported with this module only).
+
+Every function takes an optional ``ax`` (a new figure is made when it is ``None``), labels
+its axes, adds a colorbar where colours carry values, and returns the ``Axes`` it drew on;
+``grid`` draws many small panels and returns the ``Figure``. Nothing is shown: call
+``plt.show()`` (or save the figure) yourself.
+
+    import posenc, posenc.plot
+    posenc.plot.heatmap(posenc.positional_encoding(100, 64))
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from . import _checks
+from ._core import column_order, encode, positional_encoding
+from .geometry import wavelengths as _wavelengths
+
+DIVERGING = "RdBu_r"
+
+
+def _axes(ax, figsize):
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _table(table):
+    table = np.asarray(table)
+    if table.ndim != 2:
+        raise ValueError(f"table must be 2-D (positions, d_model), got shape {table.shape}")
+    return table
+
+
+def heatmap(table, ax=None, *, cmap=DIVERGING, vmin=None, vmax=None, colorbar=True,
+            xlabel="dimension (column)", ylabel="position", clabel="value", title=None):
+    """The table as an image: row ``p`` (position) downwards, column ``c`` across.
+
+    ``vmin``/``vmax`` default to ``-m, m`` with ``m`` the largest absolute value (at least
+    1e-12), so zero sits in the middle of the diverging colormap. Returns the ``Axes``;
+    the image is ``ax.images[0]`` and the colorbar, if any, ``ax.images[0].colorbar``.
+    """
+    table = _table(table)
+    ax = _axes(ax, (8, 4))
+    if vmin is None or vmax is None:
+        largest = max(float(np.max(np.abs(table))) if table.size else 1.0, 1e-12)
+        vmin = -largest if vmin is None else vmin
+        vmax = largest if vmax is None else vmax
+    image = ax.imshow(table, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
+                      interpolation="nearest")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label=clabel)
+    return ax
+
+
+def columns(table, cols, ax=None, *, positions=None, title=None):
+    """Curves of the chosen columns of ``table`` against position, one labelled line each.
+
+    ``positions`` (default ``0 .. len(table) - 1``) is the x value of each row.
+    """
+    table = _table(table)
+    ax = _axes(ax, (8, 3.5))
+    x = np.arange(len(table)) if positions is None else np.asarray(positions)
+    for col in cols:
+        ax.plot(x, table[:, col], label=f"column {col}")
+    ax.set_xlabel("position")
+    ax.set_ylabel("PE(position, column)")
+    ax.legend(loc="upper right", fontsize="small")
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
+def wavelengths(d_model, base=10000.0, ax=None, *, layout="interleaved", title=None):
+    """The wavelength of every column (log scale), sines and cosines marked apart.
+
+    Dashed lines mark ``2*pi`` and ``base * 2*pi``, the two ends of the progression.
+    """
+    order = column_order(d_model, layout)
+    lengths = _wavelengths(d_model, base)
+    half = len(lengths)
+    base = _checks.check_base(base)
+    ax = _axes(ax, (8, 3.5))
+    col = np.arange(d_model)
+    sine = order < half
+    ax.plot(col[sine], lengths[order[sine] % half], "o", ms=4, label="sine columns")
+    ax.plot(col[~sine], lengths[order[~sine] % half], "s", ms=4, mfc="none", label="cosine columns")
+    ax.axhline(2 * np.pi, color="grey", ls="--", lw=1)
+    ax.axhline(2 * np.pi * base, color="grey", ls="--", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("dimension (column)")
+    ax.set_ylabel("wavelength (positions)")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.set_title(title if title is not None else f"d_model={d_model}, base={base:g}, {layout}")
+    return ax
+
+
+def similarity(table, ax=None, *, cmap="viridis", colorbar=True, title=None):
+    """The matrix of dot products ``table @ table.T`` between positions, with a colorbar.
+
+    For the sinusoidal table entry ``(p, q)`` depends only on ``q - p``: bands parallel to
+    the diagonal.
+    """
+    table = _table(table)
+    ax = _axes(ax, (5, 4.2))
+    dots = table @ table.T
+    image = ax.imshow(dots, cmap=cmap, aspect="equal", interpolation="nearest")
+    ax.set_xlabel("position q")
+    ax.set_ylabel("position p")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label="PE(p) · PE(q)")
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
+def dot_by_offset(table, ax=None, *, positions=(0,), title=None):
+    """``PE(p) · PE(p + k)`` against the offset ``k``, one line per ``p`` in ``positions``.
+
+    Each line covers the offsets that stay inside the table, ``-p .. len(table) - 1 - p``;
+    for the sinusoidal table the lines lie on top of each other.
+    """
+    table = _table(table)
+    ax = _axes(ax, (8, 3.5))
+    for p in positions:
+        if not 0 <= p < len(table):
+            raise ValueError(f"positions must be rows of the table (0 .. {len(table) - 1}), got {p!r}")
+        offsets = np.arange(len(table)) - p
+        ax.plot(offsets, table @ table[p], lw=1, label=f"p = {p}")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xlabel("offset k")
+    ax.set_ylabel("PE(p) · PE(p + k)")
+    if len(positions) > 1:
+        ax.legend(loc="upper right", fontsize="small")
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
+def grid(length, d_models, bases, *, kind="table", max_offset=None, figsize=None):
+    """Small multiples: one panel per ``(base, d_model)``, bases down, widths across.
+
+    ``kind="table"`` draws each table as a heatmap (one shared colorbar, -1 .. 1);
+    ``kind="offset"`` draws ``PE(0) · PE(k) / PE(0) · PE(0)`` for ``k = 0 .. max_offset``
+    (default ``length - 1``), normalised so panels share a y axis. Returns the ``Figure``;
+    ``fig.axes`` holds the panels row by row (then the colorbar, for tables).
+    """
+    if kind not in ("table", "offset"):
+        raise ValueError(f"kind must be 'table' or 'offset', got {kind!r}")
+    length = _checks.check_length(length)
+    rows, cols = len(bases), len(d_models)
+    figsize = figsize or (2.6 * cols + 1, 2.1 * rows + 0.4)
+    fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, layout="constrained",
+                             sharex=True, sharey=True)
+    image = None
+    for r, base in enumerate(bases):
+        for c, d_model in enumerate(d_models):
+            ax = axes[r, c]
+            if kind == "table":
+                table = positional_encoding(length, d_model, base=base)
+                image = ax.imshow(table, cmap=DIVERGING, vmin=-1, vmax=1, aspect="auto",
+                                  interpolation="nearest", extent=(0, 1, length, 0))
+                ax.set_xticks([0, 1], ["0", "d"])
+            else:
+                k = np.arange(length if max_offset is None else max_offset + 1)
+                pe = encode(k, d_model, base=base, dtype=np.float64)
+                ax.plot(k, pe @ pe[0] / (pe[0] @ pe[0]), lw=1)
+                ax.axhline(0, color="grey", lw=0.5)
+            ax.set_title(f"d={d_model}, base={base:g}", fontsize="small")
+            if c == 0:
+                ax.set_ylabel("position" if kind == "table" else "PE(0)·PE(k) / PE(0)·PE(0)",
+                              fontsize="small")
+            if r == rows - 1:
+                ax.set_xlabel("dimension (fraction of d)" if kind == "table" else "offset k",
+                              fontsize="small")
+    if image is not None:
+        fig.colorbar(image, ax=axes, label="value", shrink=0.8)
+    return fig
