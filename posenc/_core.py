@@ -11,7 +11,7 @@ is that permutation, and the torch and TensorFlow front ends use it too.
 
 import numpy as np
 
-from . import _checks
+from . import _checks, _rotation
 
 DTYPES = (np.float16, np.float32, np.float64)
 
@@ -112,30 +112,61 @@ def check_dtype(dtype):
     return _checks.check_dtype(dtype, [np.dtype(t) for t in DTYPES], names)
 
 
-def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32):
+def _output(out, shape, dtype):
+    """``out`` checked against the table it will hold, or a fresh array of ``shape``."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(f"out must have shape {shape}, got out of shape {out.shape}")
+    if out.dtype != dtype:
+        raise TypeError(f"out must have dtype {dtype} (the dtype argument), got out of dtype {out.dtype}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable, got a read-only array")
+    return out
+
+
+def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, out=None):
     """Encode arbitrary positions: ``(*positions.shape,) -> (*positions.shape, d_model)``.
 
     ``PE[..., 2i] = sin(p * w_i)`` and ``PE[..., 2i+1] = cos(p * w_i)`` with
     ``w_i = base ** (-2i / d_model)``, columns arranged by ``layout`` (see
-    ``column_order``). Positions may be fractional or negative. Angles, sines and cosines
-    are computed in float64 and only the result is cast to ``dtype`` (float16, float32 or
-    float64), so float32 output is within one float32 rounding of the exact value.
+    ``column_order``). Positions may be fractional or negative. Sines and cosines are
+    computed in float64 from an angle carried to twice float64 precision (``_rotation``),
+    within ~2e-16 of the exact value for ``|p| <= 1e7``, and rounded once to ``dtype``
+    (float16, float32 or float64). ``out``: an array of that shape and dtype to write into
+    (returned).
     """
     dtype = check_dtype(dtype)
-    order = column_order(d_model, layout)
-    theta = angles(positions, d_model, base)
-    both = np.concatenate([np.sin(theta), np.cos(theta)], axis=-1)
-    return np.take(both, order, axis=-1).astype(dtype)
+    d_model = _checks.check_d_model(d_model)
+    layout = _checks.check_layout(layout)
+    positions = as_positions(positions)
+    base = _checks.check_base(base)
+    out = _output(out, (*positions.shape, d_model), dtype)
+    rows = out.reshape(-1, d_model)
+    _rotation.fill_encoding(rows, positions.reshape(-1), base, layout)
+    if rows.size and not np.may_share_memory(rows, out):
+        out[...] = rows.reshape(out.shape)  # out's strides allowed no flat view
+    return out
 
 
-def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32):
+def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, out=None):
     """The table for positions ``0 .. length - 1``: shape ``(length, d_model)``.
 
     Row ``pos``, column ``2i`` holds ``sin(pos / base^(2i / d_model))`` and column ``2i + 1``
     holds ``cos`` of the same angle (``layout="interleaved"``, the paper's order). Odd
-    ``d_model`` is allowed: the last column is a sine. Accurate to one rounding of ``dtype``
-    (angles in float64); the lectures' float32 division is off by about 1e-3 near
-    position 10**5.
+    ``d_model`` is allowed: the last column is a sine. Built by rotation from two small
+    accurate tables (``_rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
+    at any position (the lectures' float32 division is off by about 1e-3 near position
+    10**5), float64 within ~1e-15, float16 one float16 rounding of the float32 value.
+    ``out``: a ``(length, d_model)`` array of ``dtype`` to write into (returned), which
+    saves allocating a fresh table.
     """
     length = _checks.check_length(length)
-    return encode(np.arange(length), d_model, base=base, layout=layout, dtype=dtype)
+    dtype = check_dtype(dtype)
+    d_model = _checks.check_d_model(d_model)
+    layout = _checks.check_layout(layout)
+    base = _checks.check_base(base)
+    out = _output(out, (length, d_model), dtype)
+    return _rotation.fill_table(out, base, layout)

@@ -6,9 +6,10 @@ before the first import of TensorFlow.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from . import _checks, _core
+from . import _checks, _core, _rotation
 
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
@@ -43,22 +44,43 @@ def _as_positions(positions):
 def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=None):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor.
 
-    Same formula, layouts and checks as ``posenc.encode``; angles, sines and cosines in
-    float64, the result cast to ``dtype`` (default float32). Works inside ``tf.function``
-    with positions of unknown length.
+    Same formula, layouts, checks and accuracy as ``posenc.encode``: sines and cosines in
+    float64 from an angle carried to twice float64 precision (``_rotation.sincos``, TF
+    ops), rounded once to ``dtype`` (default float32). Works inside ``tf.function`` with
+    positions of unknown length.
     """
     dtype = _check_dtype(dtype)
     order = _core.column_order(d_model, layout)
-    theta = _as_positions(positions)[..., None] * tf.constant(_core.frequencies(d_model, base))
-    both = tf.concat([tf.sin(theta), tf.cos(theta)], axis=-1)
-    return tf.cast(tf.gather(both, order, axis=-1), dtype)
+    positions = _as_positions(positions)
+    w_hi, w_lo = (tf.constant(w) for w in _rotation.frequency_parts(d_model, _checks.check_base(base)))
+    s, c = _rotation.sincos(positions, w_hi, w_lo, tf.sin, tf.cos)
+    return tf.cast(tf.gather(tf.concat([s, c], axis=-1), order, axis=-1), dtype)
 
 
 def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=None):
-    """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``."""
+    """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
+
+    Row ``q*B + r`` is ``within[r] * steps[q]`` (``_rotation.rotation_factors``): one
+    broadcast complex multiply whose result, bitcast to float pairs, already is the
+    interleaved table; other layouts and odd widths gather its columns. Accuracy as in
+    NumPy: float32 within 2e-7, float64 ~1e-15, half precision one rounding of the
+    float32 value.
+    """
     length = _checks.check_length(length)
-    positions = tf.range(length, dtype=tf.float64)
-    return encode(positions, d_model, base=base, layout=layout, dtype=dtype)
+    dtype = _check_dtype(dtype)
+    order = _core.column_order(d_model, layout)
+    base = _checks.check_base(base)
+    real = tf.float64 if dtype == tf.float64 else tf.float32
+    within, steps = _rotation.rotation_factors(length, d_model, base, _rotation.complex_dtype(real.as_numpy_dtype))
+    z = tf.constant(within) * tf.constant(steps)[:, None]
+    # complex -> (real, imag) float pairs without a copy: (sin, cos), the interleaved order.
+    table = tf.reshape(tf.bitcast(z, real), (-1, 2 * within.shape[-1]))
+    if table.shape[0] != length:
+        table = table[:length]
+    if layout != "interleaved" or d_model % 2:
+        half = (d_model + 1) // 2
+        table = tf.gather(table, np.where(order < half, 2 * order, 2 * (order - half) + 1), axis=-1)
+    return tf.cast(table, dtype)
 
 
 @keras.saving.register_keras_serializable(package="posenc")

@@ -1,0 +1,211 @@
+"""Time, memory and accuracy of posenc against the routes people use, one table per framework.
+
+    python benchmarks/bench.py                   # 32768 x 512 float32, NumPy, torch, TF
+    python benchmarks/bench.py --quick           # tiny sizes: checks that everything runs
+    python benchmarks/bench.py --length 1000000 --d-model 256 --frameworks numpy
+
+Times are medians over repeats taken round-robin (every implementation once per round), so
+the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
+by tracemalloc (NumPy reports its buffers to it), the peak over one call; torch and
+TensorFlow by the growth of the peak resident set (VmHWM, reset before the call) over
+one call in a fresh subprocess per implementation. Error: max |table - exact| over the last row (the largest
+position), the exact row from mpmath. Results go to OUT/results.json and OUT/bench.png.
+"""
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mpmath  # noqa: E402
+import numpy as np  # noqa: E402
+
+import routes  # noqa: E402
+
+FRAMEWORKS = ("numpy", "torch", "tensorflow")
+
+
+def implementations(framework, length, d_model):
+    """name -> zero-argument callable building the float32 table; posenc first, the fill last."""
+    shape = (length, d_model)
+    if framework == "numpy":
+        import posenc
+
+        buffer = np.empty(shape, np.float32)
+        found = {"posenc": lambda: posenc.positional_encoding(length, d_model),
+                 "posenc out=": lambda: posenc.positional_encoding(length, d_model, out=buffer)}
+        found |= {name: (lambda f=f: f(length, d_model)) for name, f in routes.numpy_routes().items()}
+        found["np.empty + fill"] = lambda: np.empty(shape, np.float32).fill(1.0)
+    elif framework == "torch":
+        import torch
+
+        import posenc.torch as pt
+
+        buffer = torch.empty(shape)
+        found = {"posenc": lambda: pt.positional_encoding(length, d_model, dtype=torch.float32),
+                 "posenc out=": lambda: pt.positional_encoding(length, d_model, dtype=torch.float32, out=buffer)}
+        found |= {name: (lambda f=f: f(length, d_model)) for name, f in routes.torch_routes().items()}
+        found["torch.empty + fill_"] = lambda: torch.empty(shape).fill_(1.0)
+    else:
+        import tensorflow as tf
+
+        import posenc.tensorflow as ptf
+
+        found = {"posenc": lambda: ptf.positional_encoding(length, d_model)}
+        found |= {name: (lambda f=f: f(length, d_model)) for name, f in routes.tensorflow_routes().items()}
+        found["tf.fill"] = lambda: tf.fill(shape, 1.0)
+    return found
+
+
+def exact_row(position, d_model):
+    with mpmath.workdps(30):
+        theta = [mpmath.mpf(position) / mpmath.power(10000, mpmath.mpf(2 * (k // 2)) / d_model)
+                 for k in range(d_model)]
+        return np.array([float(mpmath.sin(t) if k % 2 == 0 else mpmath.cos(t)) for k, t in enumerate(theta)])
+
+
+def as_numpy(table):
+    return table.numpy() if hasattr(table, "numpy") else np.asarray(table)
+
+
+def time_all(found, repeats):
+    for build in found.values():
+        build()  # warm-up: first-call set-up and caches are not what we compare
+    samples = {name: [] for name in found}
+    for _ in range(repeats):
+        for name, build in found.items():
+            gc.collect()
+            start = time.perf_counter()
+            build()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def numpy_peak(build):
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    build()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def subprocess_peak(framework, name, length, d_model):
+    command = [sys.executable, __file__, "--measure-rss", framework, name, str(length), str(d_model)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return int(result.stdout.split()[-1])
+
+
+def _status_kib(field):
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    return int(line.split()[1])
+
+
+def measure_rss(framework, name, length, d_model):
+    # In a fresh process: warm the implementation up on a tiny table, reset the kernel's
+    # peak-RSS mark (VmHWM; "5" > clear_refs), then one full call: peak minus RSS before.
+    implementations(framework, 8, d_model)[name]()
+    build = implementations(framework, length, d_model)[name]
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status_kib("VmRSS")
+    build()
+    print((_status_kib("VmHWM") - before) * 1024)
+
+
+def bench(framework, length, d_model, repeats, memory):
+    found = implementations(framework, length, d_model)
+    medians = time_all(found, repeats)
+    reference = exact_row(length - 1, d_model)
+    out_bytes = length * d_model * 4
+    rows = []
+    for name, build in found.items():
+        fill = name == list(found)[-1]
+        error = None if fill else float(np.abs(as_numpy(build())[-1].astype(np.float64) - reference).max())
+        if not memory or name.endswith("out="):
+            peak = None
+        elif framework == "numpy":
+            peak = numpy_peak(build)
+        else:
+            peak = subprocess_peak(framework, name, length, d_model)
+        rows.append({"implementation": name, "median_ms": 1e3 * medians[name],
+                     "x_posenc": medians[name] / medians["posenc"], "GB_per_s": out_bytes / medians[name] / 1e9,
+                     "peak_MiB": None if peak is None else peak / 2**20,
+                     "peak_x_output": None if peak is None else peak / out_bytes, "max_error": error})
+    return rows
+
+
+def show(framework, length, d_model, rows):
+    print(f"\n{framework}: {length} x {d_model} float32, output {length * d_model * 4 / 2**20:.0f} MiB")
+    print(f"{'implementation':<26} {'median ms':>10} {'x posenc':>9} {'GB/s':>6} {'peak MiB':>9} {'x out':>6}"
+          f" {'max error @ ' + str(length - 1):>18}")
+    for row in rows:
+        peak = "-" if row["peak_MiB"] is None else f"{row['peak_MiB']:.0f}"
+        ratio = "-" if row["peak_x_output"] is None else f"{row['peak_x_output']:.2f}"
+        error = "-" if row["max_error"] is None else f"{row['max_error']:.2e}"
+        print(f"{row['implementation']:<26} {row['median_ms']:>10.2f} {row['x_posenc']:>9.2f} {row['GB_per_s']:>6.2f}"
+              f" {peak:>9} {ratio:>6} {error:>18}")
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.5), squeeze=False)
+    for ax, (framework, rows) in zip(axes[0], results.items()):
+        names = [r["implementation"] for r in rows]
+        ax.barh(names, [r["median_ms"] for r in rows], color=["C0" if n.startswith("posenc") else "C7" for n in names])
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("median time (ms)")
+        ax.set_title(framework)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--length", type=int, default=32768)
+    parser.add_argument("--d-model", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
+    parser.add_argument("--quick", action="store_true", help="256 x 64, 3 repeats, no subprocess memory runs")
+    parser.add_argument("--out", default="build/bench")
+    parser.add_argument("--measure-rss", nargs=4, metavar=("FRAMEWORK", "NAME", "LENGTH", "D_MODEL"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure_rss:
+        framework, name, length, d_model = args.measure_rss
+        measure_rss(framework, name, int(length), int(d_model))
+        return
+    if args.quick:
+        args.length, args.d_model, args.repeats = 256, 64, 3
+    results = {}
+    for framework in args.frameworks.split(","):
+        memory = not args.no_memory and not (args.quick and framework != "numpy")
+        results[framework] = bench(framework, args.length, args.d_model, args.repeats, memory)
+        show(framework, args.length, args.d_model, results[framework])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
+    (out / "results.json").write_text(json.dumps({"settings": settings, "results": results}, indent=1))
+    plot(results, out / "bench.png")
+    print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""Accuracy at any position, in all three frameworks, against mpmath.
+
+Bounds (issue "accurate at any position"): float32 within 2e-7 absolute, float64 within
+1e-9, half precision within one half-precision rounding (of a value already within 2e-7),
+for integer and fractional positions up to 10**7 and d_model up to 4096. Rows and columns
+are sampled so that mpmath stays cheap.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import mpmath  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import posenc  # noqa: E402
+from posenc import _rotation  # noqa: E402
+from reference import exact, paper_table  # noqa: E402
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("tensorflow")
+import posenc.tensorflow as ptf  # noqa: E402
+import posenc.torch as pt  # noqa: E402
+
+BOUND = {"float32": 2e-7, "float64": 1e-9}
+DTYPES = {
+    "numpy": {"float16": np.float16, "float32": np.float32, "float64": np.float64},
+    "torch": {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64},
+    "tensorflow": {"float16": tf.float16, "bfloat16": tf.bfloat16, "float32": tf.float32, "float64": tf.float64},
+}
+
+
+def as_float64(table):
+    if isinstance(table, torch.Tensor):
+        return table.double().numpy()
+    if tf.is_tensor(table):
+        return tf.cast(table, tf.float64).numpy()
+    return np.asarray(table, dtype=np.float64)
+
+
+def encode(framework, positions, d_model, dtype, **kwargs):
+    dtype = DTYPES[framework][dtype]
+    if framework == "torch":
+        return as_float64(pt.encode(torch.tensor(positions, dtype=torch.float64), d_model, dtype=dtype, **kwargs))
+    if framework == "tensorflow":
+        return as_float64(ptf.encode(tf.constant(positions, dtype=tf.float64), d_model, dtype=dtype, **kwargs))
+    return as_float64(posenc.encode(positions, d_model, dtype=dtype, **kwargs))
+
+
+def table(framework, length, d_model, dtype, **kwargs):
+    dtype = DTYPES[framework][dtype]
+    module = {"numpy": posenc, "torch": pt, "tensorflow": ptf}[framework]
+    return as_float64(module.positional_encoding(length, d_model, dtype=dtype, **kwargs))
+
+
+def exact_at(positions, columns, d_model):
+    return np.array([[exact(p, int(k), d_model) for k in columns] for p in positions])
+
+
+rng = np.random.default_rng(20240607)
+INTEGERS = [0, 1, 32767, 99_999, 1_000_003, 4_194_304, 9_999_991, 10_000_000]
+FRACTIONAL = list(rng.uniform(0, 1e7, 8)) + [0.5, 12345.678, 9_999_999.875]
+COLUMNS = np.unique(np.concatenate([[0, 1, 2, 3, 4094, 4095], rng.integers(0, 4096, 40)]))
+FRAMEWORKS = ["numpy", "torch", "tensorflow"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("positions", [INTEGERS, FRACTIONAL], ids=["integer", "fractional"])
+def test_encode_within_bound_up_to_1e7(framework, dtype, positions):
+    out = encode(framework, positions, 4096, dtype)[:, COLUMNS]
+    assert np.abs(out - exact_at(positions, COLUMNS, 4096)).max() <= BOUND[dtype]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_float64_angle_is_carried_beyond_float64(framework):
+    # Plain sin(p * w) in float64 is off by up to ~1.5e-9 at 1e7 (rounding of w and of the
+    # product), just inside 1e-9 at most points; the split angle keeps posenc near 1e-15.
+    positions = INTEGERS + FRACTIONAL
+    out = encode(framework, positions, 4096, "float64")[:, COLUMNS]
+    assert np.abs(out - exact_at(positions, COLUMNS, 4096)).max() <= 1e-14
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_wide_table_within_bound(framework, dtype):
+    # 3000 rows: several rotation blocks of 64 rows, every column of d_model = 4096 sampled.
+    pe = table(framework, 3000, 4096, dtype)
+    rows = [0, 63, 64, 65, 1000, 2047, 2999]
+    assert np.abs(pe[np.ix_(rows, COLUMNS)] - exact_at(rows, COLUMNS, 4096)).max() <= BOUND[dtype]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_long_table_within_bound_up_to_1e7(framework, dtype):
+    # 10**7 rows of d_model = 2 (160 MB in float64): the rotation steps reach the last row.
+    length = 10_000_000
+    pe = table(framework, length, 2, dtype)
+    rows = [length - 1, length - 2, length // 2 + 1, length - 4097, 123_456]
+    assert np.abs(pe[rows] - exact_at(rows, [0, 1], 2)).max() <= BOUND[dtype]
+
+
+def half_rounding(exact_values, dtype):
+    # Half a unit in the last place of the exact value, in that format (bfloat16: 8 bits).
+    bits = {"float16": 11, "bfloat16": 8}[dtype]
+    exponent = np.floor(np.log2(np.maximum(np.abs(exact_values), 2.0**-14)))
+    return 2.0 ** (exponent - bits)
+
+
+@pytest.mark.parametrize("framework, dtype", [("numpy", "float16"), ("torch", "float16"), ("torch", "bfloat16"),
+                                              ("tensorflow", "float16"), ("tensorflow", "bfloat16")])
+def test_half_precision_is_one_rounding_of_an_accurate_value(framework, dtype):
+    columns = COLUMNS[COLUMNS < 512]
+    reference = exact_at(INTEGERS, columns, 512)
+    slack = half_rounding(reference, dtype) + BOUND["float32"]
+    assert (np.abs(encode(framework, INTEGERS, 512, dtype)[:, columns] - reference) <= slack).all()
+    rows = [0, 100, 4095]
+    reference = exact_at(rows, columns, 512)
+    slack = half_rounding(reference, dtype) + BOUND["float32"]
+    assert (np.abs(table(framework, 4096, 512, dtype)[np.ix_(rows, columns)] - reference) <= slack).all()
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("layout", posenc.LAYOUTS)
+@pytest.mark.parametrize("d_model", [1, 7, 10, 33])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_layouts_and_odd_widths_past_one_block(framework, layout, d_model, dtype):
+    # 1000 rows: 32 blocks of 32 rows go through the rotation, whatever the layout.
+    pe = table(framework, 1000, d_model, dtype, layout=layout)
+    interleaved = paper_table(np.arange(1000), d_model)
+    order = posenc.column_order(d_model, layout)
+    half = (d_model + 1) // 2
+    expected = interleaved[:, np.where(order < half, 2 * order, 2 * (order - half) + 1)]
+    assert pe.shape == (1000, d_model)
+    np.testing.assert_allclose(pe, expected, rtol=0, atol={"float16": 2**-11, "float32": 2e-7, "float64": 1e-12}[dtype])
+
+
+def test_numpy_out_is_written_and_returned():
+    buffer = np.full((300, 10), np.nan, np.float32)
+    assert posenc.positional_encoding(300, 10, out=buffer) is buffer
+    np.testing.assert_array_equal(buffer, posenc.positional_encoding(300, 10))
+    strided = np.full((300, 20), np.nan)[:, ::2]  # a view whose rows are not contiguous
+    posenc.positional_encoding(300, 10, dtype=np.float64, out=strided)
+    np.testing.assert_allclose(strided, paper_table(np.arange(300), 10), atol=1e-14)
+    positions = np.array([[3.5, 1e6], [7.0, 0.0]])
+    into = np.zeros((2, 2, 6), np.float16)
+    assert posenc.encode(positions, 6, dtype=np.float16, out=into) is into
+    np.testing.assert_array_equal(into, posenc.encode(positions, 6, dtype=np.float16))
+    transposed = np.zeros((6, 2, 2)).T  # no flat view: written through a copy
+    posenc.encode(positions.T, 6, dtype=np.float64, out=transposed)
+    np.testing.assert_allclose(transposed, paper_table(positions.T, 6), atol=1e-9)
+
+
+def test_torch_out_is_written_and_returned():
+    buffer = torch.full((300, 10), float("nan"))
+    assert pt.positional_encoding(300, 10, dtype=torch.float32, out=buffer) is buffer
+    assert torch.equal(buffer, pt.positional_encoding(300, 10, dtype=torch.float32))
+    into = torch.zeros(4, 5, dtype=torch.float64)
+    assert pt.encode(torch.tensor([0.0, 2.5, 1e5, 7.0]), 5, dtype=torch.float64, out=into) is into
+    np.testing.assert_allclose(into.numpy(), paper_table([0.0, 2.5, 1e5, 7.0], 5), atol=1e-10)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: posenc.positional_encoding(4, 6, out=np.zeros((4, 5), np.float32)), ValueError, ["out", "(4, 6)", "(4, 5)"]),
+    (lambda: posenc.positional_encoding(4, 6, out=np.zeros((4, 6))), TypeError, ["out", "float32", "float64"]),
+    (lambda: posenc.positional_encoding(4, 6, out=[[0.0] * 6] * 4), TypeError, ["out", "list"]),
+    (lambda: posenc.encode([1, 2], 6, out=np.zeros((3, 6), np.float32)), ValueError, ["out", "(2, 6)", "(3, 6)"]),
+    (lambda: pt.positional_encoding(4, 6, out=torch.zeros(4, 6, dtype=torch.float64)), TypeError, ["out", "float32"]),
+    (lambda: pt.positional_encoding(4, 6, out=torch.zeros(5, 6)), ValueError, ["out", "(4, 6)", "(5, 6)"]),
+])
+def test_bad_out_is_named(call, error, words):
+    with pytest.raises(error) as caught:
+        call()
+    for word in words:
+        assert word in str(caught.value)
+
+
+def test_frequency_parts_hold_the_frequency_to_twice_float64():
+    w_hi, w_lo = _rotation.frequency_parts(4096, 10000.0)
+    with mpmath.workdps(50):
+        for i in [1, 7, 1000, 2047]:
+            w = mpmath.power(10000, -mpmath.mpf(2 * i) / 4096)
+            assert w_hi[i] == float(w)
+            assert abs((mpmath.mpf(w_hi[i]) + mpmath.mpf(w_lo[i]) - w) / w) < 1e-30
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_framework_float64_sin_reduces_large_angles_exactly(framework):
+    # sincos relies on it: sin and cos of a float64 angle near 1e7 within one ulp.
+    angles = np.array([9_999_999.123456789, 6_283_185.307179586, 3.0e6 + 0.1])
+    sin, cos = {"numpy": (np.sin, np.cos), "torch": (torch.sin, torch.cos), "tensorflow": (tf.sin, tf.cos)}[framework]
+    wrap = {"numpy": np.asarray, "torch": torch.from_numpy, "tensorflow": tf.constant}[framework]
+    with mpmath.workdps(40):
+        for f, g in [(sin, mpmath.sin), (cos, mpmath.cos)]:
+            got = as_float64(f(wrap(angles)))
+            want = np.array([float(g(mpmath.mpf(a))) for a in angles])
+            assert (np.abs(got - want) <= np.spacing(np.abs(want))).all()
+
+
+def test_the_float32_route_is_what_the_bound_rules_out():
+    # The lectures' float32 division at 10**5 and beyond is far outside 2e-7.
+    position = np.float32(1e6)
+    denominators = np.power(10000, np.arange(0, 64, 2, dtype=np.float32) / 64)
+    reference = exact_at([1e6], range(0, 64, 2), 64)[0]
+    assert np.abs(np.sin(position / denominators) - reference).max() > 1e-2
