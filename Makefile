@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# Everything `make` installs and `make constraints` pins: one set for lab, test, docs and e2e.
+EXTRAS := test,docs,e2e
 # Refresh one notebook with `make outputs NB=notebooks/01_numpy.py`.
 NB ?= $(NOTEBOOKS:.ipynb=.py)
 
@@ -14,13 +16,17 @@ NB ?= $(NOTEBOOKS:.ipynb=.py)
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: help setup lab test outputs sync constraints clean
+.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench
 
 help:
 	@echo "make lab          set up .venv, then open JupyterLab on notebooks/ (LAB_ARGS passed through)"
 	@echo "make test         set up .venv, then run everything CI checks"
+	@echo "make docs         build the site (README, notebooks, API) into build/docs"
+	@echo "make e2e          run every notebook in JupyterLab in headless Chromium, then check the site"
+	@echo "make colab        point the Colab badges and install cells at REPO=owner/name (BRANCH=...)"
 	@echo "make outputs      re-execute notebooks from their .py twins and store the outputs (NB=...)"
 	@echo "make sync         bring each .ipynb/.py pair in line (jupytext --sync)"
+	@echo "make bench        time, memory and accuracy of posenc vs the lectures' routes (BENCH_ARGS, e.g. --quick)"
 	@echo "make constraints  re-pin constraints.txt from a fresh install of the lower bounds"
 	@echo "make clean        remove .venv and build/cache folders"
 
@@ -29,7 +35,7 @@ $(READY): pyproject.toml constraints.txt
 		{ echo "posenc needs Python 3.11 or newer; '$(PYTHON)' is older (set PYTHON=python3.12)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing the pinned dependencies into $(VENV) (about 2 minutes the first time)..."
-	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e ".[test]"
+	$(BIN)/python -m pip install --quiet --progress-bar off -c constraints.txt -e ".[$(EXTRAS)]"
 	touch $@
 
 setup: $(READY)
@@ -52,12 +58,39 @@ outputs: $(READY)
 		$(BIN)/jupytext --update-metadata '$(JUPYTEXT_FILTERS)' "$${py%.py}.ipynb" || exit 1; \
 	done
 
+# Sphinx reads the repository root with docs/conf.py, so README.md and notebooks/ stay
+# where they are. Pages show the stored outputs (nothing is re-run); -W: a warning fails.
+docs: $(READY)
+	$(BIN)/sphinx-build -c docs -W --keep-going -q . build/docs
+	@echo "The site: build/docs/index.html"
+
+CHROMIUM := /usr/bin/chromium
+
+e2e: docs $(CHROMIUM)
+	$(BIN)/python tests/e2e/browser.py
+
+# Debian's browser, driven by Playwright (which must never download one of its own).
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "make e2e needs Debian's chromium package at $@: run 'sudo apt-get install chromium'"; exit 1; \
+	fi
+
+# After forking: make colab REPO=you/posenc (BRANCH= defaults to the one configured).
+colab:
+	$(PYTHON) scripts/colab.py $(REPO) $(BRANCH)
+
+# Not a test: prints one table per framework, saves build/bench/results.json and bench.png.
+bench: $(READY)
+	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
 sync: $(READY)
 	$(BIN)/jupytext --sync $(NOTEBOOKS)
 
 constraints:
 	rm -rf build/pin && $(PYTHON) -m venv build/pin
-	build/pin/bin/python -m pip install --quiet torch==2.13.0 -e ".[test]"
+	build/pin/bin/python -m pip install --quiet torch==2.13.0 -e ".[$(EXTRAS)]"
 	{ sed -n '1,2p' constraints.txt; build/pin/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > constraints.new
 	mv constraints.new constraints.txt && rm -rf build/pin
 

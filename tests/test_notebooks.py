@@ -14,9 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+REPOSITORY = PYPROJECT["project"]["urls"]["Repository"]
 SLUG = REPOSITORY.removeprefix("https://github.com/")
-BRANCH = "main"
+BRANCH = PYPROJECT["tool"]["posenc"]["colab-branch"]  # `make colab` rewrites both
 
 
 def cells(path, kind):
