@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # Everything `make` installs and `make constraints` pins: one set for lab, test, docs and e2e.
-EXTRAS := test,docs,e2e
+EXTRAS := test,docs,e2e,conventions
 # Refresh one notebook with `make outputs NB=notebooks/01_numpy.py`.
 NB ?= $(NOTEBOOKS:.ipynb=.py)
 
@@ -40,8 +40,11 @@ $(READY): pyproject.toml constraints.txt
 
 setup: $(READY)
 
+# Jupyter refuses to run as root (containers, CI machines) unless told it may.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(READY)
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(READY)
 	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env -q

@@ -1,5 +1,6 @@
 """The set-up files agree with each other, and `import posenc` stays light."""
 
+import os
 import re
 import subprocess
 import sys
@@ -72,3 +73,5 @@ def test_make_lab_passes_lab_args_through():
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     lab = [line for line in out.splitlines() if "jupyter lab" in line]
     assert lab and lab[-1].endswith("--no-browser --port=8899")
+    # As root (CI, containers) Jupyter exits at once without --allow-root.
+    assert ("--allow-root" in lab[-1]) == (os.geteuid() == 0)
