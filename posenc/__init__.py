@@ -14,18 +14,27 @@ from ._core import (
     interleave,
     positional_encoding,
 )
+from .conventions import Convention, list_conventions
 from .geometry import shift_matrix, wavelengths
+from .identification import Identification, identify
+from .layouts import convert_layout, layout_permutation
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LAYOUTS",
+    "Convention",
+    "Identification",
     "angles",
     "column_order",
+    "convert_layout",
     "denominators",
     "encode",
     "frequencies",
+    "identify",
     "interleave",
+    "layout_permutation",
+    "list_conventions",
     "positional_encoding",
     "shift_matrix",
     "wavelengths",

@@ -11,7 +11,7 @@ is that permutation, and the torch and TensorFlow front ends use it too.
 
 import numpy as np
 
-from . import _checks, _rotation
+from . import _checks, _rotation, conventions
 
 DTYPES = (np.float16, np.float32, np.float64)
 
@@ -127,37 +127,48 @@ def _output(out, shape, dtype):
     return out
 
 
-def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, out=None):
+def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=np.float32, out=None, **options):
     """Encode arbitrary positions: ``(*positions.shape,) -> (*positions.shape, d_model)``.
 
     ``PE[..., 2i] = sin(p * w_i)`` and ``PE[..., 2i+1] = cos(p * w_i)`` with
     ``w_i = base ** (-2i / d_model)``, columns arranged by ``layout`` (see
-    ``column_order``). Positions may be fractional or negative. Sines and cosines are
-    computed in float64 from an angle carried to twice float64 precision (``_rotation``),
-    within ~2e-16 of the exact value for ``|p| <= 1e7``, and rounded once to ``dtype``
-    (float16, float32 or float64). ``out``: an array of that shape and dtype to write into
-    (returned).
+    ``column_order``). Positions may be fractional or negative. ``convention`` names
+    another way of writing the table (``posenc.list_conventions()``); ``base``, ``layout``
+    (None: the convention's) and ``options`` (``offset``, ``padding_idx`` or the source's
+    own option names) override its parameters (``conventions.resolve``). Sines and
+    cosines are computed in float64 from an angle carried to twice float64 precision
+    (``_rotation``), within ~2e-16 of the exact value for ``|p| <= 1e7``, and rounded once
+    to ``dtype`` (float16, float32 or float64). ``out``: an array of that shape and dtype
+    to write into (returned).
     """
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    layout = _checks.check_layout(layout)
-    positions = as_positions(positions)
-    base = _checks.check_base(base)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
+    positions = conventions.offset_positions(as_positions(positions), chosen)
     out = _output(out, (*positions.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
-    _rotation.fill_encoding(rows, positions.reshape(-1), base, layout)
+    flat = positions.reshape(-1)
+    _rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
+    rows[:, width:] = 0
+    if chosen.padding_idx is not None:
+        rows[flat == chosen.padding_idx] = 0
     if rows.size and not np.may_share_memory(rows, out):
         out[...] = rows.reshape(out.shape)  # out's strides allowed no flat view
     return out
 
 
-def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=np.float32, out=None):
+def positional_encoding(
+    length, d_model, *, convention="paper", base=None, layout=None, dtype=np.float32, out=None, **options
+):
     """The table for positions ``0 .. length - 1``: shape ``(length, d_model)``.
 
     Row ``pos``, column ``2i`` holds ``sin(pos / base^(2i / d_model))`` and column ``2i + 1``
     holds ``cos`` of the same angle (``layout="interleaved"``, the paper's order). Odd
-    ``d_model`` is allowed: the last column is a sine. Built by rotation from two small
-    accurate tables (``_rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
+    ``d_model`` is allowed: the last column is a sine. ``convention``, ``base``, ``layout``
+    and ``options`` choose another convention and its parameters, as in ``encode``; row
+    ``k`` then holds position ``offset + k``. Built by rotation from two small accurate
+    tables (``_rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
     at any position (the lectures' float32 division is off by about 1e-3 near position
     10**5), float64 within ~1e-15, float16 one float16 rounding of the float32 value.
     ``out``: a ``(length, d_model)`` array of ``dtype`` to write into (returned), which
@@ -166,7 +177,13 @@ def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", 
     length = _checks.check_length(length)
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    layout = _checks.check_layout(layout)
-    base = _checks.check_base(base)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
     out = _output(out, (length, d_model), dtype)
-    return _rotation.fill_table(out, base, layout)
+    if width:
+        _rotation.fill_table(out[:, :width], w_hi, w_lo, chosen.layout, chosen.offset)
+    out[:, width:] = 0
+    row = chosen.padding_row(length)
+    if row is not None:
+        out[row] = 0
+    return out

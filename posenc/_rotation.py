@@ -4,7 +4,7 @@ Two ideas, shared by the NumPy, torch and TensorFlow front ends.
 
 1. The angle ``theta = p * w`` is carried as two float64 numbers, ``theta_hi + theta_lo``.
    ``w = base ** (-2i / d_model)`` is known to about 1e-30 relative as ``w_hi + w_lo``
-   (``frequency_parts``, computed with the standard library's ``decimal``), and
+   (``geometric_parts``, computed with the standard library's ``decimal``), and
    ``p * w_hi`` is split exactly into ``theta_hi`` (the rounded product) and its rounding
    error by Dekker's product (Veltkamp splitting). Then
    ``sin(theta) = sin(theta_hi) + theta_lo * cos(theta_hi)`` up to ``theta_lo**2 / 2``
@@ -40,24 +40,28 @@ import numpy as np
 _VELTKAMP = 134217729.0
 
 
-@functools.lru_cache(maxsize=32)
-def frequency_parts(d_model, base):
-    """``w_i = base ** (-2i / d_model)`` as ``(w_hi, w_lo)``, two float64 arrays of ``ceil(d_model/2)``.
+@functools.lru_cache(maxsize=64)
+def geometric_parts(count, base, span, factor=1.0):
+    """``w_j = factor * base ** (-j / span)`` for ``j < count`` as ``(w_hi, w_lo)``, two float64 arrays.
 
-    ``w_hi`` is ``w_i`` correctly rounded and ``w_lo`` the remainder, so ``w_hi + w_lo``
-    is right to ~1e-30 relative. Each ``w_i`` is ``ratio ** i`` in 45-digit decimals
-    (``ratio = exp(-2 ln(base) / d_model)``), where the error of the repeated product
-    (< i * 1e-45) is far below what is kept. Cached: read-only arrays.
+    Every sinusoidal convention's frequencies are such a geometric sequence: the paper's
+    has ``span = d_model / 2``, the "h-1" family ``span = d_model // 2 - 1`` (see
+    ``conventions``). ``w_hi`` is ``w_j`` correctly rounded and ``w_lo`` the remainder, so
+    ``w_hi + w_lo`` is right to ~1e-30 relative. Each ``w_j`` is ``factor * ratio ** j`` in
+    45-digit decimals (``ratio = exp(-ln(base) / span)``), where the error of the repeated
+    product (< j * 1e-45) is far below what is kept. Cached: read-only arrays.
     """
     context = decimal.Context(prec=45)
-    ratio = context.exp(context.divide(context.multiply(context.ln(decimal.Decimal(base)), -2), d_model))
-    power = decimal.Decimal(1)
     hi, lo = [], []
-    for _ in range((d_model + 1) // 2):
-        hi.append(float(power))
-        lo.append(float(context.subtract(power, decimal.Decimal(hi[-1]))))
-        power = context.multiply(power, ratio)
-    parts = np.array(hi), np.array(lo)
+    if count:
+        # Every operation through the 45-digit context (a bare unary minus would round to 28).
+        ratio = context.exp(context.divide(context.ln(decimal.Decimal(base)), decimal.Decimal(-span)))
+        power = decimal.Decimal(factor)
+        for _ in range(count):
+            hi.append(float(power))
+            lo.append(float(context.subtract(power, decimal.Decimal(hi[-1]))))
+            power = context.multiply(power, ratio)
+    parts = np.array(hi, dtype=np.float64), np.array(lo, dtype=np.float64)
     for part in parts:
         part.flags.writeable = False
     return parts
@@ -149,23 +153,29 @@ def _turns(count, stride, w_hi, w_lo):
     return product.reshape(coarse * fine, -1)[:count]
 
 
-def rotation_factors(length, d_model, base, ctype):
+def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     """``(within, steps)`` for a table of ``length`` rows, NumPy arrays of complex dtype ``ctype``.
 
-    ``within[r] = z(r) = sin(r w) + i cos(r w)`` for ``r < B`` (shape ``(B, h)``) and
-    ``steps[q] = exp(-i q*B*w)`` for ``q < ceil(length / B)``, so that row ``q*B + r`` of
-    the table is ``within[r] * steps[q]``. Both come from complex128 values within a few
-    1e-16, rounded once to ``ctype``.
+    ``w_hi + w_lo``: the ``h`` frequencies (``geometric_parts``). Row ``k`` of the table
+    is position ``offset + k``. ``within[r] = z(offset + r) = sin((offset + r) w) + i cos(...)``
+    for ``r < B`` (shape ``(B, h)``) and ``steps[q] = exp(-i q*B*w)`` for
+    ``q < ceil(length / B)``, so that row ``q*B + r`` of the table is ``within[r] * steps[q]``.
+    Both come from complex128 values within a few 1e-16, rounded once to ``ctype``.
     """
-    w_hi, w_lo = frequency_parts(d_model, base)
     rows = block_rows(length)
     first = _turns(rows, 1, w_hi, w_lo)
+    if offset:
+        # One more rotation, by the offset's angle: z(offset + r) = exp(i offset w) * z(r).
+        s, c = sincos(np.array(float(offset)), w_hi, w_lo, np.sin, np.cos)
+        first = first * _as_complex(c, s, np.complex128)
     step = _turns(-(-length // rows), rows, w_hi, w_lo)
     return _as_complex(first.imag, first.real, ctype), _as_complex(step.real, -step.imag, ctype)
 
 
-def fill_table(out, base, layout):
-    """Write ``PE(p, :)`` for ``p = 0 .. len(out) - 1`` into ``out`` (shape ``(L, d_model)``); return it.
+def fill_table(out, w_hi, w_lo, layout, offset=0.0):
+    """Write ``PE(offset + k, :)`` for ``k = 0 .. len(out) - 1`` into ``out`` (shape ``(L, d)``); return it.
+
+    ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``).
 
     ``z(q*B + r) = z(r) * exp(-i q*B*w)`` (module docstring, part 2), in complex64 for
     float16/float32 ``out`` and complex128 for float64. An interleaved float32/float64
@@ -175,7 +185,7 @@ def fill_table(out, base, layout):
     for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
-    within, steps = rotation_factors(length, d_model, base, complex_dtype(out.dtype))
+    within, steps = rotation_factors(length, w_hi, w_lo, complex_dtype(out.dtype), offset)
     rows, blocks = len(within), len(steps)
     direct = (
         layout == "interleaved"
@@ -213,16 +223,15 @@ def _fill_blocks(out, within, steps, rows, layout, direct, first, stop):
         store(out[start : start + n], scratch[:n].real, scratch[:n].imag, layout)
 
 
-def fill_encoding(out, positions, base, layout):
-    """Write ``PE(positions)`` into ``out`` of shape ``(N, d_model)`` (``positions``: float64, ``(N,)``).
+def fill_encoding(out, positions, w_hi, w_lo, layout):
+    """Write ``PE(positions)`` into ``out`` of shape ``(N, d)`` (``positions``: float64, ``(N,)``).
 
-    Sines and cosines from ``sincos`` in float64 (~2e-16), rounded once to ``out.dtype``.
-    Works through blocks of rows so temporaries stay small whatever ``N``.
+    ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``). Sines and
+    cosines from ``sincos`` in float64 (~2e-16), rounded once to ``out.dtype``. Works
+    through blocks of rows so temporaries stay small whatever ``N``.
     """
-    d_model = out.shape[-1]
-    w_hi, w_lo = frequency_parts(d_model, base)
     # About 64K angles per block: the float64 temporaries stay in cache.
-    step = max(1, 65536 // len(w_hi))
+    step = max(1, 65536 // max(1, len(w_hi)))
     for start in range(0, len(positions), step):
         s, c = sincos(positions[start : start + step], w_hi, w_lo, np.sin, np.cos)
         store(out[start : start + step], s, c, layout)

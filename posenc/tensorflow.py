@@ -9,7 +9,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from . import _checks, _core, _rotation
+from . import _checks, _core, _rotation, conventions
+from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
 
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
@@ -41,46 +42,71 @@ def _as_positions(positions):
     return positions
 
 
-def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=None):
+def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor.
 
-    Same formula, layouts, checks and accuracy as ``posenc.encode``: sines and cosines in
-    float64 from an angle carried to twice float64 precision (``_rotation.sincos``, TF
-    ops), rounded once to ``dtype`` (default float32). Works inside ``tf.function`` with
-    positions of unknown length.
+    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: sines
+    and cosines in float64 from an angle carried to twice float64 precision
+    (``_rotation.sincos``, TF ops), rounded once to ``dtype`` (default float32).
+    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``. Works
+    inside ``tf.function`` with positions of unknown length.
     """
     dtype = _check_dtype(dtype)
-    order = _core.column_order(d_model, layout)
-    positions = _as_positions(positions)
-    w_hi, w_lo = (tf.constant(w) for w in _rotation.frequency_parts(d_model, _checks.check_base(base)))
-    s, c = _rotation.sincos(positions, w_hi, w_lo, tf.sin, tf.cos)
-    return tf.cast(tf.gather(tf.concat([s, c], axis=-1), order, axis=-1), dtype)
+    d_model = _checks.check_d_model(d_model)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
+    positions = conventions.offset_positions(_as_positions(positions), chosen)
+    s, c = _rotation.sincos(positions, tf.constant(w_hi), tf.constant(w_lo), tf.sin, tf.cos)
+    table = tf.gather(tf.concat([s, c], axis=-1), _order(width, chosen.layout), axis=-1)
+    return _finish(table, d_model, chosen, positions, dtype)
 
 
-def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=None):
+def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
     Row ``q*B + r`` is ``within[r] * steps[q]`` (``_rotation.rotation_factors``): one
     broadcast complex multiply whose result, bitcast to float pairs, already is the
     interleaved table; other layouts and odd widths gather its columns. Accuracy as in
     NumPy: float32 within 2e-7, float64 ~1e-15, half precision one rounding of the
-    float32 value.
+    float32 value. ``convention``, ``base``, ``layout`` and ``options`` as in
+    ``posenc.positional_encoding``.
     """
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
-    order = _core.column_order(d_model, layout)
-    base = _checks.check_base(base)
+    d_model = _checks.check_d_model(d_model)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
     real = tf.float64 if dtype == tf.float64 else tf.float32
-    within, steps = _rotation.rotation_factors(length, d_model, base, _rotation.complex_dtype(real.as_numpy_dtype))
+    ctype = _rotation.complex_dtype(real.as_numpy_dtype)
+    within, steps = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
     z = tf.constant(within) * tf.constant(steps)[:, None]
     # complex -> (real, imag) float pairs without a copy: (sin, cos), the interleaved order.
     table = tf.reshape(tf.bitcast(z, real), (-1, 2 * within.shape[-1]))
     if table.shape[0] != length:
         table = table[:length]
-    if layout != "interleaved" or d_model % 2:
-        half = (d_model + 1) // 2
+    if chosen.layout != "interleaved" or width % 2:
+        order = _order(width, chosen.layout)
+        half = (width + 1) // 2
         table = tf.gather(table, np.where(order < half, 2 * order, 2 * (order - half) + 1), axis=-1)
-    return tf.cast(table, dtype)
+    positions = np.arange(length) + chosen.offset if chosen.padding_idx is not None else None
+    return _finish(table, d_model, chosen, positions, dtype)
+
+
+def _order(width, layout):
+    # column_order for the sin/cos columns; none at all for width 0 (d_model=1, "zero" policy).
+    return _core.column_order(width, layout) if width else np.zeros(0, np.int64)
+
+
+def _finish(table, d_model, chosen, positions, dtype):
+    """Cast the sin/cos columns to ``dtype``, append the zero column of an odd width under the
+    "zero" policy, and zero the rows whose position is ``padding_idx``."""
+    table = tf.cast(table, dtype)
+    if table.shape[-1] != d_model:
+        table = tf.concat([table, tf.zeros(tf.concat([tf.shape(table)[:-1], [1]], 0), dtype)], axis=-1)
+    if chosen.padding_idx is not None:
+        keep = tf.cast(tf.not_equal(tf.cast(positions, tf.float64), chosen.padding_idx), dtype)
+        table = table * keep[..., None]
+    return table
 
 
 @keras.saving.register_keras_serializable(package="posenc")

@@ -7,7 +7,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _checks, _core, _rotation
+from . import _checks, _core, _rotation, conventions
+from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -45,61 +46,85 @@ def _output(out, shape, dtype, device):
     return out
 
 
-def encode(positions, d_model, *, base=10000.0, layout="interleaved", dtype=None, out=None):
+def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, out=None, **options):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor on their device.
 
-    Same formula, layouts, checks and accuracy as ``posenc.encode``: sines and cosines in
-    float64 from an angle carried to twice float64 precision (``_rotation.sincos``, torch
-    ops), rounded once to ``dtype`` (default: torch's default dtype). ``out``: a tensor of
-    that shape, dtype and device to write into (returned).
+    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: sines
+    and cosines in float64 from an angle carried to twice float64 precision
+    (``_rotation.sincos``, torch ops), rounded once to ``dtype`` (default: torch's default
+    dtype). ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``.
+    ``out``: a tensor of that shape, dtype and device to write into (returned).
     """
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    layout = _checks.check_layout(layout)
-    positions = _as_positions(positions)
-    base = _checks.check_base(base)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
+    positions = conventions.offset_positions(_as_positions(positions), chosen)
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
-    w_hi, w_lo = (torch.tensor(w, device=positions.device) for w in _rotation.frequency_parts(d_model, base))
+    w_hi, w_lo = (torch.tensor(w, device=positions.device) for w in (w_hi, w_lo))
     s, c = _rotation.sincos(positions, w_hi, w_lo, torch.sin, torch.cos)
-    _rotation.store(out, s, c, layout)
+    _rotation.store(out[..., :width], s, c, chosen.layout)
+    out[..., width:] = 0
+    if chosen.padding_idx is not None:
+        out[positions == chosen.padding_idx] = 0
     return out
 
 
-def positional_encoding(length, d_model, *, base=10000.0, layout="interleaved", dtype=None, device=None, out=None):
+def positional_encoding(
+    length, d_model, *, convention="paper", base=None, layout=None, dtype=None, device=None, out=None, **options
+):
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
     Row ``q*B + r`` is ``within[r] * steps[q]`` (``_rotation.rotation_factors``): one
     broadcast complex multiply, written straight into an interleaved float32/float64
     output through ``view_as_complex``, otherwise in chunks rounded into the layout's
     columns. Accuracy as in NumPy: float32 within 2e-7, float64 ~1e-15, half precision
-    one rounding of the float32 value. ``out``: a ``(length, d_model)`` tensor of ``dtype``
-    to write into (returned); ``device`` defaults to its device.
+    one rounding of the float32 value. ``convention``, ``base``, ``layout`` and ``options``
+    as in ``posenc.positional_encoding``. ``out``: a ``(length, d_model)`` tensor of
+    ``dtype`` to write into (returned); ``device`` defaults to its device.
     """
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    layout = _checks.check_layout(layout)
-    base = _checks.check_base(base)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    w_hi, w_lo, width = chosen.parts(d_model)
     out = _output(out, (length, d_model), dtype, device)
-    ctype = _rotation.complex_dtype(np.float64 if dtype == torch.float64 else np.float32)
-    within, steps = (torch.from_numpy(f).to(out.device) for f in _rotation.rotation_factors(length, d_model, base, ctype))
+    out[:, width:] = 0
+    row = chosen.padding_row(length)
+    if width:
+        _fill_table(out[:, :width], w_hi, w_lo, chosen)
+    if row is not None:
+        out[row] = 0
+    return out
+
+
+def _fill_table(out, w_hi, w_lo, chosen):
+    # Rows offset .. offset + length - 1 of the sin/cos columns, by rotation.
+    length, width = out.shape
+    ctype = _rotation.complex_dtype(np.float64 if out.dtype == torch.float64 else np.float32)
+    factors = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
+    within, steps = (torch.from_numpy(f).to(out.device) for f in factors)
     rows = len(within)
-    direct = layout == "interleaved" and d_model % 2 == 0 and dtype in (torch.float32, torch.float64) and out.is_contiguous()
+    direct = (
+        chosen.layout == "interleaved"
+        and width % 2 == 0
+        and out.dtype in (torch.float32, torch.float64)
+        and out.is_contiguous()
+    )
     if direct:
-        pairs = torch.view_as_complex(out.view(length, d_model // 2, 2))
+        pairs = torch.view_as_complex(out.view(length, width // 2, 2))
         full = length // rows
         if full:
             torch.mul(within, steps[:full, None], out=pairs[: full * rows].view(full, rows, -1))
         if length > full * rows:
             torch.mul(within[: length - full * rows], steps[full], out=pairs[full * rows :])
-        return out
+        return
     # About 2**20 values per chunk keeps the complex scratch small whatever the length.
     chunk = rows * max(1, (1 << 20) // (rows * within.shape[-1]))
     for start in range(0, length, chunk):
         n = min(chunk, length - start)
         z = (within * steps[start // rows : -(-(start + n) // rows), None]).flatten(0, 1)[:n]
-        _rotation.store(out[start : start + n], z.real, z.imag, layout)
-    return out
+        _rotation.store(out[start : start + n], z.real, z.imag, chosen.layout)
 
 
 class PositionalEncoding(nn.Module):

@@ -176,8 +176,9 @@ def test_bad_out_is_named(call, error, words):
         assert word in str(caught.value)
 
 
-def test_frequency_parts_hold_the_frequency_to_twice_float64():
-    w_hi, w_lo = _rotation.frequency_parts(4096, 10000.0)
+def test_geometric_parts_hold_the_frequency_to_twice_float64():
+    # The paper's w_i = 10000 ** (-2i / 4096): span d_model / 2 = 2048.
+    w_hi, w_lo = _rotation.geometric_parts(2048, 10000.0, 2048)
     with mpmath.workdps(50):
         for i in [1, 7, 1000, 2047]:
             w = mpmath.power(10000, -mpmath.mpf(2 * i) / 4096)

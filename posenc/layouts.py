@@ -1,0 +1,66 @@
+"""Moving a table, or the weights that read one, from one layout to another.
+
+Every layout holds the same columns in a different order (``_core.column_order``), so a
+conversion is one gather with a fixed index array. A linear layer that reads the table,
+``y = x @ W.T`` (torch ``Linear.weight``, shape ``(out, d)``) or ``y = x @ K`` (Keras
+``Dense.kernel``, shape ``(d, out)``), gives the same output on the converted table once its
+weights are gathered the same way along their input axis: ``W[:, perm]`` or ``K[perm, :]``.
+That is why a checkpoint trained with one layout can be ported to another exactly.
+"""
+
+import sys
+
+import numpy as np
+
+from . import _checks, _core
+
+ODD_POLICIES = ("sine", "zero")
+
+
+def layout_permutation(d_model, source, target, *, odd="sine"):
+    """``perm`` (int64, shape ``(d_model,)``) with ``table_target = table_source[..., perm]``.
+
+    ``source`` and ``target`` are layouts (``posenc.LAYOUTS``). ``odd`` says how an odd
+    width was filled: ``"sine"`` (the last pair has its sine only, as the paper's formula
+    gives) or ``"zero"`` (tensor2tensor, fairseq, diffusers: ``d_model // 2`` pairs, then a
+    zero column, which stays last). The inverse permutation is
+    ``layout_permutation(d_model, target, source)``.
+    """
+    d_model = _checks.check_d_model(d_model)
+    source, target = _checks.check_layout(source), _checks.check_layout(target)
+    if odd not in ODD_POLICIES:
+        raise ValueError(f"odd must be one of {', '.join(map(repr, ODD_POLICIES))}; got {odd!r}")
+    width = d_model - d_model % 2 if odd == "zero" else d_model
+    if width == 0:
+        return np.arange(d_model)
+    # Column k of a layout holds entry column_order[k] of concat([sin, cos]); going back
+    # through the source's order and forward through the target's composes the two.
+    perm = np.argsort(_core.column_order(width, source))[_core.column_order(width, target)]
+    return np.concatenate([perm, np.arange(width, d_model)])
+
+
+def convert_layout(array, source, target, *, axis=-1, odd="sine"):
+    """``array`` with the ``d_model`` entries along ``axis`` moved from layout ``source`` to ``target``.
+
+    A table ``(..., d_model)`` uses ``axis=-1``; the weights of a layer that reads the table
+    are gathered along their input axis: ``axis=-1`` for a torch ``Linear.weight``
+    ``(out, d_model)``, ``axis=0`` for a Keras ``Dense`` kernel ``(d_model, out)``. NumPy
+    arrays (and anything ``numpy.asarray`` takes), torch tensors and TensorFlow tensors or
+    variables: the result is of the same kind (a tensor, for a variable). No framework is
+    imported that the array does not already come from.
+    """
+    module = type(array).__module__.split(".")[0]
+    shape = tuple(array.shape) if module in ("torch", "tensorflow", "keras") else np.shape(array)
+    if not shape:
+        raise ValueError(f"array must have at least one axis, got a scalar {array!r}")
+    try:
+        d_model = shape[axis]
+    except IndexError:
+        raise ValueError(f"axis must index one of the {len(shape)} axes of array (shape {shape}), got {axis}") from None
+    perm = layout_permutation(d_model, source, target, odd=odd)
+    if module == "torch":
+        torch = sys.modules["torch"]
+        return array.index_select(axis, torch.as_tensor(perm, device=array.device))
+    if module in ("tensorflow", "keras"):
+        return sys.modules["tensorflow"].gather(array, perm, axis=axis)
+    return np.take(np.asarray(array), perm, axis=axis)
