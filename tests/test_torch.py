@@ -10,6 +10,7 @@ from lecture_values import TABLE_10x6_4DP  # noqa: E402
 from reference import exact_rows  # noqa: E402
 
 
+from messages import assert_raises_naming  # noqa: E402
 @pytest.mark.parametrize("layout", posenc.LAYOUTS)
 @pytest.mark.parametrize("length, d_model", [(10, 6), (257, 64), (33, 7), (5, 1)])
 def test_table_agrees_with_numpy(length, d_model, layout):
@@ -67,10 +68,7 @@ def test_device_argument():
     (lambda: pt.PositionalEncoding(6, layout="cat"), ValueError, ["layout", "'cat'"]),
 ])
 def test_bad_arguments_are_named(call, error, words):
-    with pytest.raises(error) as caught:
-        call()
-    for word in words:
-        assert word in str(caught.value)
+    assert_raises_naming(call, error, words)
 
 
 def test_module_adds_the_table():
