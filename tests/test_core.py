@@ -16,9 +16,9 @@ from lecture_values import (
     TABLE_10x6,
     TABLE_10x6_4DP,
 )
+from messages import assert_raises_naming
 from reference import exact_rows, paper_table
 
-from messages import assert_raises_naming
 # --- the lectures' printed numbers -------------------------------------------------------
 
 
