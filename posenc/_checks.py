@@ -82,3 +82,11 @@ def check_input_width(shape, d_model):
         raise ValueError(
             f"the last dimension of x must be d_model={d_model}, got x of shape {tuple(shape)}"
         )
+
+
+def check_out(shape, dtype, wanted_shape, wanted_dtype):
+    """``out=`` must match the table it will hold: same shape, same dtype (the ``dtype`` argument)."""
+    if tuple(shape) != tuple(wanted_shape):
+        raise ValueError(f"out must have shape {tuple(wanted_shape)}, got out of shape {tuple(shape)}")
+    if dtype != wanted_dtype:
+        raise TypeError(f"out must have dtype {wanted_dtype} (the dtype argument), got out of dtype {dtype}")

@@ -118,10 +118,7 @@ def _output(out, shape, dtype):
         return np.empty(shape, dtype)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-    if out.shape != shape:
-        raise ValueError(f"out must have shape {shape}, got out of shape {out.shape}")
-    if out.dtype != dtype:
-        raise TypeError(f"out must have dtype {dtype} (the dtype argument), got out of dtype {out.dtype}")
+    _checks.check_out(out.shape, out.dtype, shape, dtype)
     if not out.flags.writeable:
         raise ValueError("out must be writeable, got a read-only array")
     return out

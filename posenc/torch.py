@@ -37,10 +37,7 @@ def _output(out, shape, dtype, device):
         return torch.empty(shape, dtype=dtype, device=device)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != shape:
-        raise ValueError(f"out must have shape {shape}, got out of shape {tuple(out.shape)}")
-    if out.dtype != dtype:
-        raise TypeError(f"out must have dtype {dtype} (the dtype argument), got out of dtype {out.dtype}")
+    _checks.check_out(out.shape, out.dtype, shape, dtype)
     if device is not None and out.device != torch.device(device):
         raise ValueError(f"out must be on device {device}, got out on {out.device}")
     return out
