@@ -120,12 +120,6 @@ def complex_dtype(dtype):
     return np.complex128 if dtype == np.float64 else np.complex64
 
 
-def _as_complex(real, imag, dtype):
-    z = np.empty(real.shape, dtype)
-    z.real, z.imag = real, imag
-    return z
-
-
 def store(rows, s, c, layout):
     """Write sines ``s`` and cosines ``c`` (each ``(..., ceil(d/2))``) into ``rows`` (``(..., d)``).
 
@@ -140,17 +134,38 @@ def store(rows, s, c, layout):
 def _turns(count, stride, w_hi, w_lo):
     """``exp(i * k * stride * w)`` for ``k = 0 .. count - 1``: complex128, ``(count, h)``.
 
-    Up to 64 rows come straight from ``sincos``; more are themselves a product of two
-    tables of about ``sqrt(count)`` rows, in complex128 (error a few 1e-16), so the trig
-    work for a table of ``L`` rows is some ``4 * L**0.25`` rows rather than ``2 * sqrt(L)``.
+    Up to 64 rows come straight from ``sincos``; more are the product of the two tables of
+    ``_turn_pair``, in complex128 (error a few 1e-16), so the trig work for a table of
+    ``L`` rows is some ``4 * L**0.25`` rows rather than ``2 * sqrt(L)``.
     """
     if count <= 64:
         s, c = sincos(np.arange(count) * float(stride), w_hi, w_lo, np.sin, np.cos)
-        return _as_complex(c, s, np.complex128)
+        turns = np.empty(s.shape, np.complex128)
+        turns.real, turns.imag = c, s
+        return turns
+    return _outer(*_turn_pair(count, stride, w_hi, w_lo), np.complex128)[:count]
+
+
+def _turn_pair(count, stride, w_hi, w_lo):
+    """``(coarse, fine)``, complex128, with ``_outer(coarse, fine)[k] = exp(i * k * stride * w)`` for ``k < count``.
+
+    ``fine`` has about ``sqrt(count)`` rows, ``k = a * len(fine) + b``; a table of at most
+    64 rows is all ``fine``, with a single row of ones as ``coarse``.
+    """
+    if count <= 64:
+        return np.ones((1, len(w_hi)), np.complex128), _turns(count, stride, w_hi, w_lo)
     fine = math.isqrt(count - 1) + 1
-    coarse = -(-count // fine)
-    product = _turns(coarse, stride * fine, w_hi, w_lo)[:, None] * _turns(fine, stride, w_hi, w_lo)
-    return product.reshape(coarse * fine, -1)[:count]
+    return _turns(-(-count // fine), stride * fine, w_hi, w_lo), _turns(fine, stride, w_hi, w_lo)
+
+
+def _outer(coarse, fine, ctype):
+    """Rows ``a * len(fine) + b`` are ``coarse[a] * fine[b]``: multiplied in complex128, rounded once to ``ctype``.
+
+    Written straight into the result, so no complex128 table of the full size is made.
+    """
+    product = np.empty((len(coarse), len(fine), coarse.shape[-1]), ctype)
+    np.multiply(coarse[:, None], fine, out=product, casting="same_kind")
+    return product.reshape(-1, coarse.shape[-1])
 
 
 def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
@@ -160,16 +175,18 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     is position ``offset + k``. ``within[r] = z(offset + r) = sin((offset + r) w) + i cos(...)``
     for ``r < B`` (shape ``(B, h)``) and ``steps[q] = exp(-i q*B*w)`` for
     ``q < ceil(length / B)``, so that row ``q*B + r`` of the table is ``within[r] * steps[q]``.
-    Both come from complex128 values within a few 1e-16, rounded once to ``ctype``.
+    Each is one product of two complex128 tables within a few 1e-16, rounded once to ``ctype``.
     """
     rows = block_rows(length)
-    first = _turns(rows, 1, w_hi, w_lo)
+    coarse, fine = _turn_pair(rows, 1, w_hi, w_lo)
     if offset:
         # One more rotation, by the offset's angle: z(offset + r) = exp(i offset w) * z(r).
         s, c = sincos(np.array(float(offset)), w_hi, w_lo, np.sin, np.cos)
-        first = first * _as_complex(c, s, np.complex128)
-    step = _turns(-(-length // rows), rows, w_hi, w_lo)
-    return _as_complex(first.imag, first.real, ctype), _as_complex(step.real, -step.imag, ctype)
+        fine = fine * (c + 1j * s)
+    # z = sin + i cos = i * conj(exp(i theta)); conj and the factor i are exact.
+    within = _outer(coarse.conj(), 1j * fine.conj(), ctype)[:rows]
+    steps = _outer(*(t.conj() for t in _turn_pair(-(-length // rows), rows, w_hi, w_lo)), ctype)
+    return within, steps[: -(-length // rows)]
 
 
 def fill_table(out, w_hi, w_lo, layout, offset=0.0):

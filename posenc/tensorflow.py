@@ -5,6 +5,8 @@ To keep TensorFlow's C++ start-up lines out of a notebook, set ``TF_CPP_MIN_LOG_
 before the first import of TensorFlow.
 """
 
+import math
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -64,32 +66,32 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
 def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
-    Row ``q*B + r`` is ``within[r] * steps[q]`` (``_rotation.rotation_factors``): one
-    broadcast complex multiply whose result, bitcast to float pairs, already is the
-    interleaved table; other layouts and odd widths gather its columns. Accuracy as in
-    NumPy: float32 within 2e-7, float64 ~1e-15, half precision one rounding of the
-    float32 value. ``convention``, ``base``, ``layout`` and ``options`` as in
-    ``posenc.positional_encoding``.
+    Run eagerly, NumPy's builder (``posenc.positional_encoding``: two small accurate tables
+    and one complex multiply) writes the table into memory that TensorFlow then takes over
+    without a copy (DLPack); float32 within 2e-7, float64 ~1e-15, half precision one
+    rounding of the float32 value. Inside a ``tf.function`` a graph can hold only TF ops, so
+    the table is ``encode(tf.range(length))`` there (same values within those bounds).
+    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.positional_encoding``.
     """
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
-    real = tf.float64 if dtype == tf.float64 else tf.float32
-    ctype = _rotation.complex_dtype(real.as_numpy_dtype)
-    within, steps = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
-    z = tf.constant(within) * tf.constant(steps)[:, None]
-    # complex -> (real, imag) float pairs without a copy: (sin, cos), the interleaved order.
-    table = tf.reshape(tf.bitcast(z, real), (-1, 2 * within.shape[-1]))
-    if table.shape[0] != length:
-        table = table[:length]
-    if chosen.layout != "interleaved" or width % 2:
-        order = _order(width, chosen.layout)
-        half = (width + 1) // 2
-        table = tf.gather(table, np.where(order < half, 2 * order, 2 * (order - half) + 1), axis=-1)
-    positions = np.arange(length) + chosen.offset if chosen.padding_idx is not None else None
-    return _finish(table, d_model, chosen, positions, dtype)
+    arguments = dict(convention=convention, base=base, layout=layout, **options)
+    if not tf.executing_eagerly():
+        return encode(tf.range(length, dtype=tf.float64), d_model, dtype=dtype, **arguments)
+    built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
+    table = _aligned_empty((length, d_model), built.as_numpy_dtype)
+    _core.positional_encoding(length, d_model, dtype=table.dtype, out=table, **arguments)
+    return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
+
+
+def _aligned_empty(shape, dtype):
+    # TensorFlow requires 64-byte aligned memory from DLPack (it aborts the process
+    # otherwise), and NumPy guarantees only 16 bytes: over-allocate and start at a multiple of 64.
+    size = math.prod(shape) * np.dtype(dtype).itemsize
+    raw = np.empty(size + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start : start + size].view(dtype).reshape(shape)
 
 
 def _order(width, layout):

@@ -1,4 +1,4 @@
-"""posenc for PyTorch: the same tables as ``posenc`` computed with torch ops, and a module.
+"""posenc for PyTorch: the same tables as ``posenc`` as tensors, and a module.
 
 Importing this module imports torch; ``import posenc`` alone does not.
 """
@@ -11,6 +11,8 @@ from . import _checks, _core, _rotation, conventions
 from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# The dtypes NumPy can build a table in directly (bfloat16 is rounded from float32).
+_NUMPY = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 
 
 def _check_dtype(dtype):
@@ -72,56 +74,30 @@ def positional_encoding(
 ):
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
-    Row ``q*B + r`` is ``within[r] * steps[q]`` (``_rotation.rotation_factors``): one
-    broadcast complex multiply, written straight into an interleaved float32/float64
-    output through ``view_as_complex``, otherwise in chunks rounded into the layout's
-    columns. Accuracy as in NumPy: float32 within 2e-7, float64 ~1e-15, half precision
-    one rounding of the float32 value. ``convention``, ``base``, ``layout`` and ``options``
-    as in ``posenc.positional_encoding``. ``out``: a ``(length, d_model)`` tensor of
-    ``dtype`` to write into (returned); ``device`` defaults to its device.
+    NumPy's builder (``posenc.positional_encoding``: two small accurate tables and one
+    complex multiply) writes the table, straight into the tensor's memory on the CPU
+    (``torch.from_numpy`` and ``Tensor.numpy`` share it); another device or bfloat16 gets
+    a copy of the float32/float64 table. Accuracy as in NumPy: float32 within 2e-7,
+    float64 ~1e-15, half precision one rounding of the float32 value. ``convention``,
+    ``base``, ``layout`` and ``options`` as in ``posenc.positional_encoding``. ``out``: a
+    ``(length, d_model)`` tensor of ``dtype`` to write into (returned); ``device``
+    defaults to its device, else torch's default device.
     """
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
-    out = _output(out, (length, d_model), dtype, device)
-    out[:, width:] = 0
-    row = chosen.padding_row(length)
-    if width:
-        _fill_table(out[:, :width], w_hi, w_lo, chosen)
-    if row is not None:
-        out[row] = 0
-    return out
-
-
-def _fill_table(out, w_hi, w_lo, chosen):
-    # Rows offset .. offset + length - 1 of the sin/cos columns, by rotation.
-    length, width = out.shape
-    ctype = _rotation.complex_dtype(np.float64 if out.dtype == torch.float64 else np.float32)
-    factors = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
-    within, steps = (torch.from_numpy(f).to(out.device) for f in factors)
-    rows = len(within)
-    direct = (
-        chosen.layout == "interleaved"
-        and width % 2 == 0
-        and out.dtype in (torch.float32, torch.float64)
-        and out.is_contiguous()
+    out = None if out is None else _output(out, (length, d_model), dtype, device)
+    shared = out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad
+    table = _core.positional_encoding(
+        length, d_model, convention=convention, base=base, layout=layout,
+        dtype=_NUMPY.get(dtype, np.float32), out=out.numpy() if shared else None, **options,
     )
-    if direct:
-        pairs = torch.view_as_complex(out.view(length, width // 2, 2))
-        full = length // rows
-        if full:
-            torch.mul(within, steps[:full, None], out=pairs[: full * rows].view(full, rows, -1))
-        if length > full * rows:
-            torch.mul(within[: length - full * rows], steps[full], out=pairs[full * rows :])
-        return
-    # About 2**20 values per chunk keeps the complex scratch small whatever the length.
-    chunk = rows * max(1, (1 << 20) // (rows * within.shape[-1]))
-    for start in range(0, length, chunk):
-        n = min(chunk, length - start)
-        z = (within * steps[start // rows : -(-(start + n) // rows), None]).flatten(0, 1)[:n]
-        _rotation.store(out[start : start + n], z.real, z.imag, chosen.layout)
+    if shared:
+        return out
+    table = torch.from_numpy(table)
+    if out is not None:
+        return out.copy_(table)
+    return table.to(device=torch.get_default_device() if device is None else device, dtype=dtype)
 
 
 class PositionalEncoding(nn.Module):

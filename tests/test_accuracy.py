@@ -157,6 +157,12 @@ def test_torch_out_is_written_and_returned():
     buffer = torch.full((300, 10), float("nan"))
     assert pt.positional_encoding(300, 10, dtype=torch.float32, out=buffer) is buffer
     assert torch.equal(buffer, pt.positional_encoding(300, 10, dtype=torch.float32))
+    columns = torch.full((10, 300), float("nan")).T  # not contiguous: written through its NumPy view
+    assert pt.positional_encoding(300, 10, dtype=torch.float32, out=columns) is columns
+    assert torch.equal(columns, buffer)
+    halves = torch.zeros(300, 10, dtype=torch.bfloat16)  # NumPy has no bfloat16: a copy, rounded once
+    assert pt.positional_encoding(300, 10, dtype=torch.bfloat16, out=halves) is halves
+    assert torch.equal(halves, buffer.to(torch.bfloat16))
     into = torch.zeros(4, 5, dtype=torch.float64)
     assert pt.encode(torch.tensor([0.0, 2.5, 1e5, 7.0]), 5, dtype=torch.float64, out=into) is into
     np.testing.assert_allclose(into.numpy(), paper_table([0.0, 2.5, 1e5, 7.0], 5), atol=1e-10)

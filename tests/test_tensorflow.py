@@ -13,10 +13,10 @@ import keras  # noqa: E402
 import posenc  # noqa: E402
 import posenc.tensorflow as ptf  # noqa: E402
 from lecture_values import SAMPLE_2x5x2, SAMPLE_PLUS_PE  # noqa: E402
+from messages import assert_raises_naming  # noqa: E402
 from reference import exact_rows  # noqa: E402
 
 
-from messages import assert_raises_naming  # noqa: E402
 @pytest.mark.parametrize("layout", posenc.LAYOUTS)
 @pytest.mark.parametrize("length, d_model", [(10, 6), (257, 64), (33, 7), (5, 1)])
 def test_table_agrees_with_numpy(length, d_model, layout):
@@ -24,6 +24,18 @@ def test_table_agrees_with_numpy(length, d_model, layout):
     assert table.dtype == tf.float32 and tuple(table.shape) == (length, d_model)
     expected = posenc.positional_encoding(length, d_model, layout=layout)
     np.testing.assert_allclose(table.numpy(), expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("convention, layout, d_model", [
+    ("paper", "interleaved", 8), ("paper", "sin_cos", 7), ("paper", "cos_sin", 1), ("fairseq", None, 9),
+])
+def test_table_in_a_graph_matches_the_eager_table(convention, layout, d_model):
+    # Eagerly the table is NumPy's, handed over through DLPack; a graph computes it with TF ops.
+    eager = ptf.positional_encoding(300, d_model, convention=convention, layout=layout)
+    graph = tf.function(lambda: ptf.positional_encoding(300, d_model, convention=convention, layout=layout))()
+    np.testing.assert_array_equal(eager.numpy(), posenc.positional_encoding(300, d_model, convention=convention,
+                                                                            layout=layout))
+    np.testing.assert_allclose(graph.numpy(), eager.numpy(), rtol=0, atol=2e-7)
 
 
 def test_reproduces_seed_001_output():
