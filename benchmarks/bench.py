@@ -163,14 +163,21 @@ def plot(results, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 3.5), squeeze=False)
     for ax, (framework, rows) in zip(axes[0], results.items()):
         names = [r["implementation"] for r in rows]
-        ax.barh(names, [r["median_ms"] for r in rows], color=["C0" if n.startswith("posenc") else "C7" for n in names])
+        times = [r["median_ms"] for r in rows]
+        ax.barh(names, times, color=["C0" if n.startswith("posenc") else "C7" for n in names])
+        for y, row in enumerate(rows):
+            ax.text(row["median_ms"] * 1.08, y, f"{row['median_ms']:.1f} ms, {row['x_posenc']:.2f} x posenc", va="center",
+                    fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
-        ax.set_xlabel("median time (ms)")
+        ax.set_xlim(min(times) / 2, max(times) * 6)  # room for the labels
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("median time (ms), log scale")
         ax.set_title(framework)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
