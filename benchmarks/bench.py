@@ -171,8 +171,8 @@ def plot(results, path):
         times = [r["median_ms"] for r in rows]
         ax.barh(names, times, color=["C0" if n.startswith("posenc") else "C7" for n in names])
         for y, row in enumerate(rows):
-            ax.text(row["median_ms"] * 1.08, y, f"{row['median_ms']:.1f} ms, {row['x_posenc']:.2f} x posenc", va="center",
-                    fontsize=8)
+            label = f"{row['median_ms']:.1f} ms, {row['x_posenc']:.2f} x posenc"
+            ax.text(row["median_ms"] * 1.08, y, label, va="center", fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.set_xlim(min(times) / 2, max(times) * 6)  # room for the labels
