@@ -165,7 +165,7 @@ def _outer(coarse, fine, ctype):
     """
     product = np.empty((len(coarse), len(fine), coarse.shape[-1]), ctype)
     np.multiply(coarse[:, None], fine, out=product, casting="same_kind")
-    return product.reshape(-1, coarse.shape[-1])
+    return product.reshape(len(coarse) * len(fine), coarse.shape[-1])
 
 
 def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):

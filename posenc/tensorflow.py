@@ -68,21 +68,40 @@ def positional_encoding(length, d_model, *, convention="paper", base=None, layou
 
     Run eagerly, NumPy's builder (``posenc.positional_encoding``: two small accurate tables
     and one complex multiply) writes the table into memory that TensorFlow then takes over
-    without a copy (DLPack; a CPU tensor, which ops on a GPU copy over); float32 within 2e-7, float64 ~1e-15, half precision one
-    rounding of the float32 value. Inside a ``tf.function`` a graph can hold only TF ops, so
-    the table is ``encode(tf.range(length))`` there (same values within those bounds).
-    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.positional_encoding``.
+    without a copy (DLPack; a CPU tensor, which ops on a GPU copy over). Inside a
+    ``tf.function`` a graph can hold only TF ops: there TF multiplies the same two small
+    tables (``_graph_table``). Either way float32 is within 2e-7, float64 ~1e-15, half
+    precision one rounding of the float32 value. ``convention``, ``base``, ``layout`` and
+    ``options`` as in ``posenc.positional_encoding``.
     """
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
-    arguments = dict(convention=convention, base=base, layout=layout, **options)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     if not tf.executing_eagerly():
-        return encode(tf.range(length, dtype=tf.float64), d_model, dtype=dtype, **arguments)
+        return _graph_table(length, d_model, chosen, dtype)
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     table = _aligned_empty((length, d_model), built.as_numpy_dtype)
-    _core.positional_encoding(length, d_model, dtype=table.dtype, out=table, **arguments)
+    _core.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table)
     return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
+
+
+def _graph_table(length, d_model, chosen, dtype):
+    # Row q*B + r is within[r] * steps[q]: one broadcast complex multiply whose result,
+    # bitcast to float pairs, already is the interleaved table; other layouts and odd
+    # widths gather its columns.
+    w_hi, w_lo, width = chosen.parts(d_model)
+    real = tf.float64 if dtype == tf.float64 else tf.float32
+    ctype = _rotation.complex_dtype(real.as_numpy_dtype)
+    within, steps = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
+    z = tf.constant(within) * tf.constant(steps)[:, None]
+    table = tf.reshape(tf.bitcast(z, real), (-1, 2 * within.shape[-1]))[:length]
+    if chosen.layout != "interleaved" or width % 2:
+        order = _order(width, chosen.layout)
+        half = (width + 1) // 2
+        table = tf.gather(table, np.where(order < half, 2 * order, 2 * (order - half) + 1), axis=-1)
+    positions = np.arange(length) + chosen.offset if chosen.padding_idx is not None else None
+    return _finish(table, d_model, chosen, positions, dtype)
 
 
 def _aligned_empty(shape, dtype):

@@ -28,6 +28,7 @@ def test_table_agrees_with_numpy(length, d_model, layout):
 
 @pytest.mark.parametrize("convention, layout, d_model", [
     ("paper", "interleaved", 8), ("paper", "sin_cos", 7), ("paper", "cos_sin", 1), ("fairseq", None, 9),
+    ("tensor2tensor", None, 1),  # no sin/cos columns at all: one zero column
 ])
 def test_table_in_a_graph_matches_the_eager_table(convention, layout, d_model):
     # Eagerly the table is NumPy's, handed over through DLPack; a graph computes it with TF ops.
