@@ -5,6 +5,7 @@ To keep TensorFlow's C++ start-up lines out of a notebook, set ``TF_CPP_MIN_LOG_
 before the first import of TensorFlow.
 """
 
+import dataclasses
 import math
 
 import keras
@@ -138,20 +139,25 @@ class PositionalEncoding(keras.layers.Layer):
     in the layer's compute dtype (Keras casts float inputs to it: pass ``dtype=`` or a
     mixed-precision policy). The first ``max_len`` rows are computed once; a longer sequence
     (the length may be unknown until run time) gets its table computed in the call.
+    ``convention`` (a preset name or a ``posenc.conventions.Convention``, e.g. from
+    ``posenc.conventions.resolve(name, **options)`` for a source's own options), ``base``
+    and ``layout`` choose the table as in ``positional_encoding``; ``self.convention`` is
+    the resolved one, saved whole by ``get_config``.
     """
 
-    def __init__(self, d_model, max_len=5000, *, dropout=0.0, base=10000.0, layout="interleaved", **kwargs):
+    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, **kwargs):
         super().__init__(**kwargs)
         self.d_model = _checks.check_d_model(d_model)
         self.max_len = _checks.check_length(max_len, "max_len")
         self.dropout = _checks.check_dropout(dropout)
-        self.base = _checks.check_base(base)
-        self.layout = _checks.check_layout(layout)
+        if isinstance(convention, dict):  # as get_config wrote it
+            convention = conventions.Convention(**convention)
+        self.convention = conventions.resolve(convention, base=base, layout=layout)
         self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.table = self._table(tf.range(self.max_len, dtype=tf.float64))
 
     def _table(self, positions):
-        return encode(positions, self.d_model, base=self.base, layout=self.layout)
+        return encode(positions, self.d_model, convention=self.convention)
 
     def call(self, x, training=None):
         _checks.check_input_width(x.shape, self.d_model)
@@ -172,6 +178,5 @@ class PositionalEncoding(keras.layers.Layer):
             "d_model": self.d_model,
             "max_len": self.max_len,
             "dropout": self.dropout,
-            "base": self.base,
-            "layout": self.layout,
+            "convention": dataclasses.asdict(self.convention),
         }

@@ -106,20 +106,21 @@ class PositionalEncoding(nn.Module):
     ``forward(x)``: ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq, d_model)``) returns
     ``dropout(x + PE[:seq])``, same shape and dtype as ``x``. The table is a
     non-persistent buffer: it follows ``.to(device)`` and stays out of ``state_dict``.
-    A sequence longer than ``max_len`` grows the table to that length.
+    A sequence longer than ``max_len`` grows the table to that length. ``convention``,
+    ``base``, ``layout`` and ``options`` choose the table as in ``positional_encoding``
+    (row ``k`` holds position ``offset + k``); ``self.convention`` is the resolved one.
     """
 
-    def __init__(self, d_model, max_len=5000, *, dropout=0.0, base=10000.0, layout="interleaved"):
+    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, **options):
         super().__init__()
         self.d_model = _checks.check_d_model(d_model)
-        self.base = _checks.check_base(base)
-        self.layout = _checks.check_layout(layout)
+        self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         max_len = _checks.check_length(max_len, "max_len")
         self.dropout = nn.Dropout(_checks.check_dropout(dropout))
         self.register_buffer("pe", self._table(max_len), persistent=False)
 
     def _table(self, length, device=None, dtype=None):
-        return positional_encoding(length, self.d_model, base=self.base, layout=self.layout, dtype=dtype, device=device)
+        return positional_encoding(length, self.d_model, convention=self.convention, dtype=dtype, device=device)
 
     @property
     def max_len(self):
@@ -135,4 +136,6 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + self.pe[:seq].to(x.dtype))
 
     def extra_repr(self):
-        return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}, layout={self.layout!r}"
+        c = self.convention
+        named = "" if c.name == "paper" else f", convention={c.name!r}"
+        return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"

@@ -16,9 +16,9 @@ import pytest  # noqa: E402
 
 import posenc  # noqa: E402
 from posenc import _rotation  # noqa: E402
+from messages import assert_raises_naming  # noqa: E402
 from reference import exact, paper_table  # noqa: E402
 
-from messages import assert_raises_naming  # noqa: E402
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("tensorflow")
 import posenc.tensorflow as ptf  # noqa: E402

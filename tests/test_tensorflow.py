@@ -112,14 +112,34 @@ def test_layer_rejects_wrong_width():
 def test_layer_config_round_trip(tmp_path):
     layer = ptf.PositionalEncoding(6, max_len=20, dropout=0.25, base=500.0, layout="sin_cos", name="pe")
     clone = ptf.PositionalEncoding.from_config(layer.get_config())
-    for key in ("d_model", "max_len", "dropout", "base", "layout", "name"):
+    for key in ("d_model", "max_len", "dropout", "convention", "name"):
         assert getattr(clone, key) == getattr(layer, key)
+    assert (clone.convention.base, clone.convention.layout) == (500.0, "sin_cos")
     model = keras.Sequential([keras.Input((None, 6)), layer, keras.layers.Dense(3)])
     x = tf.random.stateless_normal((2, 5, 6), seed=(3, 4))
     model.save(tmp_path / "model.keras")
     loaded = keras.models.load_model(tmp_path / "model.keras")
     assert isinstance(loaded.layers[0], ptf.PositionalEncoding)
     np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), atol=1e-6)
+
+
+def test_layer_takes_a_convention_and_keeps_it_through_a_save(tmp_path):
+    whisper = posenc.conventions.resolve("whisper", max_timescale=100.0)
+    model = keras.Sequential([keras.Input((None, 6)), ptf.PositionalEncoding(6, max_len=8, convention=whisper)])
+    x = tf.zeros((1, 10, 6))  # past max_len too: the table computed in the call
+    expected = posenc.positional_encoding(10, 6, convention="whisper", max_timescale=100.0)
+    np.testing.assert_allclose(model(x)[0].numpy(), expected, rtol=0, atol=2e-7)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    assert loaded.layers[0].convention == whisper
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+
+
+def test_layer_loads_a_config_written_before_conventions():
+    layer = ptf.PositionalEncoding.from_config({"d_model": 6, "max_len": 4, "dropout": 0.0, "base": 500.0,
+                                                "layout": "sin_cos", "name": "pe"})
+    np.testing.assert_allclose(layer.table.numpy(), posenc.positional_encoding(4, 6, base=500.0, layout="sin_cos"),
+                               rtol=0, atol=2e-7)
 
 
 def test_layer_dropout_only_in_training():

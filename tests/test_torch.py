@@ -7,10 +7,10 @@ torch = pytest.importorskip("torch")
 import posenc  # noqa: E402
 import posenc.torch as pt  # noqa: E402
 from lecture_values import TABLE_10x6_4DP  # noqa: E402
+from messages import assert_raises_naming  # noqa: E402
 from reference import exact_rows  # noqa: E402
 
 
-from messages import assert_raises_naming  # noqa: E402
 @pytest.mark.parametrize("layout", posenc.LAYOUTS)
 @pytest.mark.parametrize("length, d_model", [(10, 6), (257, 64), (33, 7), (5, 1)])
 def test_table_agrees_with_numpy(length, d_model, layout):
@@ -107,6 +107,19 @@ def test_module_rejects_wrong_width():
         module(torch.zeros(2, 5, 6))
     with pytest.raises(ValueError, match="x must have shape"):
         module(torch.zeros(8))
+
+
+def test_module_takes_a_convention_with_its_options():
+    module = pt.PositionalEncoding(9, max_len=6, convention="fairseq")
+    assert torch.equal(module.pe, pt.positional_encoding(6, 9, convention="fairseq"))
+    module(torch.zeros(1, 10, 9))  # grows with the same convention
+    np.testing.assert_array_equal(module.pe.numpy(), posenc.positional_encoding(10, 9, convention="fairseq"))
+    assert "convention='fairseq'" in repr(module)
+    whisper = pt.PositionalEncoding(6, max_len=5, convention="whisper", max_timescale=100.0)
+    np.testing.assert_array_equal(whisper.pe.numpy(),
+                                  posenc.positional_encoding(5, 6, convention="whisper", max_timescale=100.0))
+    assert_raises_naming(lambda: pt.PositionalEncoding(6, convention="whisper", scale=2.0), TypeError,
+                         ["whisper", "max_timescale", "scale"])
 
 
 def test_module_dropout_only_in_training():
