@@ -337,14 +337,16 @@ for n in [7, 10, 80]:
 print("traces:", predict.experimental_get_tracing_count())
 
 # %% [markdown]
-# The layer is registered as a Keras serializable: its config holds its arguments, and
-# `from_config` rebuilds a layer that gives the same output. So does the whole model,
-# rebuilt from its config with the weights copied over.
+# The layer is registered as a Keras serializable: its config holds its arguments (the
+# convention whole, base and layout included), and `from_config` rebuilds a layer that
+# gives the same output. So does the whole model, rebuilt from its config with the
+# weights copied over.
 
 # %%
 layer = model.get_layer("posenc")
 config = layer.get_config()
-print({key: config[key] for key in ["d_model", "max_len", "dropout", "base", "layout"]})
+print({key: config[key] for key in ["d_model", "max_len", "dropout"]})
+print({key: config["convention"][key] for key in ["name", "base", "layout"]})
 rebuilt = ptf.PositionalEncoding.from_config(config)
 np.testing.assert_array_equal(rebuilt(x).numpy(), layer(x).numpy())
 
