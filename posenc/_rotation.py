@@ -178,6 +178,7 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     Each is one product of two complex128 tables within a few 1e-16, rounded once to ``ctype``.
     """
     rows = block_rows(length)
+    blocks = -(-length // rows)
     coarse, fine = _turn_pair(rows, 1, w_hi, w_lo)
     if offset:
         # One more rotation, by the offset's angle: z(offset + r) = exp(i offset w) * z(r).
@@ -185,8 +186,8 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
         fine = fine * (c + 1j * s)
     # z = sin + i cos = i * conj(exp(i theta)); conj and the factor i are exact.
     within = _outer(coarse.conj(), 1j * fine.conj(), ctype)[:rows]
-    steps = _outer(*(t.conj() for t in _turn_pair(-(-length // rows), rows, w_hi, w_lo)), ctype)
-    return within, steps[: -(-length // rows)]
+    steps = _outer(*(t.conj() for t in _turn_pair(blocks, rows, w_hi, w_lo)), ctype)
+    return within, steps[:blocks]
 
 
 def fill_table(out, w_hi, w_lo, layout, offset=0.0):
