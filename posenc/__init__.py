@@ -1,4 +1,4 @@
-"""posenc: the sinusoidal positional encoding of "Attention Is All You Need".
+"""posenc: the sinusoidal positional encoding of "Attention Is All You Need", and RoPE.
 
 ``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow`` and
 ``posenc.plot`` (matplotlib) load their framework when imported.
@@ -18,16 +18,29 @@ from .conventions import Convention, list_conventions
 from .geometry import shift_matrix, wavelengths
 from .identification import Identification, identify
 from .layouts import convert_layout, layout_permutation
+from .rotary import (
+    ROPE_TYPES,
+    ROTARY_LAYOUTS,
+    apply_rotary,
+    convert_rotary_layout,
+    rotary_cos_sin,
+    rotary_frequencies,
+    rotary_permutation,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LAYOUTS",
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
     "Convention",
     "Identification",
     "angles",
+    "apply_rotary",
     "column_order",
     "convert_layout",
+    "convert_rotary_layout",
     "denominators",
     "encode",
     "frequencies",
@@ -36,6 +49,9 @@ __all__ = [
     "layout_permutation",
     "list_conventions",
     "positional_encoding",
+    "rotary_cos_sin",
+    "rotary_frequencies",
+    "rotary_permutation",
     "shift_matrix",
     "wavelengths",
 ]

@@ -49,15 +49,32 @@ def convert_layout(array, source, target, *, axis=-1, odd="sine"):
     variables: the result is of the same kind (a tensor, for a variable). No framework is
     imported that the array does not already come from.
     """
-    module = type(array).__module__.split(".")[0]
-    shape = tuple(array.shape) if module in ("torch", "tensorflow", "keras") else np.shape(array)
+    shape = shape_of(array)
     if not shape:
         raise ValueError(f"array must have at least one axis, got a scalar {array!r}")
     try:
         d_model = shape[axis]
     except IndexError:
         raise ValueError(f"axis must index one of the {len(shape)} axes of array (shape {shape}), got {axis}") from None
-    perm = layout_permutation(d_model, source, target, odd=odd)
+    return gather(array, layout_permutation(d_model, source, target, odd=odd), axis)
+
+
+def _framework(array):
+    return type(array).__module__.split(".")[0]
+
+
+def shape_of(array):
+    """The shape of a NumPy array (or array-like), torch tensor or TF tensor/variable, as a tuple."""
+    return tuple(array.shape) if _framework(array) in ("torch", "tensorflow", "keras") else np.shape(array)
+
+
+def gather(array, perm, axis):
+    """``array`` with its entries along ``axis`` taken in the order ``perm``, of the same kind as ``array``.
+
+    torch tensors stay on their device, TF tensors and variables become tensors, anything else
+    goes through NumPy. No framework is imported that the array does not already come from.
+    """
+    module = _framework(array)
     if module == "torch":
         torch = sys.modules["torch"]
         return array.index_select(axis, torch.as_tensor(perm, device=array.device))

@@ -1,0 +1,444 @@
+"""Rotary position embedding (RoPE): the sinusoidal frequencies, applied as rotations.
+
+RoPE turns each pair of query/key channels ``(a, b)`` of position ``p`` by the angle
+``p * w_j``:
+
+    a' = a * cos(p w_j) - b * sin(p w_j)
+    b' = b * cos(p w_j) + a * sin(p w_j)
+
+so the score ``q_p . k_s`` depends on ``p - s`` only. ``w_j = base ** (-2j / rotary_dim)``
+are the frequencies of the sinusoidal table; the rope types of Hugging Face transformers'
+``modeling_rope_utils`` (``linear``, ``dynamic``, ``yarn``, ``longrope``, ``llama3``,
+``proportional``) rescale them per channel, and two of them scale cos and sin by an
+attention factor. Parameters keep transformers' names.
+
+Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_dim`` channels:
+
+- ``"half"`` (GPT-NeoX, Hugging Face): channel ``j`` with ``j + rotary_dim // 2``; cos and
+  sin are ``concat(f, f)`` of the per-frequency values ``f``.
+- ``"interleaved"`` (GPT-J, Meta's reference): channel ``2j`` with ``2j + 1``; cos and sin
+  hold each frequency twice in a row.
+
+Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
+``_rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
+double-float64 angle of ``_rotation.sincos``, rounded once to the output dtype: within
+one rounding at positions up to 10**7. The float32 route of transformers
+(``inv_freq @ position_ids`` in float32) is off by about 1e-2 at position 10**5.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _checks, _core, _rotation, layouts
+
+ROTARY_LAYOUTS = ("half", "interleaved")
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+
+# Every rope type takes these (transformers reads them from the model config).
+_SHARED = ("partial_rotary_factor", "max_position_embeddings")
+# (required, optional) parameters per rope type, with transformers' names. yarn and
+# longrope may leave out ``factor`` when the ratio max / original positions gives it.
+_PARAMETERS = {
+    "default": ((), ()),
+    "linear": (("factor",), ()),
+    "dynamic": (("factor", "max_position_embeddings"), ("seq_len",)),
+    "yarn": (
+        ("original_max_position_embeddings",),
+        ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+    ),
+    "longrope": (
+        ("short_factor", "long_factor", "original_max_position_embeddings"),
+        ("factor", "attention_factor", "seq_len"),
+    ),
+    "llama3": (("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"), ()),
+    "proportional": ((), ("factor",)),
+}
+
+
+def check_rotary_layout(layout):
+    if layout not in ROTARY_LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(map(repr, ROTARY_LAYOUTS))}; got {layout!r}")
+    return layout
+
+
+def check_head_dim(head_dim):
+    if not _checks._is_int(head_dim):
+        raise TypeError(f"head_dim must be an even int >= 2, got {head_dim!r} ({type(head_dim).__name__})")
+    if head_dim < 2 or head_dim % 2:
+        raise ValueError(f"head_dim must be an even int >= 2 (channels rotate in pairs), got {head_dim!r}")
+    return int(head_dim)
+
+
+def _check_params(rope_type, params):
+    if rope_type not in _PARAMETERS:
+        raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
+    required, optional = _PARAMETERS[rope_type]
+    allowed = set(required) | set(optional) | set(_SHARED)
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise TypeError(
+            f"rope_type={rope_type!r} takes no parameter {unknown[0]!r}; "
+            f"it takes {', '.join(sorted(allowed))}"
+        )
+    missing = [name for name in required if params.get(name) is None]
+    if missing:
+        raise TypeError(f"rope_type={rope_type!r} needs the parameter {missing[0]!r}")
+
+
+def _positive(params, name, rope_type, default=None):
+    """``params[name]`` (or ``default`` if absent or None) checked to be a finite real > 0."""
+    value = params.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, got {value!r}")
+    return float(value)
+
+
+def _factor_from_lengths(params, rope_type):
+    """``factor``, or ``max_position_embeddings / original_max_position_embeddings`` (as transformers)."""
+    factor = _positive(params, "factor", rope_type)
+    if factor is not None:
+        return factor
+    longest = _positive(params, "max_position_embeddings", rope_type)
+    if longest is None:
+        raise TypeError(
+            f"rope_type={rope_type!r} needs the parameter 'factor' "
+            "(or 'max_position_embeddings', which gives it as max / original_max_position_embeddings)"
+        )
+    return longest / _positive(params, "original_max_position_embeddings", rope_type)
+
+
+def rotary_dim(head_dim, rope_type="default", **params):
+    """Channels that rotate: ``int(head_dim * partial_rotary_factor)`` (``head_dim`` for ``proportional``)."""
+    head_dim = check_head_dim(head_dim)
+    _check_params(rope_type, params)
+    fraction = _positive(params, "partial_rotary_factor", rope_type, 1.0)
+    if fraction > 1:
+        raise ValueError(f"partial_rotary_factor must be in (0, 1] for rope_type={rope_type!r}, got {fraction!r}")
+    if rope_type == "proportional":
+        return head_dim  # the channels beyond the fraction turn at frequency 0
+    dim = int(head_dim * fraction)
+    if dim < 2 or dim % 2:
+        raise ValueError(
+            f"partial_rotary_factor={fraction!r} of head_dim={head_dim} gives {dim} rotary channels "
+            f"for rope_type={rope_type!r}; they must be an even number >= 2"
+        )
+    return dim
+
+
+# Double-float64 arithmetic on (hi, lo) pairs: the exact product of two float64 numbers
+# (Dekker, with _rotation's Veltkamp split), then a renormalisation so hi is the rounded sum.
+def _two_product(a, b):
+    p = a * b
+    a_big, a_small = _rotation._split(a)
+    b_big, b_small = _rotation._split(b)
+    return p, ((a_big * b_big - p) + a_big * b_small + a_small * b_big) + a_small * b_small
+
+
+def _normalized(hi, lo):
+    total = hi + lo
+    return total, lo - (total - hi)
+
+
+def _times(hi, lo, m):
+    """``(hi + lo) * m`` for float64 ``m``, as a double-float64 pair."""
+    p, error = _two_product(hi, m)
+    return _normalized(p, error + lo * m)
+
+
+def _over(hi, lo, d):
+    """``(hi + lo) / d`` for float64 ``d``, as a double-float64 pair."""
+    q = hi / d
+    p, error = _two_product(q, d)
+    return _normalized(q, (((hi - p) - error) + lo) / d)
+
+
+def _blend(hi, lo, ramp, factor):
+    """``w * (1 - ramp) + (w / factor) * ramp`` per channel: ``ramp`` 0 keeps ``w``, 1 divides it by ``factor``.
+
+    The ends are exact (no rounded ``1 / factor``); in between, the float64 multiplier.
+    """
+    mixed = _times(hi, lo, (1.0 - ramp) + ramp / factor)
+    divided = _over(hi, lo, factor)
+    pick = [np.where(ramp == 1, d, np.where(ramp == 0, w, m)) for w, d, m in zip((hi, lo), divided, mixed)]
+    return pick[0], pick[1]
+
+
+def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
+    """``(w_hi, w_lo, attention_factor)``: the ``rotary_dim // 2`` frequencies as float64 + remainder.
+
+    The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),
+    in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
+    sequence, a quotient or a blend of the two.
+    """
+    base = _checks.check_base(base)
+    dim = rotary_dim(head_dim, rope_type, **params)
+    factor = None
+    if rope_type in ("linear", "dynamic", "llama3"):
+        factor = _positive(params, "factor", rope_type)
+    elif rope_type == "proportional":
+        factor = _positive(params, "factor", rope_type, 1.0)
+    elif rope_type in ("yarn", "longrope"):
+        factor = _factor_from_lengths(params, rope_type)
+    original = _positive(params, "original_max_position_embeddings", rope_type)
+    attention = 1.0
+
+    if rope_type == "dynamic":
+        # NTK-aware: a larger base once the sequence outgrows the trained length.
+        if dim < 4:
+            raise ValueError(f"rope_type='dynamic' needs at least 4 rotary channels, got {dim}")
+        longest = _positive(params, "max_position_embeddings", rope_type)
+        seq_len = max(_positive(params, "seq_len", rope_type, longest), longest)
+        base = base * ((factor * seq_len / longest) - (factor - 1)) ** (dim / (dim - 2))
+    if rope_type == "proportional":
+        # Exponents over the whole head; the pairs beyond the fraction do not turn.
+        fraction = _positive(params, "partial_rotary_factor", rope_type, 1.0)
+        turning = int(fraction * dim // 2)
+        hi, lo = (np.concatenate([w, np.zeros(dim // 2 - turning)]) for w in _rotation.geometric_parts(turning, base, dim / 2))
+    else:
+        hi, lo = _rotation.geometric_parts(dim // 2, base, dim / 2)
+
+    if rope_type in ("linear", "proportional"):
+        hi, lo = _over(hi, lo, factor)
+    elif rope_type == "llama3":
+        low, high = _positive(params, "low_freq_factor", rope_type), _positive(params, "high_freq_factor", rope_type)
+        if high <= low:
+            raise ValueError(
+                f"rope_type='llama3' needs high_freq_factor > low_freq_factor, got {high!r} and {low!r}"
+            )
+        wavelength = 2 * math.pi / hi
+        smooth = (original / wavelength - low) / (high - low)
+        ramp = np.where(wavelength > original / low, 1.0, np.where(wavelength < original / high, 0.0, 1.0 - smooth))
+        hi, lo = _blend(hi, lo, ramp, factor)
+    elif rope_type == "yarn":
+        hi, lo, attention = _yarn(hi, lo, dim, base, factor, original, params)
+    elif rope_type == "longrope":
+        seq_len = _positive(params, "seq_len", rope_type, 0.0)
+        chosen = "long_factor" if seq_len > original else "short_factor"
+        scales = np.asarray(params[chosen], dtype=np.float64)
+        if scales.shape != (dim // 2,) or not np.all(scales > 0):
+            raise ValueError(
+                f"{chosen} must hold {dim // 2} positive numbers (one per rotary pair) for rope_type='longrope', "
+                f"got shape {scales.shape}"
+            )
+        other = "short_factor" if chosen == "long_factor" else "long_factor"
+        if np.shape(params[other]) != (dim // 2,):
+            raise ValueError(
+                f"{other} must hold {dim // 2} numbers (one per rotary pair) for rope_type='longrope', "
+                f"got shape {np.shape(params[other])}"
+            )
+        hi, lo = _over(hi, lo, scales)
+        attention = _positive(params, "attention_factor", rope_type)
+        if attention is None:
+            attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    return hi, lo, attention
+
+
+def _yarn(hi, lo, dim, base, factor, original, params):
+    """YaRN: extrapolate the fast pairs, interpolate the slow ones, a linear ramp between."""
+    rope_type = "yarn"
+    fast = _positive(params, "beta_fast", rope_type, 32.0)
+    slow = _positive(params, "beta_slow", rope_type, 1.0)
+    if fast < slow:
+        raise ValueError(f"rope_type='yarn' needs beta_fast >= beta_slow, got {fast!r} and {slow!r}")
+
+    def pair_of(rotations):
+        # The pair that turns `rotations` times over the original length.
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_of(fast), pair_of(slow)
+    if params.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # as transformers: no division by zero
+    ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0.0, 1.0)
+    hi, lo = _blend(hi, lo, ramp, factor)
+
+    attention = _positive(params, "attention_factor", rope_type)
+    if attention is None:
+        def mscale(scale):
+            return 1.0 if factor <= 1 else 0.1 * scale * math.log(factor) + 1.0
+
+        top = _positive(params, "mscale", rope_type)
+        bottom = _positive(params, "mscale_all_dim", rope_type)
+        attention = mscale(top) / mscale(bottom) if top and bottom else mscale(1.0)
+    return hi, lo, attention
+
+
+def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params):
+    """``(inv_freq, attention_factor)``: float64 array ``(rotary_dim // 2,)`` and a float.
+
+    ``w_j = base ** (-2j / rotary_dim)`` (``"default"``), with ``rotary_dim =
+    int(head_dim * partial_rotary_factor)``, rescaled per ``rope_type`` as transformers'
+    ``modeling_rope_utils`` does, with its parameter names:
+
+    - ``linear``: ``w / factor`` (position interpolation).
+    - ``dynamic``: base ``* (factor * seq_len / max_position_embeddings - (factor - 1)) **
+      (d / (d - 2))`` once ``seq_len`` exceeds ``max_position_embeddings`` (NTK-aware).
+    - ``yarn``: pairs turning more than ``beta_fast`` (32) times over
+      ``original_max_position_embeddings`` keep ``w``, fewer than ``beta_slow`` (1) get
+      ``w / factor``, a linear ramp between; attention factor ``0.1 ln(factor) + 1``
+      (or ``attention_factor``, or the ``mscale``/``mscale_all_dim`` ratio).
+    - ``longrope``: ``w / short_factor`` (``w / long_factor`` once ``seq_len`` >
+      ``original_max_position_embeddings``); attention factor
+      ``sqrt(1 + ln(factor) / ln(original_max_position_embeddings))``.
+    - ``llama3``: wavelengths beyond ``original / low_freq_factor`` get ``w / factor``,
+      below ``original / high_freq_factor`` keep ``w``, smoothly blended between.
+    - ``proportional``: exponents over all of ``head_dim``, the pairs beyond
+      ``partial_rotary_factor`` at frequency 0, all divided by ``factor``.
+
+    ``factor`` of yarn and longrope defaults to ``max_position_embeddings /
+    original_max_position_embeddings``. Odd ``head_dim``, an unknown ``rope_type``, and
+    missing, unknown or contradictory parameters raise errors naming the parameter.
+    """
+    hi, _, attention = rotary_parts(head_dim, base, rope_type, **params)
+    return np.array(hi), float(attention)
+
+
+def _sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)`` rounded once to ``dtype``.
+
+    The one place the NumPy RoPE functions get their sines and cosines (float64 positions,
+    shape ``(*positions.shape, len(w_hi))``): ``_rotation.sincos`` in float64, ~2e-16.
+    """
+    s, c = _rotation.sincos(positions, w_hi, w_lo, np.sin, np.cos)
+    return s.astype(dtype, copy=False), c.astype(dtype, copy=False)
+
+
+def scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, wide):
+    """``(sin, cos)`` from ``sin_cos`` (a framework's ``_sin_cos``) times the attention factor.
+
+    A factor of 1: straight from ``sin_cos`` in ``dtype``. Another factor: in ``wide``
+    (float64) and multiplied there, so that the caller's cast to ``dtype`` is the one rounding.
+    """
+    if attention == 1:
+        return sin_cos(positions, w_hi, w_lo, dtype)
+    s, c = sin_cos(positions, w_hi, w_lo, wide)
+    return s * attention, c * attention
+
+
+def pair_slices(rotary_dim, layout):
+    """``(first, second)``: the slices of the channels that pair up, first member with second."""
+    if layout == "half":
+        return slice(0, rotary_dim // 2), slice(rotary_dim // 2, rotary_dim)
+    return slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
+
+
+def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=np.float32, **params):
+    """``(cos, sin)``, each ``(*positions.shape, rotary_dim)``, for RoPE at ``positions``.
+
+    ``cos[..., k] = attention_factor * cos(p * w_j)`` for the pair ``j`` that channel ``k``
+    belongs to in ``layout``: ``"half"`` repeats the frequencies as two halves (what
+    transformers' rotary modules return), ``"interleaved"`` holds each twice in a row.
+    Frequencies and attention factor as ``rotary_frequencies``. Computed from a
+    double-float64 angle in float64 and rounded once to ``dtype`` (float16, float32 or
+    float64): within one rounding of the exact value at positions up to 10**7.
+    """
+    layout = check_rotary_layout(layout)
+    dtype = _core.check_dtype(dtype)
+    w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
+    positions = _core.as_positions(positions)
+    s, c = scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
+    return _spread(c, layout, dtype), _spread(s, layout, dtype)
+
+
+def _spread(values, layout, dtype):
+    # (..., h) -> (..., 2h): each pair's value on both of its channels.
+    if layout == "half":
+        return np.concatenate([values, values], axis=-1).astype(dtype, copy=False)
+    return np.repeat(values, 2, axis=-1).astype(dtype, copy=False)
+
+
+def apply_rotary(x, cos, sin, *, layout="half"):
+    """Rotate the pairs of the last axis of ``x`` (``(..., seq, head_dim)``) by ``cos``/``sin``.
+
+    ``cos``, ``sin``: ``(..., seq, rotary_dim)`` as ``rotary_cos_sin`` returns them,
+    broadcasting against ``x[..., :rotary_dim]`` (for ``x`` of shape ``(batch, heads, seq,
+    head_dim)`` and cos of ``(batch, seq, rotary_dim)``, pass ``cos[:, None]``). For pairs
+    ``(a, b)`` = channels ``(first, second)`` of ``layout``:
+
+        a' = a cos - b sin,    b' = b cos + a sin
+
+    which is transformers' ``x * cos + rotate_half(x) * sin`` for ``"half"``. The channels
+    beyond ``rotary_dim`` pass through unchanged.
+    """
+    x, cos, sin = np.asarray(x), np.asarray(cos), np.asarray(sin)
+    rotated = check_rotary_shapes(x.shape, cos.shape, sin.shape)
+    first, second = pair_slices(rotated, check_rotary_layout(layout))
+    a, b = x[..., first], x[..., second]
+    out = np.empty(np.broadcast_shapes(x.shape[:-1], cos.shape[:-1]) + x.shape[-1:], np.result_type(x, cos, sin))
+    out[..., first] = a * cos[..., first] - b * sin[..., first]
+    out[..., second] = b * cos[..., second] + a * sin[..., second]
+    out[..., rotated:] = x[..., rotated:]
+    return out
+
+
+def check_rotary_shapes(x_shape, cos_shape, sin_shape):
+    """``rotary_dim``, after checking ``cos`` and ``sin`` fit ``x``; shapes as tuples."""
+    x_shape, cos_shape, sin_shape = tuple(x_shape), tuple(cos_shape), tuple(sin_shape)
+    if cos_shape != sin_shape:
+        raise ValueError(f"cos and sin must have the same shape, got {cos_shape} and {sin_shape}")
+    if not x_shape or not cos_shape:
+        raise ValueError(f"x and cos must have a last axis, got shapes {x_shape} and {cos_shape}")
+    rotated = cos_shape[-1]
+    if rotated is not None and x_shape[-1] is not None and (rotated % 2 or rotated > x_shape[-1]):
+        raise ValueError(
+            f"cos must have an even last axis (rotary_dim) no wider than x's {x_shape[-1]}, got cos of shape {cos_shape}"
+        )
+    try:
+        np.broadcast_shapes(tuple(1 if n is None else n for n in x_shape[:-1]), tuple(1 if n is None else n for n in cos_shape[:-1]))
+    except ValueError:
+        raise ValueError(
+            f"cos (shape {cos_shape}) must broadcast against x (shape {x_shape}) but for the last axis; "
+            "for x of (batch, heads, seq, head_dim) pass cos[:, None]"
+        ) from None
+    return rotated
+
+
+def rotary_permutation(head_dim, source, target, *, heads=1, rotary_dim=None):
+    """``perm`` (int64, ``(heads * head_dim,)``): ``W_target = W_source[perm]`` for a q/k projection.
+
+    The output rows of a query or key projection (torch ``Linear.weight`` ``(heads *
+    head_dim, d_model)``: rows, axis 0; Keras ``Dense`` kernel: axis -1) come in ``heads``
+    blocks of ``head_dim``; within each, the first ``rotary_dim`` (default all) are permuted
+    so that pairs of ``source`` become pairs of ``target``. interleaved -> half is what
+    transformers' Llama conversion script does to Meta's checkpoints: row ``k * r/2 + i``
+    of the half layout is row ``2i + k`` of the interleaved one. It is the sinusoidal
+    interleaved <-> sin_cos column permutation (``layouts.layout_permutation``) with the
+    first member of each pair as the sine.
+    """
+    head_dim = check_head_dim(head_dim)
+    heads = _checks.check_length(heads, "heads")
+    rotated = head_dim if rotary_dim is None else rotary_dim
+    if not _checks._is_int(rotated) or rotated < 2 or rotated % 2 or rotated > head_dim:
+        raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
+    as_table = {"half": "sin_cos", "interleaved": "interleaved"}
+    per_head = np.concatenate([
+        layouts.layout_permutation(rotated, as_table[check_rotary_layout(source)], as_table[check_rotary_layout(target)]),
+        np.arange(rotated, head_dim),
+    ])
+    return (np.arange(heads)[:, None] * head_dim + per_head).reshape(-1)
+
+
+def convert_rotary_layout(weight, source, target, *, heads, axis=0, rotary_dim=None):
+    """``weight`` of a q/k projection with its ``heads * head_dim`` outputs along ``axis`` moved
+    from layout ``source`` to ``target`` (see ``rotary_permutation``).
+
+    ``axis=0`` for a torch ``Linear.weight`` ``(out, in)`` or a bias; ``axis=-1`` for a Keras
+    ``Dense`` kernel ``(in, out)``. NumPy arrays, torch tensors and TF tensors alike (the
+    result is of the same kind), as ``layouts.convert_layout``.
+    """
+    shape = layouts.shape_of(weight)
+    try:
+        outputs = shape[axis]
+    except IndexError:
+        raise ValueError(f"axis must index one of the {len(shape)} axes of weight (shape {shape}), got {axis}") from None
+    heads = _checks.check_length(heads, "heads")
+    if heads == 0 or outputs % heads:
+        raise ValueError(f"heads must divide the {outputs} outputs along axis {axis}, got heads={heads}")
+    perm = rotary_permutation(outputs // heads, source, target, heads=heads, rotary_dim=rotary_dim)
+    return layouts.gather(weight, perm, axis)

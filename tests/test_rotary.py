@@ -1,0 +1,314 @@
+"""RoPE: frequencies against mpmath, cos/sin within one rounding at a million positions,
+the rotation itself, the relative-position property, layouts and bad input.
+
+transformers itself is the reference in tests/test_rotary_packages.py.
+"""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from messages import assert_raises_naming
+
+import posenc
+from posenc import rotary
+
+HEAD_DIM = 64
+# One set of parameters per rope type (transformers' names), the kind real configs carry.
+CASES = {
+    "default": {},
+    "linear": {"factor": 4.0},
+    "dynamic": {"factor": 2.0, "max_position_embeddings": 2048, "seq_len": 5000},
+    "yarn": {"factor": 8.0, "original_max_position_embeddings": 4096},
+    "longrope": {
+        "short_factor": list(np.linspace(1.0, 1.5, HEAD_DIM // 2)),
+        "long_factor": list(np.linspace(1.0, 8.0, HEAD_DIM // 2)),
+        "original_max_position_embeddings": 4096,
+        "max_position_embeddings": 131072,
+        "seq_len": 8000,
+    },
+    "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    "proportional": {"factor": 2.0, "partial_rotary_factor": 0.5},
+}
+POSITIONS = np.array([0, 1, 7, 4095, 65535, 123457, 999_999, 1_000_000])
+# Mantissa bits and smallest normal exponent of each output dtype: one rounding is half a
+# unit in the last place of the exact value.
+FORMATS = {"float16": (10, -14), "bfloat16": (7, -126), "float32": (23, -126), "float64": (52, -1022)}
+
+
+def test_every_rope_type_has_a_case():
+    assert set(CASES) == set(posenc.ROPE_TYPES)
+
+
+def half_ulp(exact, dtype_name):
+    bits, smallest = FORMATS[dtype_name]
+    exponent = np.maximum(np.floor(np.log2(np.maximum(np.abs(exact), 1e-300))), smallest)
+    return 2.0 ** (exponent - bits - 1)
+
+
+def exact_frequencies(rope_type, params, head_dim=HEAD_DIM, base=10000):
+    """mpmath frequencies from the formulas, for the rope types that are a geometric
+    sequence divided by something (yarn and llama3 blend two such; see test_blends)."""
+    mp = mpmath.mpf
+    fraction = params.get("partial_rotary_factor", 1.0)
+    if rope_type == "proportional":
+        turning = int(fraction * head_dim // 2)
+        w = [mp(base) ** (-mp(2 * j) / head_dim) if j < turning else mp(0) for j in range(head_dim // 2)]
+        return [x / mp(params["factor"]) for x in w]
+    dim = int(head_dim * fraction)
+    if rope_type == "dynamic":
+        longest, factor = params["max_position_embeddings"], mp(params["factor"])
+        base = mp(base) * (factor * max(params["seq_len"], longest) / longest - (factor - 1)) ** (mp(dim) / (dim - 2))
+        # transformers forms the new base in float64; so does posenc, and the frequencies follow from it.
+        base = mp(float(base))
+    w = [mp(base) ** (-mp(2 * j) / dim) for j in range(dim // 2)]
+    if rope_type == "linear":
+        return [x / mp(params["factor"]) for x in w]
+    if rope_type == "longrope":
+        chosen = params["long_factor"] if params["seq_len"] > params["original_max_position_embeddings"] else params["short_factor"]
+        return [x / mp(f) for x, f in zip(w, chosen)]
+    return w
+
+
+@pytest.mark.parametrize("rope_type", ["default", "linear", "dynamic", "longrope", "proportional"])
+def test_frequencies_to_twice_float64(rope_type):
+    params = CASES[rope_type]
+    with mpmath.workdps(40):
+        exact = exact_frequencies(rope_type, params)
+        w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **params)
+        inv_freq, _ = posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params)
+        np.testing.assert_array_equal(inv_freq, w_hi)
+        assert inv_freq.dtype == np.float64 and inv_freq.shape == (len(exact),)
+        for x, hi, lo in zip(exact, w_hi, w_lo):
+            assert abs(mpmath.mpf(hi) + mpmath.mpf(lo) - x) <= 1e-30 * x
+            assert float(x) == hi  # correctly rounded
+
+
+def test_default_is_the_sinusoidal_frequencies():
+    inv_freq, attention = posenc.rotary_frequencies(HEAD_DIM, 500000.0)
+    np.testing.assert_allclose(inv_freq, posenc.frequencies(HEAD_DIM, 500000.0), rtol=1e-15)
+    assert attention == 1.0
+
+
+def test_blends():
+    # llama3: fast pairs (wavelength < 8192 / 4) untouched, slow ones (> 8192) divided by 8,
+    # the rest between. yarn: pairs turning > 32 times in 4096 positions untouched, < 1 divided.
+    base_freq, _ = posenc.rotary_frequencies(HEAD_DIM)
+    wavelength = 2 * np.pi / base_freq
+    llama3, _ = posenc.rotary_frequencies(HEAD_DIM, rope_type="llama3", **CASES["llama3"])
+    fast, slow = wavelength < 2048, wavelength > 8192
+    np.testing.assert_array_equal(llama3[fast], base_freq[fast])
+    np.testing.assert_allclose(llama3[slow], base_freq[slow] / 8, rtol=1e-16)
+    middle = ~fast & ~slow
+    assert middle.any() and np.all((llama3[middle] < base_freq[middle]) & (llama3[middle] > base_freq[middle] / 8))
+    yarn, attention = posenc.rotary_frequencies(HEAD_DIM, rope_type="yarn", **CASES["yarn"])
+    turns = 4096 / wavelength
+    np.testing.assert_array_equal(yarn[turns > 32], base_freq[turns > 32])
+    np.testing.assert_allclose(yarn[turns < 1], base_freq[turns < 1] / 8, rtol=1e-16)
+    assert attention == pytest.approx(0.1 * math.log(8) + 1, rel=1e-15)
+
+
+def test_attention_factors():
+    _, longrope = posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **CASES["longrope"])
+    assert longrope == pytest.approx(math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)), rel=1e-15)
+    _, given = posenc.rotary_frequencies(HEAD_DIM, rope_type="yarn", attention_factor=0.5, **CASES["yarn"])
+    assert given == 0.5
+    for rope_type in ("default", "linear", "dynamic", "llama3", "proportional"):
+        assert posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **CASES[rope_type])[1] == 1.0
+
+
+def test_dynamic_and_longrope_follow_seq_len():
+    short = {k: v for k, v in CASES["dynamic"].items() if k != "seq_len"}
+    np.testing.assert_array_equal(
+        posenc.rotary_frequencies(HEAD_DIM, rope_type="dynamic", **short)[0], posenc.rotary_frequencies(HEAD_DIM)[0]
+    )
+    longer = posenc.rotary_frequencies(HEAD_DIM, rope_type="dynamic", **CASES["dynamic"])[0]
+    assert longer[0] == 1.0 and np.all(longer[1:] < posenc.rotary_frequencies(HEAD_DIM)[0][1:])
+    params = dict(CASES["longrope"], seq_len=100)
+    np.testing.assert_allclose(
+        posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **params)[0],
+        posenc.rotary_frequencies(HEAD_DIM)[0] / np.array(params["short_factor"]),
+        rtol=1e-15,
+    )
+
+
+def exact_cos_sin(positions, rope_type, params, head_dim=HEAD_DIM):
+    """mpmath ``attention * cos`` and ``* sin`` of ``p * (w_hi + w_lo)``, per pair: ``(len(positions), h)`` each."""
+    w_hi, w_lo, attention = rotary.rotary_parts(head_dim, 10000.0, rope_type, **params)
+    with mpmath.workdps(40):
+        w = [mpmath.mpf(hi) + mpmath.mpf(lo) for hi, lo in zip(w_hi, w_lo)]
+        cos = [[float(attention * mpmath.cos(mpmath.mpf(int(p)) * x)) for x in w] for p in positions]
+        sin = [[float(attention * mpmath.sin(mpmath.mpf(int(p)) * x)) for x in w] for p in positions]
+    return np.array(cos), np.array(sin)
+
+
+@pytest.fixture(scope="module")
+def exact_tables():
+    return {rope_type: exact_cos_sin(POSITIONS, rope_type, params) for rope_type, params in CASES.items()}
+
+
+def assert_one_rounding(got, exact, dtype_name, layout="half"):
+    """``got`` (``(n, 2h)`` in ``layout``) is within one rounding of ``dtype_name`` of ``exact`` (``(n, h)``)."""
+    exact = np.concatenate([exact, exact], -1) if layout == "half" else np.repeat(exact, 2, -1)
+    error = np.abs(got.astype(np.float64) - exact)
+    # float64 output: the float64 angle machinery adds up to ~2e-16 beside the rounding.
+    allowed = half_ulp(exact, dtype_name) + (4e-16 if dtype_name == "float64" else 0)
+    worst = np.unravel_index(np.argmax(error - allowed), error.shape)
+    assert np.all(error <= allowed), f"error {error[worst]:.3g} > {allowed[worst]:.3g} at {worst}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("rope_type", list(CASES))
+def test_numpy_cos_sin_within_one_rounding(exact_tables, rope_type, dtype):
+    cos, sin = posenc.rotary_cos_sin(POSITIONS, HEAD_DIM, rope_type=rope_type, dtype=dtype, **CASES[rope_type])
+    assert cos.dtype == np.dtype(dtype) and cos.shape == sin.shape == (len(POSITIONS), rotary.rotary_dim(HEAD_DIM, rope_type, **CASES[rope_type]))
+    assert_one_rounding(cos, exact_tables[rope_type][0], dtype)
+    assert_one_rounding(sin, exact_tables[rope_type][1], dtype)
+
+
+def test_float32_error_at_a_million():
+    # The claim in numbers: float32 within 2e-7 at positions up to 10**6, where the float32
+    # route (float32 product of position and frequency) is off by about 3e-2.
+    cos, _ = exact_cos_sin(POSITIONS, "default", {})
+    ours, _ = posenc.rotary_cos_sin(POSITIONS, HEAD_DIM)
+    assert np.max(np.abs(ours[:, : HEAD_DIM // 2] - cos)) <= 2e-7
+    inv_freq = posenc.rotary_frequencies(HEAD_DIM)[0].astype(np.float32)
+    naive = np.cos(POSITIONS.astype(np.float32)[:, None] * inv_freq)
+    assert np.max(np.abs(naive - cos)) > 1e-2
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_layouts_hold_the_same_values(layout):
+    positions = np.arange(12).reshape(3, 4) * 1000
+    cos, sin = posenc.rotary_cos_sin(positions, 16, layout=layout, dtype=np.float64)
+    assert cos.shape == (3, 4, 16)
+    w = posenc.rotary_frequencies(16)[0]
+    pair = np.tile(np.arange(8), 2) if layout == "half" else np.repeat(np.arange(8), 2)
+    np.testing.assert_allclose(cos, np.cos(positions[..., None] * w[pair]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sin, np.sin(positions[..., None] * w[pair]), rtol=0, atol=1e-12)
+
+
+def rotate_complex(x, positions, w, layout):
+    """Independent RoPE: pairs as complex numbers times ``exp(i p w)``."""
+    h = len(w)
+    first, second = (x[..., :h], x[..., h : 2 * h]) if layout == "half" else (x[..., 0 : 2 * h : 2], x[..., 1 : 2 * h : 2])
+    z = (first + 1j * second) * np.exp(1j * positions[:, None] * w)
+    out = x.copy()
+    if layout == "half":
+        out[..., :h], out[..., h : 2 * h] = z.real, z.imag
+    else:
+        out[..., 0 : 2 * h : 2], out[..., 1 : 2 * h : 2] = z.real, z.imag
+    return out
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_apply_rotary_is_a_rotation_of_each_pair(layout, fraction):
+    rng = np.random.default_rng(0)
+    positions = np.arange(10) * 37.0
+    x = rng.standard_normal((2, 3, 10, 16))
+    cos, sin = posenc.rotary_cos_sin(positions, 16, layout=layout, dtype=np.float64, partial_rotary_factor=fraction)
+    got = posenc.apply_rotary(x, cos, sin, layout=layout)
+    w = posenc.rotary_frequencies(16, partial_rotary_factor=fraction)[0]
+    np.testing.assert_allclose(got, rotate_complex(x, positions, w, layout), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=-1), np.linalg.norm(x, axis=-1), rtol=1e-14)
+    # Back again with the negated angle.
+    np.testing.assert_allclose(posenc.apply_rotary(got, cos, -sin, layout=layout), x, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_score_depends_on_the_offset_only(layout):
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((2, 32))
+    offsets = np.array([0, 1, 5, 100])
+
+    def scores(start):
+        p = start + offsets
+        cos, sin = posenc.rotary_cos_sin(np.concatenate([p, [start]]), 32, layout=layout, dtype=np.float64)
+        rq = posenc.apply_rotary(np.broadcast_to(q, (len(p) + 1, 32)), cos, sin, layout=layout)
+        rk = posenc.apply_rotary(k[None], cos[-1:], sin[-1:], layout=layout)
+        return rq[:-1] @ rk[0]
+
+    reference = scores(0)
+    for start in (3, 1000, 123456):
+        np.testing.assert_allclose(scores(start), reference, rtol=0, atol=1e-12)
+    assert np.ptp(reference) > 0.1  # the score does change with the offset
+
+
+def test_weight_permutation_ports_interleaved_to_half():
+    # A projection whose output rows are in the interleaved layout, rotated interleaved,
+    # equals the same projection with its rows permuted per head, rotated by halves.
+    rng = np.random.default_rng(2)
+    heads, head_dim, d_model = 3, 8, 12
+    weight = rng.standard_normal((heads * head_dim, d_model))
+    x = rng.standard_normal((5, d_model))
+    positions = np.arange(5) * 11.0
+    ported = posenc.convert_rotary_layout(weight, "interleaved", "half", heads=heads)
+    rows = posenc.rotary_permutation(head_dim, "interleaved", "half", heads=heads)
+    np.testing.assert_array_equal(rows[:head_dim], [0, 2, 4, 6, 1, 3, 5, 7])
+    np.testing.assert_array_equal(rows[head_dim:], np.concatenate([rows[:head_dim] + head_dim, rows[:head_dim] + 2 * head_dim]))
+    results = {}
+    for layout, w in (("interleaved", weight), ("half", ported)):
+        cos, sin = posenc.rotary_cos_sin(positions, head_dim, layout=layout, dtype=np.float64)
+        heads_out = (x @ w.T).reshape(5, heads, head_dim).transpose(1, 0, 2)
+        results[layout] = posenc.apply_rotary(heads_out, cos, sin, layout=layout)
+    perm = posenc.rotary_permutation(head_dim, "interleaved", "half")
+    np.testing.assert_allclose(results["half"], results["interleaved"][..., perm], rtol=0, atol=1e-13)
+    back = posenc.convert_rotary_layout(ported, "half", "interleaved", heads=heads)
+    np.testing.assert_array_equal(back, weight)
+    # Keras kernels hold the outputs on the last axis.
+    np.testing.assert_array_equal(posenc.convert_rotary_layout(weight.T, "interleaved", "half", heads=heads, axis=-1), ported.T)
+
+
+def test_partial_rotation_permutes_the_rotated_channels_only():
+    perm = posenc.rotary_permutation(8, "interleaved", "half", rotary_dim=4)
+    np.testing.assert_array_equal(perm, [0, 2, 1, 3, 4, 5, 6, 7])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda: posenc.rotary_frequencies(63), ValueError, ["head_dim", "63", "even"]),
+        (lambda: posenc.rotary_frequencies(64.0), TypeError, ["head_dim", "64.0"]),
+        (lambda: posenc.rotary_frequencies(64, rope_type="ntk"), ValueError, ["rope_type", "'ntk'", "'yarn'"]),
+        (lambda: posenc.rotary_frequencies(64, rope_type="linear"), TypeError, ["'linear'", "'factor'"]),
+        (
+            lambda: posenc.rotary_frequencies(64, rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0),
+            TypeError,
+            ["'llama3'", "'original_max_position_embeddings'"],
+        ),
+        (lambda: posenc.rotary_frequencies(64, rope_type="dynamic", factor=2.0), TypeError, ["'dynamic'", "'max_position_embeddings'"]),
+        (lambda: posenc.rotary_frequencies(64, beta_fast=32), TypeError, ["'default'", "'beta_fast'"]),
+        (lambda: posenc.rotary_frequencies(64, rope_type="linear", factor=-2.0), ValueError, ["factor", "'linear'", "-2.0"]),
+        (
+            lambda: posenc.rotary_frequencies(64, rope_type="llama3", **dict(CASES["llama3"], high_freq_factor=0.5)),
+            ValueError,
+            ["'llama3'", "high_freq_factor", "low_freq_factor"],
+        ),
+        (
+            lambda: posenc.rotary_frequencies(64, rope_type="yarn", beta_fast=1, beta_slow=4, **CASES["yarn"]),
+            ValueError,
+            ["'yarn'", "beta_fast", "beta_slow"],
+        ),
+        (lambda: posenc.rotary_frequencies(64, rope_type="yarn", original_max_position_embeddings=4096), TypeError, ["'yarn'", "'factor'"]),
+        (
+            lambda: posenc.rotary_frequencies(64, rope_type="longrope", **dict(CASES["longrope"], short_factor=[1.0] * 8)),
+            ValueError,
+            ["short_factor", "'longrope'", "32"],
+        ),
+        (lambda: posenc.rotary_frequencies(64, partial_rotary_factor=1.5), ValueError, ["partial_rotary_factor", "1.5"]),
+        (lambda: posenc.rotary_frequencies(10, partial_rotary_factor=0.5), ValueError, ["partial_rotary_factor", "5 rotary channels"]),
+        (lambda: posenc.rotary_frequencies(64, base=1.0), ValueError, ["base", "1.0"]),
+        (lambda: posenc.rotary_cos_sin([1, 2], 64, layout="sin_cos"), ValueError, ["layout", "'half'", "'sin_cos'"]),
+        (lambda: posenc.rotary_cos_sin([1, 2], 64, dtype=np.int32), TypeError, ["dtype"]),
+        (lambda: posenc.rotary_cos_sin(["a"], 64), TypeError, ["positions"]),
+        (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 10)), np.zeros((4, 10))), ValueError, ["cos", "(4, 10)", "8"]),
+        (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 8)), np.zeros((4, 6))), ValueError, ["cos", "sin", "(4, 6)"]),
+        (lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))), ValueError, ["broadcast", "cos[:, None]"]),
+        (lambda: posenc.convert_rotary_layout(np.zeros((24, 4)), "interleaved", "half", heads=5), ValueError, ["heads", "24"]),
+        (lambda: posenc.rotary_permutation(8, "interleaved", "half", rotary_dim=3), ValueError, ["rotary_dim", "3"]),
+    ],
+)
+def test_bad_input(call, error, words):
+    assert_raises_naming(call, error, words)
