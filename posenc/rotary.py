@@ -442,3 +442,16 @@ def convert_rotary_layout(weight, source, target, *, heads, axis=0, rotary_dim=N
         raise ValueError(f"heads must divide the {outputs} outputs along axis {axis}, got heads={heads}")
     perm = rotary_permutation(outputs // heads, source, target, heads=heads, rotary_dim=rotary_dim)
     return layouts.gather(weight, perm, axis)
+
+
+# The rope types whose frequencies depend on the sequence length (transformers recomputes them
+# in the forward pass from the largest position id).
+LENGTH_DEPENDENT = ("dynamic", "longrope")
+
+
+def module_parts(head_dim, base, rope_type, params, seq_len):
+    """``rotary_parts`` for a rotary module's forward: ``seq_len`` (largest position + 1) is
+    supplied to the rope types that read it, unless ``params`` fix ``seq_len`` themselves."""
+    if rope_type in LENGTH_DEPENDENT and params.get("seq_len") is None and seq_len is not None:
+        params = {**params, "seq_len": seq_len}
+    return rotary_parts(head_dim, base, rope_type, **params)

@@ -180,3 +180,123 @@ class PositionalEncoding(keras.layers.Layer):
             "dropout": self.dropout,
             "convention": dataclasses.asdict(self.convention),
         }
+
+
+# Rotary position embedding (RoPE): posenc.rotary's functions with TF ops, and a Keras layer.
+from . import rotary  # noqa: E402  (appended section: the RoPE API)
+from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
+    ROPE_TYPES,
+    ROTARY_LAYOUTS,
+    convert_rotary_layout,
+    rotary_frequencies,
+    rotary_permutation,
+)
+
+
+def _rope_sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each rounded once to ``dtype``.
+
+    ``positions``: a float64 tensor; ``w_hi``, ``w_lo``: float64 NumPy arrays. The one place
+    the RoPE functions get their sines and cosines: ``_rotation.sincos`` in float64 (~2e-16).
+    """
+    s, c = _rotation.sincos(positions, tf.constant(w_hi), tf.constant(w_lo), tf.sin, tf.cos)
+    return tf.cast(s, dtype), tf.cast(c, dtype)
+
+
+def _rope_cos_sin(positions, parts, layout, dtype):
+    # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
+    w_hi, w_lo, attention = parts
+    s, c = rotary.scaled_sin_cos(_rope_sin_cos, positions, w_hi, w_lo, attention, dtype, tf.float64)
+    if layout == "half":
+        return tuple(tf.cast(tf.concat([v, v], -1), dtype) for v in (c, s))
+    # Each value twice in a row: stack on a new last axis, then merge the last two.
+    shape = tf.concat([tf.shape(c)[:-1], [2 * len(w_hi)]], 0)
+    return tuple(tf.cast(tf.reshape(tf.stack([v, v], -1), shape), dtype) for v in (c, s))
+
+
+def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+    """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``.
+
+    As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts, one rounding of the
+    exact value at positions up to 10**7); ``dtype`` defaults to float32. Works inside
+    ``tf.function`` with positions of unknown shape.
+    """
+    layout = rotary.check_rotary_layout(layout)
+    dtype = _check_dtype(dtype)
+    parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
+    return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+
+
+def apply_rotary(x, cos, sin, *, layout="half"):
+    """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
+
+    ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
+    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). For pairs ``(a, b)``:
+    ``a cos - b sin`` and ``b cos + a sin``, put back in the layout's order; channels beyond
+    ``rotary_dim`` pass through.
+    """
+    rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
+    first, second = rotary.pair_slices(rotated, rotary.check_rotary_layout(layout))
+    a, b = x[..., first], x[..., second]
+    new_a = a * cos[..., first] - b * sin[..., first]
+    new_b = b * cos[..., second] + a * sin[..., second]
+    if layout == "half":
+        out = tf.concat([new_a, new_b], -1)
+    else:
+        pairs = tf.stack([new_a, new_b], -1)
+        out = tf.reshape(pairs, tf.concat([tf.shape(pairs)[:-2], [rotated]], 0))
+    if rotated == x.shape[-1]:
+        return out
+    rest = x[..., rotated:]
+    rest = tf.broadcast_to(rest, tf.concat([tf.shape(out)[:-1], tf.shape(rest)[-1:]], 0))
+    return tf.concat([out, rest], -1)
+
+
+_ROPE_PARAMETERS = {name for required, optional in rotary._PARAMETERS.values() for name in required + optional}
+_ROPE_PARAMETERS |= set(rotary._SHARED)
+
+
+@keras.saving.register_keras_serializable(package="posenc")
+class RotaryEmbedding(keras.layers.Layer):
+    """The ``(cos, sin)`` of RoPE for the positions of a batch, as ``posenc.torch.RotaryEmbedding``.
+
+    ``call(x, position_ids)`` returns ``cos`` and ``sin`` of shape ``(*position_ids.shape,
+    rotary_dim)`` in the layer's compute dtype (Keras casts a float ``x`` to it: pass
+    ``dtype=`` or a mixed-precision policy), ready for ``apply_rotary(q, cos[:, None], sin[:, None])``.
+    ``rope_type`` and its parameters (transformers' names, as keywords beside Keras' own
+    ``name``, ``dtype``, ...) as ``posenc.rotary_frequencies``. ``dynamic`` and ``longrope``
+    read the sequence length (``max(position_ids) + 1``) when run eagerly; inside a graph
+    (``tf.function``, ``fit``) they use the frequencies of their parameters as given.
+    ``get_config`` holds everything needed to rebuild the layer.
+    """
+
+    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", **kwargs):
+        params = {name: kwargs.pop(name) for name in list(kwargs) if name in _ROPE_PARAMETERS}
+        super().__init__(**kwargs)
+        self.layout = rotary.check_rotary_layout(layout)
+        self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
+        self.parts = rotary.rotary_parts(head_dim, base, rope_type, **params)  # also checks them
+        self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+
+    def call(self, x, position_ids):
+        dtype = _check_dtype(x.dtype)
+        positions = _as_positions(position_ids)
+        parts = self.parts
+        if self.rope_type in rotary.LENGTH_DEPENDENT and tf.executing_eagerly() and tf.size(positions) > 0:
+            seq_len = int(tf.reduce_max(positions)) + 1
+            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+        return _rope_cos_sin(positions, parts, self.layout, dtype)
+
+    def compute_output_shape(self, x_shape, position_ids_shape):
+        shape = (*position_ids_shape, self.rotary_dim)
+        return shape, shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "head_dim": self.head_dim,
+            "base": self.base,
+            "rope_type": self.rope_type,
+            "layout": self.layout,
+            **self.params,
+        }

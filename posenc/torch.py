@@ -139,3 +139,118 @@ class PositionalEncoding(nn.Module):
         c = self.convention
         named = "" if c.name == "paper" else f", convention={c.name!r}"
         return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"
+
+
+# Rotary position embedding (RoPE): posenc.rotary's functions on tensors, and a module.
+from . import rotary  # noqa: E402  (appended section: the RoPE API)
+from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
+    ROPE_TYPES,
+    ROTARY_LAYOUTS,
+    convert_rotary_layout,
+    rotary_frequencies,
+    rotary_permutation,
+)
+
+
+def _rope_sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each rounded once to ``dtype``.
+
+    ``positions``: a float64 tensor; ``w_hi``, ``w_lo``: float64 NumPy arrays. The one place
+    the RoPE functions get their sines and cosines: ``_rotation.sincos`` in float64 (~2e-16)
+    on the positions' device.
+    """
+    w_hi, w_lo = (torch.tensor(w, dtype=torch.float64, device=positions.device) for w in (w_hi, w_lo))
+    s, c = _rotation.sincos(positions, w_hi, w_lo, torch.sin, torch.cos)
+    return s.to(dtype), c.to(dtype)
+
+
+def _rope_cos_sin(positions, parts, layout, dtype):
+    # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
+    w_hi, w_lo, attention = parts
+    s, c = rotary.scaled_sin_cos(_rope_sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
+    if layout == "half":
+        return torch.cat([c, c], -1).to(dtype), torch.cat([s, s], -1).to(dtype)
+    return c.repeat_interleave(2, -1).to(dtype), s.repeat_interleave(2, -1).to(dtype)
+
+
+def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+    """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``, on the positions' device.
+
+    As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts, one rounding of the
+    exact value at positions up to 10**7); ``dtype`` defaults to torch's default dtype.
+    ``positions``: a tensor (e.g. ``position_ids`` of shape ``(batch, seq)``) or array-like.
+    """
+    layout = rotary.check_rotary_layout(layout)
+    dtype = _check_dtype(dtype)
+    parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
+    return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+
+
+def apply_rotary(x, cos, sin, *, layout="half"):
+    """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
+
+    ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
+    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). ``x * cos``, then the
+    ``-b sin`` and ``+a sin`` terms added into its two halves in place (``addcmul_``): fewer
+    passes over memory than ``x * cos + rotate_half(x) * sin`` and no concatenation; autograd
+    goes through it. Channels beyond ``rotary_dim`` pass through.
+    """
+    rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
+    first, second = rotary.pair_slices(rotated, rotary.check_rotary_layout(layout))
+    out = x[..., :rotated] * cos
+    out[..., first].addcmul_(x[..., second], sin[..., first], value=-1)
+    out[..., second].addcmul_(x[..., first], sin[..., second])
+    if rotated == x.shape[-1]:
+        return out
+    rest = x[..., rotated:].expand(*out.shape[:-1], x.shape[-1] - rotated)
+    return torch.cat([out, rest], -1)
+
+
+class RotaryEmbedding(nn.Module):
+    """The ``(cos, sin)`` of RoPE for the positions of a batch, like transformers' rotary modules.
+
+    ``forward(x, position_ids)``: ``position_ids`` of shape ``(batch, seq)`` (any shape)
+    gives ``cos`` and ``sin`` of shape ``(*position_ids.shape, rotary_dim)`` in ``x``'s dtype
+    on ``x``'s device, ready for ``apply_rotary(q, cos[:, None], sin[:, None])``. Frequencies
+    and attention factor as ``posenc.rotary_frequencies`` (``rope_type`` and ``params``
+    with transformers' names); ``dynamic`` and ``longrope`` read the sequence length as
+    ``position_ids.max() + 1`` in every call (transformers keeps the grown ``dynamic``
+    frequencies until the length falls back under ``max_position_embeddings``; posenc does
+    not keep state). The frequencies are NumPy float64, not buffers, so ``.to(bfloat16)``
+    cannot round them (the failure of rounding ``inv_freq`` to bf16).
+    """
+
+    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", **params):
+        super().__init__()
+        self.layout = rotary.check_rotary_layout(layout)
+        self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
+        # rotary_parts of a call without a sequence length (this also checks the parameters),
+        # and of the last length a dynamic/longrope call saw.
+        self._parts = {None: rotary.rotary_parts(head_dim, base, rope_type, **params)}
+        self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+
+    @property
+    def inv_freq(self):
+        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
+        return torch.from_numpy(np.array(self._parts[None][0]))
+
+    @property
+    def attention_factor(self):
+        return self._parts[None][2]
+
+    def forward(self, x, position_ids):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        dtype = _check_dtype(x.dtype)
+        positions = _as_positions(position_ids).to(x.device)
+        seq_len = None
+        if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
+            seq_len = int(positions.max()) + 1
+        if seq_len not in self._parts:
+            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+            self._parts = {None: self._parts[None], seq_len: parts}
+        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype)
+
+    def extra_repr(self):
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"head_dim={self.head_dim}, base={self.base:g}, rope_type={self.rope_type!r}, layout={self.layout!r}{params}"

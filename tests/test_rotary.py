@@ -109,6 +109,17 @@ def test_blends():
     assert attention == pytest.approx(0.1 * math.log(8) + 1, rel=1e-15)
 
 
+@pytest.mark.parametrize("rope_type", ["llama3", "yarn"])
+def test_blends_keep_twice_float64(rope_type):
+    # Each blended frequency is the exact w_j times a float64 multiplier (1 - r) + r / factor,
+    # carried to ~1e-30: the ratio to mpmath's w_j is a float64 number.
+    w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **CASES[rope_type])
+    with mpmath.workdps(40):
+        for exact, hi, lo in zip(exact_frequencies("default", {}), w_hi, w_lo):
+            ratio = (mpmath.mpf(hi) + mpmath.mpf(lo)) / exact
+            assert abs(ratio - mpmath.mpf(float(ratio))) <= 1e-28
+
+
 def test_attention_factors():
     _, longrope = posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **CASES["longrope"])
     assert longrope == pytest.approx(math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)), rel=1e-15)
@@ -312,3 +323,103 @@ def test_partial_rotation_permutes_the_rotated_channels_only():
 )
 def test_bad_input(call, error, words):
     assert_raises_naming(call, error, words)
+
+
+# The same checks in torch and TensorFlow: the frameworks load only when these tests run.
+FRAMEWORK_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.fixture(scope="module", params=["torch", "tensorflow"])
+def framework(request):
+    """``(module, dtype by name, to_numpy)`` for posenc.torch or posenc.tensorflow."""
+    if request.param == "torch":
+        torch = pytest.importorskip("torch")
+        import posenc.torch as module
+
+        return module, lambda name: getattr(torch, name), lambda t: t.detach().to(torch.float64).numpy()
+    tf = pytest.importorskip("tensorflow")
+    import posenc.tensorflow as module
+
+    return module, lambda name: getattr(tf, name), lambda t: tf.cast(t, tf.float64).numpy()
+
+
+@pytest.mark.parametrize("dtype", FRAMEWORK_DTYPES)
+@pytest.mark.parametrize("rope_type", list(CASES))
+def test_framework_cos_sin_within_one_rounding(framework, exact_tables, rope_type, dtype):
+    module, dtype_of, to_numpy = framework
+    params = CASES[rope_type]
+    for layout in ("half", "interleaved"):
+        cos, sin = module.rotary_cos_sin(POSITIONS, HEAD_DIM, rope_type=rope_type, layout=layout, dtype=dtype_of(dtype), **params)
+        assert cos.dtype == dtype_of(dtype)
+        assert_one_rounding(to_numpy(cos), exact_tables[rope_type][0], dtype, layout)
+        assert_one_rounding(to_numpy(sin), exact_tables[rope_type][1], dtype, layout)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_framework_apply_rotary_matches_numpy(framework, layout, fraction):
+    module, dtype_of, to_numpy = framework
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 10, 16))
+    cos, sin = posenc.rotary_cos_sin(np.arange(20).reshape(2, 10) * 7, 16, layout=layout, dtype=np.float64, partial_rotary_factor=fraction)
+    expected = posenc.apply_rotary(x, cos[:, None], sin[:, None], layout=layout)
+    if module.__name__ == "posenc.torch":
+        import torch
+
+        tensors = [torch.from_numpy(a) for a in (x, cos[:, None], sin[:, None])]
+    else:
+        import tensorflow as tf
+
+        tensors = [tf.constant(a) for a in (x, cos[:, None], sin[:, None])]
+    got = module.apply_rotary(*tensors, layout=layout)
+    np.testing.assert_allclose(to_numpy(got), expected, rtol=0, atol=1e-15)
+
+
+def test_framework_rotary_embedding(framework):
+    module, dtype_of, to_numpy = framework
+    position_ids = np.arange(12).reshape(2, 6) * 50_000
+    if module.__name__ == "posenc.torch":
+        import torch
+
+        layer = module.RotaryEmbedding(HEAD_DIM, rope_type="llama3", layout="interleaved", **CASES["llama3"])
+        x, position_ids = torch.zeros(2, 6, HEAD_DIM, dtype=torch.bfloat16), torch.from_numpy(position_ids)
+    else:
+        import tensorflow as tf
+
+        # Keras casts x to the layer's compute dtype: the output follows it.
+        layer = module.RotaryEmbedding(HEAD_DIM, rope_type="llama3", layout="interleaved", dtype="bfloat16", **CASES["llama3"])
+        x, position_ids = tf.zeros((2, 6, HEAD_DIM), tf.float32), tf.constant(position_ids)
+    cos, sin = layer(x, position_ids)
+    assert cos.dtype == dtype_of("bfloat16") and tuple(cos.shape) == (2, 6, HEAD_DIM)
+    expected = posenc.rotary_cos_sin(np.asarray(position_ids), HEAD_DIM, rope_type="llama3", layout="interleaved", dtype=np.float64, **CASES["llama3"])
+    for got, want in zip((cos, sin), expected):
+        assert np.all(np.abs(to_numpy(got) - want) <= half_ulp(want, "bfloat16") + 1e-15)
+
+
+def test_torch_module_reads_the_length_for_dynamic():
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    params = {k: v for k, v in CASES["dynamic"].items() if k != "seq_len"}
+    module = pt.RotaryEmbedding(HEAD_DIM, rope_type="dynamic", **params)
+    x = torch.zeros(1, dtype=torch.float64)
+    for longest in (100, 4999):
+        cos, _ = module(x, torch.arange(longest + 1)[None])
+        want, _ = posenc.rotary_cos_sin(np.arange(longest + 1), HEAD_DIM, rope_type="dynamic", dtype=np.float64, **params, seq_len=longest + 1)
+        np.testing.assert_allclose(cos[0].numpy(), want, rtol=0, atol=4e-16)
+    # bf16 models keep float64 frequencies: nothing of them is rounded by .to().
+    assert module.to(torch.bfloat16).inv_freq.dtype == torch.float64
+
+
+def test_keras_layer_config_round_trip():
+    pytest.importorskip("tensorflow")
+    import keras
+
+    import posenc.tensorflow as ptf
+
+    layer = ptf.RotaryEmbedding(HEAD_DIM, rope_type="longrope", layout="interleaved", name="rope", **CASES["longrope"])
+    again = keras.layers.deserialize(keras.layers.serialize(layer))
+    assert type(again) is ptf.RotaryEmbedding and again.get_config() == layer.get_config()
+    positions = np.arange(6)[None] * 1000
+    for a, b in zip(layer(np.zeros((1, 6, HEAD_DIM), np.float32), positions), again(np.zeros((1, 6, HEAD_DIM), np.float32), positions)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
