@@ -1,0 +1,148 @@
+"""RoPE against Hugging Face transformers itself (the `conventions` extra, pinned in constraints.txt).
+
+Skips, saying what is missing, when the extra is not installed (`pip install -e ".[conventions]"`).
+transformers computes its frequencies in float32, hence tolerances of a few float32 roundings.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import posenc
+
+torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
+transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding  # noqa: E402
+from transformers.models.llama import modeling_llama  # noqa: E402
+
+import posenc.torch as pt  # noqa: E402
+
+
+def longrope_factors(count):
+    return {"short_factor": list(np.linspace(1.0, 1.5, count)), "long_factor": list(np.linspace(1.0, 8.0, count))}
+
+
+# (rope_type, rope parameters, config-level max_position_embeddings): as a config carries them.
+CONFIGS = [
+    ("default", {}, 2048),
+    ("default", {"partial_rotary_factor": 0.5}, 2048),
+    ("linear", {"factor": 4.0}, 2048),
+    ("dynamic", {"factor": 2.0}, 2048),
+    ("yarn", {"factor": 8.0, "original_max_position_embeddings": 4096}, 32768),
+    ("yarn", {"factor": 16.0, "original_max_position_embeddings": 4096, "beta_fast": 16, "beta_slow": 2, "mscale": 0.707, "mscale_all_dim": 1.0}, 65536),
+    ("yarn", {"factor": 4.0, "original_max_position_embeddings": 2048, "truncate": False, "attention_factor": 1.25}, 8192),
+    ("longrope", {"original_max_position_embeddings": 4096}, 131072),
+    ("longrope", {"original_max_position_embeddings": 4096, "factor": 8.0, "attention_factor": 1.1}, 131072),
+    ("llama3", {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}, 131072),
+    ("llama3", {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0, "original_max_position_embeddings": 8192}, 131072),
+    ("proportional", {"partial_rotary_factor": 0.25}, 2048),
+]
+
+
+def llama_config(rope_type, params, max_positions, head_dim, base, **sizes):
+    params = dict(params)
+    if rope_type == "longrope":
+        params.update(longrope_factors(int(head_dim * params.get("partial_rotary_factor", 1.0)) // 2))
+    shape = {"hidden_size": 4 * head_dim, "num_attention_heads": 4, **sizes}
+    config = LlamaConfig(max_position_embeddings=max_positions, rope_parameters={"rope_type": rope_type, "rope_theta": base, **params}, **shape)
+    return config, params
+
+
+def transformers_frequencies(config, rope_type, seq_len=None):
+    if rope_type == "default":
+        # GPT-NeoX's default reads partial_rotary_factor (Llama's rotates whole heads only).
+        return GPTNeoXRotaryEmbedding.compute_default_rope_parameters(config)
+    return ROPE_INIT_FUNCTIONS[rope_type](config, None, seq_len=seq_len)
+
+
+@pytest.mark.parametrize("head_dim", [64, 96, 128])
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+@pytest.mark.parametrize(("rope_type", "params", "max_positions"), CONFIGS)
+def test_frequencies_and_attention_factor_equal_transformers(rope_type, params, max_positions, head_dim, base):
+    config, params = llama_config(rope_type, params, max_positions, head_dim, base)
+    for seq_len in (None, 3 * max_positions):
+        inv_freq, attention = transformers_frequencies(config, rope_type, seq_len)
+        ours, our_attention = posenc.rotary_frequencies(
+            head_dim, base, rope_type=rope_type, max_position_embeddings=max_positions,
+            **params, **({"seq_len": seq_len} if rope_type in ("dynamic", "longrope") and seq_len else {}),
+        )
+        assert ours.dtype == np.float64 and ours.shape == tuple(inv_freq.shape)
+        # float32 rounds the exponent (error ln(base) * 2**-24 relative), the power, the
+        # quotient and up to two blend steps. llama3's blend w * (s + (1 - s) / factor) then
+        # magnifies the float32 error of s up to `factor` times where s is near 0.
+        magnified = params["factor"] if rope_type == "llama3" else 1
+        rtol = (math.log(base) + 5) * 2.0**-24 * magnified
+        np.testing.assert_allclose(ours, inv_freq.double().numpy(), rtol=rtol, atol=0)
+        assert our_attention == pytest.approx(attention, rel=1e-15)
+
+
+def forward_with(model, input_ids, position_ids):
+    with torch.no_grad():
+        return model(input_ids=input_ids, position_ids=position_ids).logits
+
+
+@pytest.mark.parametrize(("rope_type", "params", "max_positions"), [c for c in CONFIGS if "partial_rotary_factor" not in c[1]])
+def test_tiny_llama_logits(monkeypatch, rope_type, params, max_positions):
+    """A random tiny Llama gives the same logits with posenc's rotary embedding, and again
+    with its q/k weights permuted to the interleaved layout and posenc rotating interleaved."""
+    head_dim, heads, kv_heads, base = 16, 4, 2, 10000.0
+    config, params = llama_config(
+        rope_type, params, max_positions, head_dim, base,
+        vocab_size=97, intermediate_size=96, num_hidden_layers=2, num_key_value_heads=kv_heads,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    input_ids = torch.randint(0, 97, (2, 24))
+    position_ids = torch.arange(24).expand(2, 24)
+    reference = forward_with(model, input_ids, position_ids)
+
+    ours = dict(params, max_position_embeddings=max_positions)
+    model.model.rotary_emb = pt.RotaryEmbedding(head_dim, base, rope_type=rope_type, **ours)
+    half = forward_with(model, input_ids, position_ids)
+    # Positions < 24: transformers' float32 angles are off by < 1e-5.
+    np.testing.assert_allclose(half.numpy(), reference.numpy(), rtol=0, atol=2e-5)
+
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        for projection, count in ((attention.q_proj, heads), (attention.k_proj, kv_heads)):
+            projection.weight.data = posenc.convert_rotary_layout(projection.weight.data, "half", "interleaved", heads=count)
+    model.model.rotary_emb = pt.RotaryEmbedding(head_dim, base, rope_type=rope_type, layout="interleaved", **ours)
+
+    def interleaved(q, k, cos, sin, unsqueeze_dim=1):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        return pt.apply_rotary(q, cos, sin, layout="interleaved"), pt.apply_rotary(k, cos, sin, layout="interleaved")
+
+    monkeypatch.setattr(modeling_llama, "apply_rotary_pos_emb", interleaved)
+    np.testing.assert_allclose(forward_with(model, input_ids, position_ids).numpy(), half.numpy(), rtol=0, atol=2e-6)
+
+
+def test_rotary_module_matches_transformers_forward():
+    config, _ = llama_config(*CONFIGS[9], 64, 500000.0)
+    theirs = modeling_llama.LlamaRotaryEmbedding(config)
+    ours = pt.RotaryEmbedding(64, 500000.0, rope_type="llama3", **CONFIGS[9][1])
+    x = torch.zeros(1, dtype=torch.bfloat16)
+    position_ids = torch.arange(64).expand(3, 64)
+    for a, b in zip(theirs(x, position_ids), ours(x, position_ids)):
+        assert a.dtype == b.dtype == torch.bfloat16 and a.shape == b.shape
+        # Small positions: both within about one bf16 rounding of each other.
+        np.testing.assert_allclose(a.double().numpy(), b.double().numpy(), rtol=0, atol=2.0**-8)
+
+
+def test_apply_rotary_matches_apply_rotary_pos_emb():
+    torch.manual_seed(1)
+    q, k = torch.randn(2, 2, 4, 8, 32)
+    cos, sin = pt.rotary_cos_sin(torch.arange(16).reshape(2, 8), 32)
+    q_hf, k_hf = modeling_llama.apply_rotary_pos_emb(q, k, cos, sin)
+    for ours, theirs in ((pt.apply_rotary(q, cos[:, None], sin[:, None]), q_hf), (pt.apply_rotary(k, cos[:, None], sin[:, None]), k_hf)):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
+
+
+def test_permutation_is_the_llama_conversion_script():
+    # convert_llama_weights_to_hf.permute: view(heads, dim // heads // 2, 2, in).transpose(1, 2).
+    heads, head_dim, d_model = 4, 16, 24
+    weight = torch.randn(heads * head_dim, d_model)
+    script = weight.view(heads, head_dim // 2, 2, d_model).transpose(1, 2).reshape(heads * head_dim, d_model)
+    torch.testing.assert_close(posenc.convert_rotary_layout(weight, "interleaved", "half", heads=heads), script, rtol=0, atol=0)
