@@ -239,7 +239,8 @@ def rotary_scores(W_q, W_k, x, layout):
     q = (x @ W_q.T).view(len(x), HEADS, HEAD_DIM).transpose(0, 1)
     k = (x @ W_k.T).view(len(x), HEADS, HEAD_DIM).transpose(0, 1)
     cos, sin = posenc.torch.rotary_cos_sin(torch.arange(len(x)), HEAD_DIM, layout=layout, dtype=torch.float64)
-    return posenc.torch.apply_rotary(q, cos, sin, layout=layout) @ posenc.torch.apply_rotary(k, cos, sin, layout=layout).transpose(1, 2)
+    q, k = (posenc.torch.apply_rotary(t, cos, sin, layout=layout) for t in (q, k))
+    return q @ k.transpose(1, 2)
 
 
 meta_q, meta_k = torch.randn(2, D_MODEL, D_MODEL, dtype=torch.float64)
@@ -250,7 +251,7 @@ reference = rotary_scores(meta_q, meta_k, x, "interleaved")
 torch.testing.assert_close(rotary_scores(hf_q, hf_k, x, "half"), reference, rtol=0, atol=1e-12)
 wrong = rotary_scores(meta_q, meta_k, x, "half")
 assert (wrong - reference).abs().max() > 1
-print("same scores after the permutation; without it the scores differ by up to", f"{(wrong - reference).abs().max().item():.0f}")
+print(f"same scores after the permutation; without it they differ by up to {(wrong - reference).abs().max().item():.0f}")
 
 # %% [markdown]
 # ## 4. Frequency rules for longer contexts
@@ -392,8 +393,8 @@ exact = 4095 * posenc.rotary_frequencies(128)[0]
 cos_sin_error = np.abs(np.concatenate([np.cos(angles.numpy()) - np.cos(exact), np.sin(angles.numpy()) - np.sin(exact)]))
 relative = (inv_freq.bfloat16().double() / inv_freq.double() - 1).abs().max().item()
 assert relative <= 2.0**-8 and np.abs(angles.numpy() - exact).max() > 1
-print(f"of the 128 values of cos and sin at position 4095, {(cos_sin_error > 0.01).sum()} are off by more than 0.01, "
-      f"the worst by {cos_sin_error.max():.2f}; the largest angle error is {np.abs(angles.numpy() - exact).max():.1f} rad")
+print(f"of the 128 values of cos and sin at position 4095, {(cos_sin_error > 0.01).sum()} are off by more than 0.01,")
+print(f"the worst by {cos_sin_error.max():.2f}; the largest angle error is {np.abs(angles.numpy() - exact).max():.1f} rad")
 
 # %% [markdown]
 # **Positions in a half-precision type** (as in huggingface/candle issue 3520): position ids
@@ -543,7 +544,8 @@ class EncoderLayer(nn.Module):
         q, k, v = self.qkv(x).view(batch, length, 3, HEADS, HEAD_DIM).permute(2, 0, 3, 1, 4)
         if self.rotary is not None:
             cos, sin = self.rotary(q, torch.arange(length)[None])
-            q, k = posenc.torch.apply_rotary(q, cos[:, None], sin[:, None]), posenc.torch.apply_rotary(k, cos[:, None], sin[:, None])
+            cos, sin = cos[:, None], sin[:, None]  # the same for every head
+            q, k = posenc.torch.apply_rotary(q, cos, sin), posenc.torch.apply_rotary(k, cos, sin)
         attended = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(batch, length, D_MODEL)
         x = self.norm1(x + self.out(attended))
         return self.norm2(x + self.feed_forward(x))
@@ -634,7 +636,8 @@ print(f"{'':>10}  {'length 12':>9}  {'24: seen | unseen':>17}  {'48: seen | unse
 for name in models:
     row = f"{name:>10}  {by_position[name, 12].mean():9.2f}"
     for n in [24, 48]:
-        row += f"  {'—':>17}" if name == "learned" else f"  {by_position[name, n][seen].mean():.2f} | {by_position[name, n][unseen].mean():.2f}".rjust(19)
+        split = "—" if name == "learned" else f"{by_position[name, n][seen].mean():.2f} | {by_position[name, n][unseen].mean():.2f}"
+        row += f"  {split:>17}"
     print(row)
 print(f"{'ceiling':>10}  {ceilings[12]:9.2f}  {ceilings[24]:17.2f}  {ceilings[48]:17.2f}")
 print("above 0.9 on a training batch from step:", {name: first_step_above(curve) for name, curve in curves.items()})
@@ -661,7 +664,7 @@ fig, ax = plt.subplots(figsize=(9, 3.5))
 for name in ["none", "sinusoidal", "rotary"]:
     ax.plot(range(1, 48), by_position[name, 48], color=COLORS[name], marker=".", label=f"{name}, length 48")
 ax.axvline(TRAIN_LENGTH - 0.5, color="gray", linestyle="--", label="training length")
-ax.set(xlabel="position", ylabel="accuracy", title="copy the previous token, 4 times the training length", ylim=(0, 1.05))
+ax.set(xlabel="position", ylabel="accuracy", ylim=(0, 1.05), title="copy the previous token, 4 times the training length")
 ax.legend()
 plt.show()
 
@@ -670,11 +673,12 @@ plt.show()
 #
 # Position interpolation (`rope_type="linear"`) divides the frequencies by a factor, the same
 # as dividing the positions by it, so that a sequence twice as long is turned like one of
-# the training length (positions 0 to 23 become 0 to 11.5). It changes the offsets too: neighbours are now half a position apart,
-# an angle the model never saw. Applied to the trained RoPE model with a factor of 2 and no
-# more training, it breaks the model, even at the training length. Fine-tuning with the
-# interpolated positions on 50 batches of length 24 repairs it at every length, and a
-# training batch is above 0.9 after fewer steps than the model needed from scratch.
+# the training length (positions 0 to 23 become 0 to 11.5). It changes the offsets too:
+# neighbours are now half a position apart, an angle the model never saw. Applied to the
+# trained RoPE model with a factor of 2 and no more training, it breaks the model, even at
+# the training length. Fine-tuning with the interpolated positions on 50 batches of length
+# 24 repairs it at every length, and a training batch is above 0.9 after fewer steps than
+# the model needed from scratch.
 
 # %%
 interpolated = models["rotary"]
@@ -687,7 +691,8 @@ after = {n: accuracy(predict(interpolated, tokens), targets) for n, (tokens, tar
 # NBVAL_IGNORE_OUTPUT
 for n in test_sets:
     print(f"length {n}: {before[n]:.2f} before fine-tuning, {after[n]:.2f} after")
-print(f"fine-tuning above 0.9 from step {first_step_above(fine_tuning)}; from scratch: step {first_step_above(curves['rotary'])}")
+print(f"fine-tuning above 0.9 from step {first_step_above(fine_tuning)}; "
+      f"from scratch: step {first_step_above(curves['rotary'])}")
 
 # %%
 assert all(before[n] < 0.5 for n in test_sets)
@@ -714,10 +719,11 @@ import posenc.tensorflow
 
 positions = np.array([[0, 1, 4095, 65536, 999_999]])
 x = np.random.default_rng(4).standard_normal((1, 5, 64)).astype(np.float32)
+yarn = dict(rope_type="yarn", **ROPE_TYPES["yarn"])
 cos_sin = {
-    "numpy": posenc.rotary_cos_sin(positions, 64, rope_type="yarn", **ROPE_TYPES["yarn"]),
-    "torch": posenc.torch.RotaryEmbedding(64, rope_type="yarn", **ROPE_TYPES["yarn"])(torch.from_numpy(x), torch.from_numpy(positions)),
-    "tensorflow": posenc.tensorflow.RotaryEmbedding(64, rope_type="yarn", **ROPE_TYPES["yarn"])(tf.constant(x), tf.constant(positions)),
+    "numpy": posenc.rotary_cos_sin(positions, 64, **yarn),
+    "torch": posenc.torch.RotaryEmbedding(64, **yarn)(torch.from_numpy(x), torch.from_numpy(positions)),
+    "tensorflow": posenc.tensorflow.RotaryEmbedding(64, **yarn)(tf.constant(x), tf.constant(positions)),
 }
 rotated = {
     "numpy": posenc.apply_rotary(x, *cos_sin["numpy"]),
