@@ -4,6 +4,8 @@
     python benchmarks/bench.py --quick           # tiny sizes: checks that everything runs
     python benchmarks/bench.py --length 1000000 --d-model 256 --frameworks numpy
 
+With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py).
+
 Times are medians over repeats taken round-robin (every implementation once per round), so
 the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
 by tracemalloc (NumPy reports its buffers to it), the peak over one call; torch and
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
+import rotary  # noqa: E402
 import routes  # noqa: E402
 
 FRAMEWORKS = ("numpy", "torch", "tensorflow")
@@ -206,10 +209,11 @@ def main():
         memory = not args.no_memory and not (args.quick and framework != "numpy")
         results[framework] = bench(framework, args.length, args.d_model, args.repeats, memory)
         show(framework, args.length, args.d_model, results[framework])
+    rope = rotary.section(args.frameworks.split(","), args.quick, args.repeats)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
-    (out / "results.json").write_text(json.dumps({"settings": settings, "results": results}, indent=1))
+    (out / "results.json").write_text(json.dumps({"settings": settings, "results": results, "rope": rope}, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")
 

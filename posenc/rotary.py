@@ -33,6 +33,18 @@ import numpy as np
 
 from . import _checks, _core, _rotation, layouts
 
+# The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
+__all__ = [
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
+    "apply_rotary",
+    "convert_rotary_layout",
+    "rotary_cos_sin",
+    "rotary_dim",
+    "rotary_frequencies",
+    "rotary_permutation",
+]
+
 ROTARY_LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
