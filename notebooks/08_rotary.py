@@ -378,7 +378,7 @@ cos16, _ = posenc.rotary_cos_sin(np.arange(2048), 32, dtype=np.float16)
 exact = np.cos(np.outer(np.arange(2048), posenc.rotary_frequencies(32)[0]))
 posenc_error_fp16 = np.abs(cos16[:, :16] - exact).max()
 assert posenc_error_fp16 <= 2.0**-12 + 1e-12  # one float16 rounding of a value of size at most 1
-print(f"posenc in float16, same table: largest error {posenc_error_fp16:.1e}")
+print(f"posenc (NumPy) in float16, same table: largest error {posenc_error_fp16:.1e}")
 
 # %% [markdown]
 # **inv_freq rounded to bfloat16** (sgl-project/sglang-jax issue 1472): the frequencies were
@@ -398,9 +398,9 @@ print(f"the worst by {cos_sin_error.max():.2f}; the largest angle error is {np.a
 
 # %% [markdown]
 # **Positions in a half-precision type** (as in huggingface/candle issue 3520): position ids
-# cast to the model's dtype before the product. Near 16 384, float16 holds only every 16th
-# integer, bfloat16 every 64th below 16 384 and every 128th above it; bfloat16 holds every
-# 16th integer already between 2048 and 4096.
+# cast to the model's dtype before the product. From 16 384 on, float16 holds only every
+# 16th integer; bfloat16 holds every 64th between 8192 and 16 384 and every 128th above,
+# and only every 16th already between 2048 and 4096.
 
 # %%
 def representable(start, stop, dtype):
