@@ -401,13 +401,14 @@ def check_rotary_shapes(x_shape, cos_shape, sin_shape):
         raise ValueError(
             f"cos must have an even last axis (rotary_dim) no wider than x's {x_shape[-1]}, got cos of shape {cos_shape}"
         )
-    try:
-        np.broadcast_shapes(tuple(1 if n is None else n for n in x_shape[:-1]), tuple(1 if n is None else n for n in cos_shape[:-1]))
-    except ValueError:
-        raise ValueError(
-            f"cos (shape {cos_shape}) must broadcast against x (shape {x_shape}) but for the last axis; "
-            "for x of (batch, heads, seq, head_dim) pass cos[:, None]"
-        ) from None
+    # Broadcasting by hand: np.broadcast_shapes costs more than rotating a decoding step.
+    # None (a TF dimension unknown until run time) fits anything.
+    for a, c in zip(reversed(x_shape[:-1]), reversed(cos_shape[:-1])):
+        if a != c and a not in (1, None) and c not in (1, None):
+            raise ValueError(
+                f"cos (shape {cos_shape}) must broadcast against x (shape {x_shape}) but for the last axis; "
+                "for x of (batch, heads, seq, head_dim) pass cos[:, None]"
+            )
     return rotated
 
 

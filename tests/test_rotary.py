@@ -423,3 +423,16 @@ def test_keras_layer_config_round_trip():
     positions = np.arange(6)[None] * 1000
     for a, b in zip(layer(np.zeros((1, 6, HEAD_DIM), np.float32), positions), again(np.zeros((1, 6, HEAD_DIM), np.float32), positions)):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("fraction", [1.0, 0.5])
+def test_torch_apply_rotary_gradients(layout, fraction):
+    # apply_rotary writes into its product in place: autograd must still see every path.
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 8, dtype=torch.float64, requires_grad=True)
+    cos, sin = (t[:, None].requires_grad_() for t in pt.rotary_cos_sin(torch.arange(10).reshape(2, 5), 8, layout=layout, dtype=torch.float64, partial_rotary_factor=fraction))
+    assert torch.autograd.gradcheck(lambda x, c, s: pt.apply_rotary(x, c, s, layout=layout), (x, cos, sin))
