@@ -217,8 +217,8 @@ def _rope_cos_sin(positions, parts, layout, dtype):
 def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
     """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``.
 
-    As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts, one rounding of the
-    exact value at positions up to 10**7); ``dtype`` defaults to float32. Works inside
+    As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts; float32 within 2e-7
+    of the exact value at positions up to 10**7, half precision one rounding of that); ``dtype`` defaults to float32. Works inside
     ``tf.function`` with positions of unknown shape.
     """
     layout = rotary.check_rotary_layout(layout)
