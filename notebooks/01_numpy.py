@@ -59,11 +59,10 @@ print(even_columns, odd_columns)
 
 even_denominators = np.power(10000, even_columns / d_model)
 odd_denominators = np.power(10000, (odd_columns - 1) / d_model)
-print(even_denominators)
-print(odd_denominators)
+print(even_denominators.dtype, even_denominators.shape, odd_denominators.shape)
 
 # %% [markdown]
-# The two lists are identical, and they have to be: subtracting one from an odd index lands
+# The two arrays of denominators are identical, and they have to be: subtracting one from an odd index lands
 # on the even index just before it, so a sine and the cosine next to it always share a
 # denominator. One vector with one entry per pair is all we need. It should agree with
 # `posenc.denominators` (computed in float64) to float32 precision (the exponent $2i/d$ is
@@ -76,7 +75,6 @@ denominators = even_denominators
 
 np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)
 assert str(denominators) == "[  1.       21.54435 464.15897]"
-print(denominators.dtype, denominators.shape)
 
 # %% [markdown]
 # ## 2. A column of positions
@@ -99,20 +97,19 @@ np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_m
 # ## 3. The sine table and the cosine table
 #
 # One detail before the numbers. NumPy's float32 `sin` and `cos` are vectorised
-# approximations: NumPy's own tests allow them up to two units in the last place (ulp; one
-# ulp is about $6 \times 10^{-8}$ just below 1) away from the correctly rounded result, and
-# which entries are off depends on the vector instructions of the CPU. The lecture's numbers
-# are the correctly rounded ones. To get its digits everywhere we take the sine of the *same*
+# approximations: they may land up to two units in the last place (ulp; one ulp is about
+# $6 \times 10^{-8}$ just below 1) away from the correctly rounded result, the margin NumPy's
+# own tests allow. The lecture's numbers are the correctly rounded ones. To get its digits everywhere we take the sine of the *same*
 # float32 angles in float64 and round once back to float32.
 
 # %%
 def sin32(x):
-    """Sine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    """Sine of a float32 array: the float64 sine, rounded once to float32."""
     return np.sin(x.astype(np.float64)).astype(np.float32)
 
 
 def cos32(x):
-    """Cosine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    """Cosine of a float32 array: the float64 cosine, rounded once to float32."""
     return np.cos(x.astype(np.float64)).astype(np.float32)
 
 
@@ -160,12 +157,10 @@ stacked = np.stack([sines, cosines], axis=-1)
 table = stacked.reshape(sequence_length, d_model)
 print(stacked.shape, "->", table.shape)
 
-# %%
-print(table)
-
 # %% [markdown]
-# Here is the table exactly as the lecture printed it. Comparing the printed text, digit
-# for digit, is the strictest check its eight decimals allow. `posenc.interleave` is exactly
+# Here is the table exactly as the lecture printed it, and ours prints the very same text.
+# Comparing the printed text, digit for digit, is the strictest check its eight decimals
+# allow. `posenc.interleave` is exactly
 # the stack-and-reshape we just did.
 
 # %%
@@ -358,8 +353,8 @@ np.testing.assert_allclose(strided, posenc.interleave(np.sin(exact), np.cos(exac
 # %% [markdown]
 # ## 7. Why these wavelengths: a geometric progression
 #
-# Column pair $i$ repeats every $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
-# positions. Each step to the next pair multiplies the wavelength by the same factor,
+# Column pair $i$ is a wave of wavelength $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
+# positions (sampled at whole positions, as we will see). Each step to the next pair multiplies the wavelength by the same factor,
 # $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
 # not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
 # the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of

@@ -67,7 +67,7 @@ print(tuple(even_cols.shape), even_cols[:4].numpy(), "...")
 print(tuple(odd_cols.shape), odd_cols[:4].numpy(), "...")
 
 # %% [markdown]
-# One denominator per column, from each set of indices (a Python number raised to a
+# One denominator for each index of each set (a Python number raised to a
 # float32 tensor stays float32). The first six should match what the lecture printed, to
 # its five significant figures, and all 32 should match `posenc.denominators`.
 
@@ -85,9 +85,8 @@ torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominato
 
 # %% [markdown]
 # The even and odd denominators are identical, so one vector of 32 serves both the sines
-# and the cosines. (The lecture
-# stored its odd-index result under the even name by mistake; since the two are equal,
-# nothing downstream changed.)
+# and the cosines. (The lecture stored its odd-index result under the even name by
+# mistake; since the two are equal, nothing downstream changed.)
 #
 # Positions form a column, `(length, 1)`, so that dividing by the `(32,)` denominators
 # broadcasts into a `(length, 32)` grid of angles: one row per position, one column per
@@ -172,8 +171,8 @@ plt.show()
 # cosine with one slice.
 
 # %%
-pair_starts = torch.arange(0, 7, 2)
-print("d_model = 7:", len(pair_starts), "pairs ->", 2 * len(pair_starts), "columns")
+pair_starts = torch.arange(0, 7, 2)  # the lecture's pairs at d_model = 7
+assert len(pair_starts) == 4 and 2 * len(pair_starts) == 8
 
 
 class SinusoidalTable(nn.Module):
