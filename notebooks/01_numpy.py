@@ -99,8 +99,9 @@ np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_m
 # One detail before the numbers. NumPy's float32 `sin` and `cos` are vectorised
 # approximations: they may land up to two units in the last place (ulp; one ulp is about
 # $6 \times 10^{-8}$ just below 1) away from the correctly rounded result, the margin NumPy's
-# own tests allow. The lecture's numbers are the correctly rounded ones. To get its digits everywhere we take the sine of the *same*
-# float32 angles in float64 and round once back to float32.
+# own tests allow. The lecture's numbers are the correctly rounded ones. To get its digits
+# everywhere we take the sine of the *same* float32 angles in float64 and round once back
+# to float32.
 
 # %%
 def sin32(x):
@@ -333,8 +334,8 @@ print(f"float32 values there are {np.spacing(strided[row, col]):.1e} apart")
 # That is about $1.2 \times 10^{-7}$: four float32 steps of a value near 0.29, not a single
 # rounding of the result. It comes from the angle. The class divides 9 by the float32
 # denominator 3.1622777 in float32, and float32 values near 2.85 are $2.4 \times 10^{-7}$
-# apart; its angle is $1.1 \times 10^{-7}$ short of $9 \cdot 10^{-1/4}$, and the sine moves by
-# that much times the cosine. The float64 route rounds only its result. Either way the
+# apart; its angle is $1.1 \times 10^{-7}$ short of $9 / \sqrt{10}$, and the sine moves by
+# that much times the cosine. The float64 route rounds to float32 only its result. Either way the
 # difference is more than 8,000 times inside the notes' tolerance. The strided table also
 # matches `posenc` and its `interleave`.
 
@@ -345,6 +346,9 @@ angle_error = float(float32_angle) - exact[row, col // 2]
 print(f"float32 angle minus exact angle: {angle_error:.1e}")
 
 assert (row, col) == (9, 2) and 3.5 < difference.max() / np.spacing(strided[row, col]) <= 4
+assert np.float32(SinusoidalEncoding(width).denominators[1]) == np.float32(3.1622777)
+assert round(float(np.spacing(np.float32(2.85))), 8) == 2.4e-7 and -1.2e-7 < angle_error < -1.0e-7
+np.testing.assert_allclose(exact[row, col // 2], 9 / np.sqrt(10), rtol=1e-15)
 assert abs(abs(angle_error * np.cos(exact[row, col // 2])) - difference.max()) < 3e-8
 assert tolerance / difference.max() > 8000
 np.testing.assert_allclose(strided, posenc.positional_encoding(sequence_length, width), rtol=0, atol=1e-7)
@@ -354,8 +358,8 @@ np.testing.assert_allclose(strided, posenc.interleave(np.sin(exact), np.cos(exac
 # ## 7. Why these wavelengths: a geometric progression
 #
 # Column pair $i$ is a wave of wavelength $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
-# positions (sampled at whole positions, as we will see). Each step to the next pair multiplies the wavelength by the same factor,
-# $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
+# positions, sampled at whole positions. Each step to the next pair multiplies the
+# wavelength by the same factor, $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
 # not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
 # the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of
 # $10000 \cdot 2\pi$.
@@ -402,15 +406,16 @@ for k in range(4):
 # A 4-bit counter repeats after 16 steps. The table never repeats a row. Positions are
 # whole numbers, and the sine and cosine of pair $i$ come back to the same values at
 # positions $p$ and $q$ only if $(p - q)\,\omega_i$ is a whole number of turns $2\pi k$,
-# that is, only if $\omega_i / 2\pi$ is a fraction. It never is: $\omega_i = 10000^{-2i/d}$ is
-# a root of a whole number, an algebraic number, while $\pi$ is not. So no column repeats
+# that is, only if $\omega_i / 2\pi$ is a fraction. It never is: $\omega_i = 10000^{-2i/d}$, a
+# power of 10000 with a rational exponent, is an algebraic number, and $\pi$ is not
+# (Lindemann, 1882), so their ratio is never a fraction. So no column repeats
 # exactly, and the first pair alone (wavelength $2\pi$) already gives every position a
 # row of its own. It can come close: position 710 is $226\pi + 6.0 \times 10^{-5}$, 113
 # turns and a little, the nearest the first pair comes back to row 0 in the first 100,000
 # positions. (Over continuous positions the waves can line up: at $d = 8$ each wavelength
 # is exactly 10 times the one before, so all four repeat together after
-# $2\pi \cdot 1000$, a length that no whole number of positions ever reaches.) At the paper's
-# width of 512 the slowest wave alone spans about 60,600 positions.
+# $2\pi \cdot 1000$ positions, and neither that nor any multiple of it is a whole
+# number.) At the paper's width of 512 the slowest wave alone spans about 60,600 positions.
 
 # %%
 first_pair_turn = np.arange(1, 100_001) % (2 * np.pi)

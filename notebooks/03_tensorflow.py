@@ -156,7 +156,8 @@ def ulps_apart(a, b):
 
 
 ours = add_cos_sin_encoding(tf.constant(lecture_sample)).numpy()
-print("batch 1, position 1, column 1:", printed(ours[1, 1, 1]), "here,", printed(lecture_output[1, 1, 1]), "in the lecture")
+print("batch 1, position 1, column 1:", printed(ours[1, 1, 1]), "here,",
+      printed(lecture_output[1, 1, 1]), "in the lecture")
 differs = ulps_apart(ours, lecture_output)
 
 assert np.array_equal(ours[:, 0], lecture_sample[:, 0] + [1, 0])
@@ -169,7 +170,7 @@ assert lecture_sample[1, 1, 1] + one_step_up == lecture_output[1, 1, 1]
 assert lecture_sample[0, 1, 1] + one_step_up == lecture_output[0, 1, 1] == lecture_sample[0, 1, 1] + sine_of_1
 
 # %% [markdown]
-# Which entries are rounded the other way depends on more than the CPU. TensorFlow's
+# Which entries are rounded the other way depends even on the shape of the tensor. TensorFlow's
 # float32 cosine of 2 is correctly rounded when the five positions form a tensor of their
 # own, and one ulp off inside the `(2, 5, 1)` tensor of angles the function builds: the
 # same number, a different result, only because of the tensor's shape. The lecture's run
@@ -417,7 +418,8 @@ assert exp_log_error < 2e-6 and 0.5 < exp_log_error / power_error < 2 and exp_lo
 # %%
 float32_angles = exp_log_angles(20, 200).numpy()
 angle_error = np.abs(float32_angles - posenc.angles(np.arange(20), 200)).max()
-exact_functions = posenc.interleave(np.sin(float32_angles.astype(np.float64)), np.cos(float32_angles.astype(np.float64)))
+float64_angles = float32_angles.astype(np.float64)  # the same numbers, no rounding
+exact_functions = posenc.interleave(np.sin(float64_angles), np.cos(float64_angles))
 exact_functions_error = np.abs(exact_functions - reference).max()
 tf_functions_error = np.abs(exp_log_20x200[0] - exact_functions.astype(np.float32)).max()
 worst_row = np.unravel_index(np.abs(exp_log_20x200[0] - reference).argmax(), reference.shape)[0]
