@@ -337,7 +337,7 @@ assert abs(embedding_norms.mean() - 1) < 0.02 and abs(scaled_norms.mean() - 22.6
 # to it. Nothing printed below depends on which device was chosen.
 #
 # An embedding over a 20-token vocabulary, 16 wide, followed by the positional encoding
-# (this toy skips the scaling: PyTorch initialises embedding entries with size 1, rows of
+# (this toy skips the scaling: PyTorch draws embedding entries with standard deviation 1, rows of
 # norm about 4 against the table's $\sqrt{8} \approx 2.8$). Seeding before building it fixes
 # the embedding weights; they are created on the CPU and then moved, so they are the same
 # on every device.
