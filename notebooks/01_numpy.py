@@ -6,9 +6,12 @@
 # A Transformer sees its input as a set, so every position gets a fixed vector of sines and
 # cosines added to its embedding. This notebook builds that table with plain NumPy, one
 # small step at a time, and checks every step against the `posenc` package. We follow two
-# routes taken by lecture notes: first a walk that ends in the same 10 × 6 table the lecture
-# printed, then a shorter route that writes sines and cosines into alternate columns.
-# We finish with why the wavelengths are spaced the way they are.
+# lectures. The first is an English Jupyter notebook in NumPy: it builds the table for 10
+# positions and width 6 in float32, prints it at eight decimals, and wraps the steps in a
+# class. The second is a set of Chinese notes in NumPy (with a TensorFlow cast at the end):
+# it writes sines and cosines straight into alternate columns of a width-16 table and
+# prints a grid of `True` from a comparison with tolerance $10^{-3}$. We finish with why
+# the wavelengths are spaced the way they are.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -41,7 +44,7 @@ np.set_printoptions(precision=8, suppress=True)
 #
 # ## 1. Even columns, odd columns
 #
-# The lecture used 10 positions and a model width of 6, small enough to read every number.
+# The NumPy lecture used 10 positions and a model width of 6, small enough to read every number.
 # Read the formula per column index $k$ instead of per pair: an even column $k = 2i$ divides
 # by $10000^{k/d}$, an odd column $k = 2i + 1$ by $10000^{(k-1)/d}$. We list both kinds of
 # index, in float32 as the lecture did, and compute both sets of denominators.
@@ -56,11 +59,10 @@ print(even_columns, odd_columns)
 
 even_denominators = np.power(10000, even_columns / d_model)
 odd_denominators = np.power(10000, (odd_columns - 1) / d_model)
-print(even_denominators)
-print(odd_denominators)
+print(even_denominators.dtype, even_denominators.shape, odd_denominators.shape)
 
 # %% [markdown]
-# The two lists are identical, and they have to be: subtracting one from an odd index lands
+# The two arrays of denominators are identical, and they have to be: subtracting one from an odd index lands
 # on the even index just before it, so a sine and the cosine next to it always share a
 # denominator. One vector with one entry per pair is all we need. It should agree with
 # `posenc.denominators` (computed in float64) to float32 precision (the exponent $2i/d$ is
@@ -73,7 +75,6 @@ denominators = even_denominators
 
 np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)
 assert str(denominators) == "[  1.       21.54435 464.15897]"
-print(denominators.dtype, denominators.shape)
 
 # %% [markdown]
 # ## 2. A column of positions
@@ -95,20 +96,21 @@ np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_m
 # %% [markdown]
 # ## 3. The sine table and the cosine table
 #
-# One detail before the numbers. NumPy's float32 `sin` and `cos` are vectorised kernels
-# that may land one unit in the last place (about $6 \times 10^{-8}$ near 1) away from the
-# correctly rounded result, and which way depends on the CPU. The lecture's numbers are the
-# correctly rounded ones. To get its digits on any machine we take the sine of the *same*
-# float32 angles in float64 and round once back to float32.
+# One detail before the numbers. NumPy's float32 `sin` and `cos` are vectorised
+# approximations: they may land up to two units in the last place (ulp; one ulp is about
+# $6 \times 10^{-8}$ just below 1) away from the correctly rounded result, the margin NumPy's
+# own tests allow. The lecture's numbers are the correctly rounded ones. To get its digits
+# everywhere we take the sine of the *same* float32 angles in float64 and round once back
+# to float32.
 
 # %%
 def sin32(x):
-    """Sine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    """Sine of a float32 array: the float64 sine, rounded once to float32."""
     return np.sin(x.astype(np.float64)).astype(np.float32)
 
 
 def cos32(x):
-    """Cosine of a float32 array, correctly rounded to float32 whatever the CPU."""
+    """Cosine of a float32 array: the float64 cosine, rounded once to float32."""
     return np.cos(x.astype(np.float64)).astype(np.float32)
 
 
@@ -123,15 +125,24 @@ print(sines)
 print(cosines)
 
 # %% [markdown]
-# Both tables are `(10, 3)`: one column per pair. They match the sines and cosines of
-# posenc's angles, and NumPy's own float32 kernels stay within two float32 steps of them.
+# Both tables are `(10, 3)`: one column per pair. Each entry is the correctly rounded
+# float32 sine (or cosine) of its float32 angle: a 30-digit `mpmath` evaluation, rounded to
+# float32, gives the same 60 numbers. NumPy's own float32 kernels stay within two ulp of
+# them. Against posenc's exact angles they are within $10^{-7}$.
 
 # %%
+import mpmath
+
+mpmath.mp.dps = 30
+for ours, function in [(sines, mpmath.sin), (cosines, mpmath.cos)]:
+    correctly_rounded = [np.float32(float(function(mpmath.mpf(float(a))))) for a in angles.ravel()]
+    assert np.array_equal(ours.ravel(), correctly_rounded)
+np.testing.assert_array_max_ulp(np.sin(angles), sines, maxulp=2)
+np.testing.assert_array_max_ulp(np.cos(angles), cosines, maxulp=2)
+
 exact_angles = posenc.angles(np.arange(sequence_length), d_model)
 np.testing.assert_allclose(sines, np.sin(exact_angles), rtol=0, atol=1e-7)
 np.testing.assert_allclose(cosines, np.cos(exact_angles), rtol=0, atol=1e-7)
-np.testing.assert_allclose(np.sin(angles), sines, rtol=0, atol=1.2e-7)
-np.testing.assert_allclose(np.cos(angles), cosines, rtol=0, atol=1.2e-7)
 print(sines.shape, cosines.shape, sines.dtype)
 
 # %% [markdown]
@@ -147,15 +158,11 @@ stacked = np.stack([sines, cosines], axis=-1)
 table = stacked.reshape(sequence_length, d_model)
 print(stacked.shape, "->", table.shape)
 
-# %%
-print(table)
-
 # %% [markdown]
-# Here is the table exactly as the lecture printed it. Comparing the printed text, digit
-# for digit, is the strictest check its eight decimals allow. Then the package: `posenc`
-# computes its angles in float64 and rounds only at the end, so it differs from the float32
-# walk by at most one float32 step (about $6 \times 10^{-8}$ here). And
-# `posenc.interleave` is exactly the stack-and-reshape we just did.
+# Here is the table exactly as the lecture printed it, and ours prints the very same text.
+# Comparing the printed text, digit for digit, is the strictest check its eight decimals
+# allow. `posenc.interleave` is exactly
+# the stack-and-reshape we just did.
 
 # %%
 LECTURE_TABLE = np.array([
@@ -178,21 +185,66 @@ def as_printed(array):
 
 
 assert as_printed(table) == as_printed(LECTURE_TABLE)
-print("same digits as the lecture:", as_printed(table) == as_printed(LECTURE_TABLE))
+assert np.array_equal(table, posenc.interleave(sines, cosines))
+
+# %% [markdown]
+# Then the package. `posenc` computes its angles in float64 and rounds only the final
+# values, so it can differ from the float32 walk, whose angles were rounded to float32 on
+# the way. In absolute terms the two are at most $2^{-24} \approx 6.0 \times 10^{-8}$ apart,
+# which is one float32 step for values between 0.5 and 1. Counted in steps of the value
+# itself (ulp) it is more where the values are small: the sines of the last pair are
+# below 0.02, where float32 values are less than $2 \times 10^{-9}$ apart, and there the walk
+# is up to three steps off.
+
+# %%
+def ulps_apart(a, b):
+    """How many float32 values lie between a and b (same signs), entry by entry."""
+    as_int = lambda x: np.asarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+    return np.abs(as_int(a) - as_int(b))
+
 
 reference = posenc.positional_encoding(sequence_length, d_model)
-np.testing.assert_allclose(table, reference, rtol=0, atol=1e-7)
-np.testing.assert_allclose(LECTURE_TABLE, reference, rtol=0, atol=1e-7)
-assert np.array_equal(table, posenc.interleave(sines, cosines))
-print(reference.shape, reference.dtype, bool(np.abs(table - reference).max() < 1e-7))
+largest = np.abs(table - reference).max()
+print(f"largest absolute difference: {largest:.1e}")
+print(ulps_apart(table, reference))
+
+assert largest <= 2.0**-24 == np.spacing(np.float32(0.5))
+assert ulps_apart(table, reference).max() == ulps_apart(table, reference)[:, 4].max() == 3
+assert table[:, 4].max() < 0.02 and np.spacing(np.float32(0.02)) < 2e-9
 
 # %% [markdown]
 # ## 5. The same steps as a class
 #
-# Packaged once, the walk becomes a callable object: the denominators depend only on the
-# width, so they are computed when the object is made, and each call builds a table of the
-# requested length. An odd width has one more sine than cosines, so the last cosine column
-# is simply dropped, as the formula asks.
+# The lecture ends by packaging its steps in a class that stores `sequence_length` and
+# `d_model` in `__init__`. But its `forward` never reads them back: it uses the notebook's
+# global `d_model` and `sequence_length`. The lecture only ever made the object with those
+# same two values, so its printout looked right. Here is the pattern in a few lines; asked
+# for 4 positions of width 8, it still returns the global 10 × 6 table.
+
+# %%
+class ReadsGlobals:
+    """The lecture's pattern: the sizes are stored, then the globals are used."""
+
+    def __init__(self, sequence_length, d_model):
+        self.sequence_length = sequence_length
+        self.d_model = d_model
+
+    def forward(self):
+        pair_starts = np.arange(0, d_model, 2, dtype=np.float32)  # global d_model, not self.d_model
+        positions = np.arange(sequence_length, dtype=np.float32)[:, None]  # global length too
+        angles = positions / np.power(10000, pair_starts / d_model)
+        return np.stack([sin32(angles), cos32(angles)], axis=-1).reshape(sequence_length, -1)
+
+
+wrong_size = ReadsGlobals(sequence_length=4, d_model=8).forward()
+print("asked for (4, 8), got", wrong_size.shape)
+assert np.array_equal(wrong_size, table)  # the global 10 x 6 table
+
+# %% [markdown]
+# Our class reads only its own attributes. The denominators depend only on the width, so
+# they are computed when the object is made, and each call builds a table of the requested
+# length. An odd width has one more sine than cosines, so the last cosine column is simply
+# dropped, as the formula asks.
 
 # %%
 class SinusoidalEncoding:
@@ -211,28 +263,30 @@ class SinusoidalEncoding:
 
 
 encoding = SinusoidalEncoding(d_model)
-print(encoding(sequence_length))
+assert as_printed(encoding(sequence_length)) == as_printed(LECTURE_TABLE)
+np.testing.assert_allclose(SinusoidalEncoding(8)(4), posenc.positional_encoding(4, 8), rtol=0, atol=1e-7)
 
 # %% [markdown]
-# It reproduces the lecture's table and agrees with `posenc` at other sizes too, odd widths
-# included. A float32 angle carries a relative rounding of about $10^{-7}$, so the absolute
-# difference grows with the position; the tolerance grows with the length to match.
+# It reproduces the lecture's table (checked above, digit for digit) and agrees with
+# `posenc` at other sizes too, odd widths included. A float32 angle carries a relative
+# rounding of about $10^{-7}$, so the absolute difference grows with the position; the
+# tolerance grows with the length to match.
 
 # %%
-assert as_printed(encoding(sequence_length)) == as_printed(LECTURE_TABLE)
 for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
     ours = SinusoidalEncoding(n_columns)(length)
     expected = posenc.positional_encoding(length, n_columns)
+    assert ours.shape == (length, n_columns)
     np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-7 * length)
-    print(length, n_columns, ours.shape)
+    print(f"{length:4d} x {n_columns:2d}: largest difference {np.abs(ours - expected).max():.1e}")
 
 # %% [markdown]
 # ## 6. A second route: one rate per column
 #
-# Another lecture skips the separate sine and cosine tables. It gives every column $k$ an
+# The Chinese NumPy notes skip the separate sine and cosine tables. They give every column $k$ an
 # angle rate $1 / 10000^{2\lfloor k/2 \rfloor / d}$: integer division by two maps both
 # columns of a pair to the pair's even index, so rates come in equal twos, and the distinct
-# ones are `posenc.frequencies`. We use its example, 10 positions and width 16. Note the
+# ones are `posenc.frequencies`. We use their example, 10 positions and width 16. Note the
 # dtype: an integer array divided by a float32 scalar is promoted to float64, so this route
 # computes in double precision whether it meant to or not.
 
@@ -242,9 +296,9 @@ column = np.arange(width)
 print(2 * (column // 2))
 
 angle_rates = 1 / np.power(10000, 2 * (column // 2) / np.float32(width))
-print(angle_rates.dtype)
 print(angle_rates)
 
+assert angle_rates.dtype == np.float64
 assert np.array_equal(angle_rates[0::2], angle_rates[1::2])
 np.testing.assert_allclose(angle_rates[0::2], posenc.frequencies(width), rtol=1e-15)
 
@@ -253,11 +307,10 @@ np.testing.assert_allclose(angle_rates[0::2], posenc.frequencies(width), rtol=1e
 # even columns, `[:, 1::2]` the odd ones. The table starts as zeros and is cast to float32
 # at the end.
 #
-# The lecture then checked its result against a second computation with a tolerance of
-# $10^{-3}$. We compare two genuinely different computations instead: the float32 class
-# from section 5 and this float64 route. Rather than a grid of `True`, we print the largest
-# difference: one float32 rounding, which rounds to zero at six decimals, far inside the
-# tolerance. The strided table also matches `posenc` and its `interleave`.
+# The notes then compared their table with a tolerance of $10^{-3}$ against a second table
+# built by the very same code. We compare two genuinely different computations instead: the
+# float32 class from section 5 and this float64 route. Rather than a grid of `True`, we
+# print the largest difference.
 
 # %%
 position_column = np.arange(sequence_length)[:, None]
@@ -271,21 +324,42 @@ with np.printoptions(precision=4):
 
 # %%
 tolerance = 1e-3
-largest_difference = float(np.abs(SinusoidalEncoding(width)(sequence_length) - strided).max())
-print("largest difference:", round(largest_difference, 6))
-print("within tolerance:", largest_difference < tolerance)
-assert largest_difference < 1e-6
+float32_class = SinusoidalEncoding(width)(sequence_length)
+difference = np.abs(float32_class - strided)
+row, col = np.unravel_index(difference.argmax(), difference.shape)
+print(f"largest difference {difference.max():.1e} at row {row}, column {col} (value {strided[row, col]:.4f})")
+print(f"float32 values there are {np.spacing(strided[row, col]):.1e} apart")
 
-np.testing.assert_allclose(strided, posenc.positional_encoding(sequence_length, width), rtol=0, atol=1e-7)
+# %% [markdown]
+# That is about $1.2 \times 10^{-7}$: four float32 steps of a value near 0.29, not a single
+# rounding of the result. It comes from the angle. The class divides 9 by the float32
+# denominator 3.1622777 in float32, and float32 values near 2.85 are $2.4 \times 10^{-7}$
+# apart; its angle is $1.1 \times 10^{-7}$ short of $9 / \sqrt{10}$, and the sine moves by
+# that much times the cosine. The float64 route rounds to float32 only its result. Either way the
+# difference is more than 8,000 times inside the notes' tolerance. The strided table also
+# matches `posenc` and its `interleave`.
+
+# %%
 exact = posenc.angles(np.arange(sequence_length), width)
+float32_angle = np.float32(row) / SinusoidalEncoding(width).denominators[col // 2]
+angle_error = float(float32_angle) - exact[row, col // 2]
+print(f"float32 angle minus exact angle: {angle_error:.1e}")
+
+assert (row, col) == (9, 2) and 3.5 < difference.max() / np.spacing(strided[row, col]) <= 4
+assert np.float32(SinusoidalEncoding(width).denominators[1]) == np.float32(3.1622777)
+assert round(float(np.spacing(np.float32(2.85))), 8) == 2.4e-7 and -1.2e-7 < angle_error < -1.0e-7
+np.testing.assert_allclose(exact[row, col // 2], 9 / np.sqrt(10), rtol=1e-15)
+assert abs(abs(angle_error * np.cos(exact[row, col // 2])) - difference.max()) < 3e-8
+assert tolerance / difference.max() > 8000
+np.testing.assert_allclose(strided, posenc.positional_encoding(sequence_length, width), rtol=0, atol=1e-7)
 np.testing.assert_allclose(strided, posenc.interleave(np.sin(exact), np.cos(exact)), rtol=0, atol=1e-7)
 
 # %% [markdown]
 # ## 7. Why these wavelengths: a geometric progression
 #
-# Column pair $i$ repeats every $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
-# positions. Each step to the next pair multiplies the wavelength by the same factor,
-# $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
+# Column pair $i$ is a wave of wavelength $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
+# positions, sampled at whole positions. Each step to the next pair multiplies the
+# wavelength by the same factor, $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
 # not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
 # the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of
 # $10000 \cdot 2\pi$.
@@ -317,17 +391,42 @@ for d in (16, 64, 512, 4096):
 # $2^k$ steps and repeats every $2^{k+1}$: the low bit changes fastest, each higher bit half
 # as fast, a ratio of 2 between neighbours. The sinusoidal table swaps the on/off bits for
 # smooth waves and the ratio 2 for $10000^{2/d}$. Fast pairs tell neighbouring positions
-# apart, slow pairs tell far-apart ones apart. A 4-bit counter repeats after 16 steps; the
-# waves never line up exactly (their wavelengths are irrational), and at the paper's width
-# of 512 the slowest one alone spans about 60,000 positions.
+# apart, slow pairs tell far-apart ones apart.
 
 # %%
 counter = np.arange(16)
 bits = (counter[:, None] >> np.arange(4)) & 1  # column k is bit k
 print(bits.T)
-bit_periods = 2 ** (np.arange(4) + 1)
-assert all(np.array_equal(bits[: 16 - p, k], bits[p:, k]) for k, p in enumerate(bit_periods))
-print("bit periods:", bit_periods)
+for k in range(4):
+    period = 2 ** (k + 1)
+    assert np.array_equal(bits[: 16 - period, k], bits[period:, k])
+    assert not np.array_equal(bits[: 16 - period // 2, k], bits[period // 2 :, k])
+
+# %% [markdown]
+# A 4-bit counter repeats after 16 steps. The table never repeats a row. Positions are
+# whole numbers, and the sine and cosine of pair $i$ come back to the same values at
+# positions $p$ and $q$ only if $(p - q)\,\omega_i$ is a whole number of turns $2\pi k$,
+# that is, only if $\omega_i / 2\pi$ is a fraction. It never is: $\omega_i = 10000^{-2i/d}$, a
+# power of 10000 with a rational exponent, is an algebraic number, and $\pi$ is not
+# (Lindemann, 1882), so their ratio is never a fraction. So no column repeats
+# exactly, and the first pair alone (wavelength $2\pi$) already gives every position a
+# row of its own. It can come close: position 710 is $226\pi + 6.0 \times 10^{-5}$, 113
+# turns and a little, the nearest the first pair comes back to row 0 in the first 100,000
+# positions. (Over continuous positions the waves can line up: at $d = 8$ each wavelength
+# is exactly 10 times the one before, so all four repeat together after
+# $2\pi \cdot 1000$ positions, and neither that nor any multiple of it is a whole
+# number.) At the paper's width of 512 the slowest wave alone spans about 60,600 positions.
+
+# %%
+first_pair_turn = np.arange(1, 100_001) % (2 * np.pi)
+distance_to_row_0 = np.minimum(first_pair_turn, 2 * np.pi - first_pair_turn)
+closest = int(np.argmin(distance_to_row_0)) + 1
+print(f"closest return to row 0: position {closest}, {distance_to_row_0.min():.1e} radians away")
+print(np.round(posenc.encode([0, closest], 4), 4))
+
+assert closest == 710 and abs(710 - 226 * np.pi - 6.0e-5) < 1e-6
+np.testing.assert_allclose((2 * np.pi / posenc.frequencies(8))[1:] / (2 * np.pi / posenc.frequencies(8))[:-1], 10)
+assert round(2 * np.pi / posenc.frequencies(512)[-1], -2) == 60_600
 
 # %% [markdown]
 # Plotting the sine column of the first four pairs against position shows the same picture:
@@ -335,6 +434,7 @@ print("bit periods:", bit_periods)
 # accepts fractional positions, which lets us draw the waves as smooth curves.
 
 # %%
+assert round(10000 ** (2 / width), 2) == 3.16
 fine_positions = np.linspace(0, 100, 1001)
 curves = posenc.encode(fine_positions, width)
 fig, ax = plt.subplots(figsize=(10, 3.5))
@@ -350,10 +450,11 @@ plt.show()
 # %% [markdown]
 # A larger table as a heatmap: 128 positions by 64 columns. On the left, fast stripes; to
 # the right the columns change ever more slowly, until the last ones are almost constant
-# (sines near 0, cosines near 1) over these 128 positions.
+# over these 128 positions: the last sine stays below 0.02, the last cosine above 0.9998.
 
 # %%
 big = posenc.positional_encoding(128, 64)
+assert np.abs(big[:, -2]).max() < 0.02 and big[:, -1].min() > 0.9998
 fig, ax = plt.subplots(figsize=(9, 5))
 image = ax.imshow(big, cmap="RdBu", aspect="auto", vmin=-1, vmax=1)
 ax.set_xlabel("column (2i: sine, 2i + 1: cosine)")

@@ -4,10 +4,13 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/02_pytorch.ipynb)
 #
 # We build the sinusoidal table of the Transformer out of plain tensor operations, one
-# step at a time, and hold every intermediate result up against the `posenc` package.
-# Then we wrap the steps in a small `nn.Module` of our own, and finally use
-# `posenc.torch.PositionalEncoding` the way a model does: added to a batch of token
-# embeddings, on whichever device is available.
+# step at a time, and hold every intermediate result up against the `posenc` package. We
+# follow a lecture: an English Jupyter notebook in PyTorch that walks the steps at
+# `d_model = 64` for 10 positions, printing each intermediate tensor, then packs them into
+# an `nn.Module` whose `forward()` takes no input and prints the 10 × 6 table at four
+# decimals. After that we write the module a model actually uses (it adds the table to the
+# embeddings), see why models scale their embeddings first, and finally use
+# `posenc.torch.PositionalEncoding` the way a model does, on whichever device is available.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -19,8 +22,8 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # Tensors stay in torch's default float32, as in the lecture. `posenc` forms its angles in
 # float64 and rounds once at the end, so at these small positions the two routes differ
-# by about 1e-7: `ATOL` is the tolerance for comparing them. Figures are drawn inline
-# whatever matplotlib backend the environment asks for.
+# by a few parts in $10^7$ (measured below): `ATOL` is the tolerance for comparing them.
+# Figures are drawn inline whatever matplotlib backend the environment asks for.
 
 # %%
 # %matplotlib inline
@@ -64,25 +67,26 @@ print(tuple(even_cols.shape), even_cols[:4].numpy(), "...")
 print(tuple(odd_cols.shape), odd_cols[:4].numpy(), "...")
 
 # %% [markdown]
-# One denominator per column, from each set of indices (a Python number raised to a
+# One denominator for each index of each set (a Python number raised to a
 # float32 tensor stays float32). The first six should match what the lecture printed, to
 # its five significant figures, and all 32 should match `posenc.denominators`.
 
 # %%
 den_even = 10000 ** (even_cols / d_model)
 den_odd = 10000 ** ((odd_cols - 1) / d_model)
-print(tuple(den_even.shape), den_even.dtype)
-print(den_even[:6].numpy().round(4))
-print("even and odd denominators identical:", torch.equal(den_even, den_odd))
+print(tuple(den_even.shape), den_even[:6].numpy().round(4))
+
+assert den_even.dtype == torch.float32
+assert torch.equal(den_even, den_odd)
 
 LECTURE_DEN_HEAD = np.array([1.0, 1.3335, 1.7783, 2.3714, 3.1623, 4.2170])
 np.testing.assert_allclose(den_even[:6].numpy(), LECTURE_DEN_HEAD, rtol=0, atol=5e-5)
 torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominators(d_model)), rtol=1e-6, atol=0)
 
 # %% [markdown]
-# So one vector of 32 denominators serves both the sines and the cosines. (The lecture
-# stored its odd-index result under the even name by mistake; since the two are equal,
-# nothing downstream changed.)
+# The even and odd denominators are identical, so one vector of 32 serves both the sines
+# and the cosines. (The lecture stored its odd-index result under the even name by
+# mistake; since the two are equal, nothing downstream changed.)
 #
 # Positions form a column, `(length, 1)`, so that dividing by the `(32,)` denominators
 # broadcasts into a `(length, 32)` grid of angles: one row per position, one column per
@@ -118,9 +122,9 @@ pairs = torch.stack([sin_part, cos_part], dim=2)
 pe64 = torch.flatten(pairs, start_dim=1, end_dim=2)
 print(tuple(pairs.shape), "->", tuple(pe64.shape))
 print("row 1, first six columns:", pe64[1, :6].numpy().round(4))
-print("even columns are the sines:", torch.equal(pe64[:, 0::2], sin_part))
-print("odd columns are the cosines:", torch.equal(pe64[:, 1::2], cos_part))
+print(f"largest difference from posenc: {(pe64 - posenc.torch.positional_encoding(length, d_model)).abs().max():.1e}")
 
+assert torch.equal(pe64[:, 0::2], sin_part) and torch.equal(pe64[:, 1::2], cos_part)
 np.testing.assert_array_equal(posenc.interleave(sin_part.numpy(), cos_part.numpy()), pe64.numpy())
 torch.testing.assert_close(pe64, posenc.torch.positional_encoding(length, d_model), rtol=0, atol=ATOL)
 
@@ -131,7 +135,9 @@ torch.testing.assert_close(pe64, posenc.torch.positional_encoding(length, d_mode
 
 # %%
 concatenated = torch.cat([sin_part, cos_part], dim=1)
-print(tuple(concatenated.shape), "same as interleaved:", torch.equal(concatenated, pe64))
+print(tuple(concatenated.shape))
+assert not torch.equal(concatenated, pe64)
+assert torch.equal(concatenated.sort(dim=1).values, pe64.sort(dim=1).values)  # same entries per row
 torch.testing.assert_close(
     concatenated, posenc.torch.positional_encoding(length, d_model, layout="sin_cos"), rtol=0, atol=ATOL
 )
@@ -139,10 +145,11 @@ torch.testing.assert_close(
 # %% [markdown]
 # Ten rows are a thin picture, so here is the same 64-wide table for 100 positions. The
 # left columns oscillate fast down the positions; further right the wavelengths grow
-# geometrically, until the sines sit near 0 and the cosines near 1.
+# geometrically, until the last sine stays below 0.02 and the last cosine above 0.9999.
 
 # %%
 big = posenc.torch.positional_encoding(100, d_model)
+assert big[:, -2].abs().max() < 0.02 and big[:, -1].min() > 0.9999
 fig, ax = plt.subplots(figsize=(9, 4))
 image = ax.imshow(big.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
 ax.set_xlabel("column")
@@ -155,10 +162,19 @@ plt.show()
 # ## Our own module
 #
 # The same steps fit in one `forward()`. Like the lecture's class, this module has no
-# input: it returns the `(max_sequence_length, d_model)` table. It assumes an even
-# `d_model`; an odd one would come out one column too wide.
+# input: it returns the `(max_sequence_length, d_model)` table.
+#
+# The lecture's class assumes an even `d_model`. With an odd one, `arange(0, d_model, 2)`
+# still starts a pair at the last column, and every pair brings a sine *and* a cosine:
+# `d_model = 7` gives 4 pairs, 8 columns. The formula wants 7: its last column, $2i = 6$, is a
+# sine, and the cosine that would follow it does not exist. Our module drops that extra
+# cosine with one slice.
 
 # %%
+pair_starts = torch.arange(0, 7, 2)  # the lecture's pairs at d_model = 7
+assert len(pair_starts) == 4 and 2 * len(pair_starts) == 8
+
+
 class SinusoidalTable(nn.Module):
     """forward() -> (max_sequence_length, d_model) table, computed in float32 like the lecture."""
 
@@ -171,14 +187,20 @@ class SinusoidalTable(nn.Module):
         den = 10000 ** (torch.arange(0, self.d_model, 2, dtype=torch.float32) / self.d_model)
         pos = torch.arange(self.max_sequence_length, dtype=torch.float32)[:, None]
         angle = pos / den
-        # (length, d/2, 2) -> (length, d): each cosine lands right after its sine
-        return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(start_dim=-2)
+        # (length, pairs, 2) -> (length, 2 * pairs): each cosine lands right after its sine
+        table = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(start_dim=-2)
+        return table[:, : self.d_model]  # an odd d_model: drop the last pair's cosine
 
 
-print("reproduces the d_model=64 walk:", torch.equal(SinusoidalTable(64, 10)(), pe64))
+assert torch.equal(SinusoidalTable(64, 10)(), pe64)  # the d_model = 64 walk
+table7 = SinusoidalTable(7, 10)()
+assert table7.shape == (10, 7)
+torch.testing.assert_close(table7, posenc.torch.positional_encoding(10, 7), rtol=0, atol=ATOL)
 
 # %% [markdown]
-# The table the lecture printed used `d_model=6` and ten positions:
+# It reproduces the `d_model = 64` walk above exactly, and at `d_model = 7` it gives the
+# seven columns `posenc` gives. The table the lecture printed used `d_model=6` and ten
+# positions:
 
 # %%
 table6 = SinusoidalTable(d_model=6, max_sequence_length=10)()
@@ -213,16 +235,14 @@ np.testing.assert_allclose(table6.numpy(), LECTURE_TABLE_10x6, rtol=0, atol=5e-5
 den6 = 10000 ** (torch.arange(0, 6, 2, dtype=torch.float32) / 6)
 int_pos = torch.arange(10).reshape(10, 1)
 print(int_pos.dtype, "/", den6.dtype, "->", (int_pos / den6).dtype)
-print("same angles as float positions:", torch.equal(int_pos / den6, int_pos.float() / den6))
+assert torch.equal(int_pos / den6, int_pos.float() / den6)
 
 # %% [markdown]
-# `posenc.torch` gives the same table, both from the function and as the buffer `pe`
-# kept by its module:
+# `posenc.torch.positional_encoding` gives the same table:
 
 # %%
+print(f"largest difference: {(table6 - posenc.torch.positional_encoding(10, 6)).abs().max():.1e}")
 torch.testing.assert_close(table6, posenc.torch.positional_encoding(10, 6), rtol=0, atol=ATOL)
-torch.testing.assert_close(table6, posenc.torch.PositionalEncoding(6, max_len=10).pe, rtol=0, atol=ATOL)
-print("within", ATOL, "of posenc:", bool((table6 - posenc.torch.positional_encoding(10, 6)).abs().max() < ATOL))
 
 # %% [markdown]
 # Each column is one sinusoid along the positions. Here are the sines of every fourth
@@ -231,6 +251,8 @@ print("within", ATOL, "of posenc:", bool((table6 - posenc.torch.positional_encod
 # to about 200. The table only samples whole positions, which is why column 0 looks jagged.
 
 # %%
+assert round(10000 ** (8 / 64), 1) == 3.2 and round(2 * np.pi, 1) == 6.3
+assert round(2 * np.pi * 10000 ** (24 / 64), -1) == 200
 wide = SinusoidalTable(d_model=64, max_sequence_length=100)()
 fig, ax = plt.subplots(figsize=(9, 3.5))
 for col in (0, 8, 16, 24):
@@ -243,18 +265,82 @@ plt.show()
 # %% [markdown]
 # ## In a model
 #
-# In a Transformer the table is added to the token embeddings before the first layer.
-# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` does that for
-# batch-first input `(batch, seq, d_model)`: it returns `dropout(x + PE[:seq])`. (The
-# Annotated Transformer also multiplies the embeddings by $\sqrt{d_{\mathrm{model}}}$ first;
-# that belongs to the model, not to the encoding.)
+# In a Transformer the table is added to the token embeddings before the first layer. The
+# lecture's module returns only the table; the module models use (the Annotated
+# Transformer's, PyTorch's examples') takes the embeddings `x` of shape
+# `(batch, seq, d_model)` and returns `dropout(x + PE[:seq])`. It computes the table once,
+# for a longest length `max_len`, and keeps it as a *buffer*: a tensor that belongs to the
+# module, moves with `.to(device)`, and is not a trained parameter. By hand:
+
+# %%
+class AddPositions(nn.Module):
+    """forward(x): x of shape (batch, seq, d_model) -> dropout(x + PE[:seq]), same shape."""
+
+    def __init__(self, d_model, max_len=5000, dropout=0.1):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        # persistent=False: the table is rebuilt from d_model, so checkpoints need not store it
+        self.register_buffer("pe", SinusoidalTable(d_model, max_len)(), persistent=False)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.shape[1]])
+
+
+ours = AddPositions(16, max_len=50).eval()
+x_check = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(0))
+with torch.no_grad():
+    torch.testing.assert_close(ours(x_check) - x_check, posenc.torch.positional_encoding(7, 16).expand(2, 7, 16))
+print([name for name, _ in ours.named_buffers()], tuple(ours.pe.shape))
+
+# %% [markdown]
+# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` is this module, packaged:
+# for the same input it returns the same output, up to the float32 rounding of our table.
+
+# %%
+packaged = posenc.torch.PositionalEncoding(16, max_len=50, dropout=0.1).eval()
+with torch.no_grad():
+    print(f"largest difference: {(ours(x_check) - packaged(x_check)).abs().max():.1e}")
+    torch.testing.assert_close(ours(x_check), packaged(x_check), rtol=0, atol=ATOL)
+
+# %% [markdown]
+# ### Why models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$
+#
+# The paper, and the Annotated Transformer after it, multiply the token embeddings by
+# $\sqrt{d_{\mathrm{model}}}$ before adding the table. The reason is size. Each row of the
+# table is $d_{\mathrm{model}}/2$ pairs with $\sin^2 + \cos^2 = 1$, so every row has norm
+# $\sqrt{d_{\mathrm{model}}/2}$: 16 at $d_{\mathrm{model}} = 512$. Embedding entries are
+# usually of size about $1/\sqrt{d_{\mathrm{model}}}$ (fairseq initialises them so; the paper
+# shares the embedding with the output layer, whose scores should stay of order one), so an
+# embedding row has norm about 1. Added as they are, the positions would outweigh the token
+# sixteen to one. Times $\sqrt{d_{\mathrm{model}}}$, an embedding row has norm about
+# $\sqrt{512} \approx 22.6$, the same order as the table's 16.
+
+# %%
+d_big = 512
+torch.manual_seed(0)
+token_table = nn.Embedding(1000, d_big)
+nn.init.normal_(token_table.weight, std=d_big**-0.5)
+with torch.no_grad():
+    embedding_norms = token_table.weight.norm(dim=1)
+    scaled_norms = (token_table.weight * d_big**0.5).norm(dim=1)
+table_norms = posenc.torch.positional_encoding(1000, d_big).norm(dim=1)
+print(f"embedding rows: norm {embedding_norms.mean():.2f} on average, times sqrt(512): {scaled_norms.mean():.1f}")
+print(f"table rows against unscaled embeddings: {(table_norms / embedding_norms).mean():.0f} to 1")
+
+torch.testing.assert_close(table_norms, torch.full((1000,), (d_big / 2) ** 0.5), rtol=1e-6, atol=0)
+assert abs(embedding_norms.mean() - 1) < 0.02 and abs(scaled_norms.mean() - 22.6) < 0.5
+
+# %% [markdown]
+# ### A toy model
 #
 # The code runs unchanged on a GPU: pick the device once and move the model and the data
 # to it. Nothing printed below depends on which device was chosen.
 #
-# A toy model: an embedding over a 20-token vocabulary, 16 wide, followed by the
-# positional encoding. Seeding before building it fixes the embedding weights; they are
-# created on the CPU and then moved, so they are the same on every device.
+# An embedding over a 20-token vocabulary, 16 wide, followed by the positional encoding
+# (this toy skips the scaling: PyTorch draws embedding entries with standard deviation 1, rows of
+# norm about 4 against the table's $\sqrt{8} \approx 2.8$). Seeding before building it fixes
+# the embedding weights; they are created on the CPU and then moved, so they are the same
+# on every device.
 
 # %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -267,6 +353,7 @@ model = nn.Sequential(
 ).to(device)
 embed, add_positions = model[0], model[1]
 model.eval()
+assert abs(embed.weight.norm(dim=1).mean() - 4) < 0.5 and round(8**0.5, 1) == 2.8
 
 # %% [markdown]
 # A batch of two sequences of seven token ids, drawn from a seeded CPU generator for the
@@ -292,8 +379,9 @@ torch.testing.assert_close(y - x, table.expand_as(x), rtol=0, atol=ATOL)
 print((y - x)[0, :4, :6].cpu().numpy().round(4))
 
 # %% [markdown]
-# In training mode dropout zeroes about a tenth of the entries and scales the rest by
-# $1/0.9$, so that the expected value stays the same. Eval mode gives the plain sum back.
+# In training mode dropout zeroes each entry with probability 0.1 (here 18 of the 224) and
+# scales the rest by $1/0.9$, so that the expected value stays the same. Eval mode gives
+# the plain sum back.
 
 # %%
 model.train()
@@ -302,10 +390,10 @@ with torch.no_grad():
     y_train = model(tokens)
 model.eval()
 kept = y_train != 0
+assert int((~kept).sum()) == 18 and kept.numel() == 224
 torch.testing.assert_close(y_train[kept], y[kept] / 0.9, rtol=1e-6, atol=1e-6)
-print("training output differs:", not torch.equal(y_train, y))
 with torch.no_grad():
-    print("eval output restored:", torch.equal(model(tokens), y))
+    assert torch.equal(model(tokens), y)
 
 # %% [markdown]
 # ### The table is a buffer, not a weight
@@ -319,11 +407,12 @@ with torch.no_grad():
 print("buffers:", [name for name, _ in model.named_buffers()])
 print("parameters:", [name for name, _ in model.named_parameters()])
 print("state_dict:", list(model.state_dict()))
-print("table on the model's device:", add_positions.pe.device == embed.weight.device)
 print("table shape:", tuple(add_positions.pe.shape))
+assert add_positions.pe.device == embed.weight.device
 
 fresh = nn.Sequential(nn.Embedding(vocab_size, width), posenc.torch.PositionalEncoding(width, max_len=5000))
-print(fresh.load_state_dict(model.state_dict()))
+loaded = fresh.load_state_dict(model.state_dict())
+assert loaded.missing_keys == loaded.unexpected_keys == []
 
 # %% [markdown]
 # ### Longer than max_len
@@ -337,6 +426,7 @@ with torch.no_grad():
     x_long = embed(long_tokens)
     y_long = model(long_tokens)
 print("output", tuple(y_long.shape), " max_len was", max_len, "now", add_positions.max_len)
+assert add_positions.max_len == 80 and add_positions.pe.device == embed.weight.device
 long_table = posenc.torch.positional_encoding(80, width, device=device)
 torch.testing.assert_close(y_long - x_long, long_table.expand_as(x_long), rtol=0, atol=ATOL)
 print("still out of state_dict:", list(model.state_dict()))
@@ -348,7 +438,11 @@ print("still out of state_dict:", list(model.state_dict()))
 #   positions `(10, 1)`; sines and cosines `(10, 32)`; stacked `(10, 32, 2)`; flattened
 #   `(10, 64)`. Each stage matches `posenc` to 1e-6.
 # - Our `SinusoidalTable` reproduces the lecture's printed `(10, 6)` table at its four
-#   decimals and equals `posenc.torch.positional_encoding(10, 6)` to 1e-6.
-# - `posenc.torch.PositionalEncoding` adds that table to batch-first embeddings. Its
+#   decimals and equals `posenc.torch.positional_encoding(10, 6)` to 1e-6. Unlike the
+#   lecture's class it gives an odd `d_model` its width (7 columns, not 8).
+# - `AddPositions`, the usual module written by hand, returns `dropout(x + PE[:seq])` from a
+#   buffer; models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$ first, so that they
+#   are not drowned by the table's rows of norm $\sqrt{d_{\mathrm{model}}/2}$.
+# - `posenc.torch.PositionalEncoding` does the same as `AddPositions`. Its
 #   table is a non-persistent buffer that moves with `.to(device)` and stays out of
 #   checkpoints, and it grows when a sequence is longer than `max_len`.

@@ -3,11 +3,20 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/03_tensorflow.ipynb)
 #
-# Three lecture routes to the sinusoidal table, rebuilt with TensorFlow 2 ops (eager, no
-# `tf.Session`): a batch-aware function that adds the table to its input, a table built
-# column by column, and the exp/log route of the Annotated Transformer. Each one is
-# checked against the numbers its lecture printed and against `posenc`. At the end
-# `posenc.tensorflow.PositionalEncoding` goes into a small Keras 3 model.
+# Three lectures' routes to the sinusoidal table, rebuilt with TensorFlow 2 ops (eager, no
+# `tf.Session`):
+#
+# 1. a Portuguese Colab notebook (from a product-classification project) with a TensorFlow
+#    function that adds the table to its input; it prints a random `(2, 5, 2)` sample and
+#    the sum;
+# 2. Chinese notes in NumPy, with a TensorFlow cast at the end, that build a width-16 table
+#    column by column and print a grid of `True` from a tolerance check;
+# 3. an English blog tutorial whose TensorFlow 1 class builds the Annotated Transformer's
+#    exp/log table in NumPy and prints its `(1, 20, 200)` summary through a `tf.Session`.
+#
+# Each one is checked against the numbers its lecture printed and against `posenc`. At the
+# end we write the Keras layer of TensorFlow's own Transformer tutorial by hand, then use
+# `posenc.tensorflow.PositionalEncoding` in a small Keras 3 model.
 #
 # The formula from the paper: at position $pos$, column $2i$ holds a sine and column
 # $2i + 1$ a cosine of the same angle,
@@ -53,7 +62,7 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## 1. A batch-aware function: positions by a running sum
 #
-# The first lecture writes a function that takes embeddings `x` of shape
+# The Portuguese notebook writes a function that takes embeddings `x` of shape
 # `(batch, seq, d_model)` and returns `x` plus the table. It needs no length argument:
 # a running sum of ones along the sequence axis, minus one, numbers the positions from 0
 # in every row of the batch.
@@ -81,8 +90,7 @@ def add_cos_sin_encoding(x, base=10000.0):
 # %% [markdown]
 # The lecture ran its function on a random sample of shape `(2, 5, 2)`. An unseeded
 # `tf.random.uniform` will not give those numbers again, so the printed sample and the
-# printed result are copied here as constants. NumPy printed each float32 with the
-# shortest digits that identify it, so these are the lecture's exact numbers.
+# printed result are copied here as constants.
 
 # %%
 lecture_sample = np.array([
@@ -100,17 +108,83 @@ lecture_output = np.array([
 ], dtype=np.float32)
 
 # %% [markdown]
-# With `d_model = 2` there is one frequency, $\omega_0 = 1$: column 0 gets $\cos(pos)$
-# and column 1 gets $\sin(pos)$, so row 0 of the output is the sample plus `(1, 0)`.
-# Our reproduction agrees with the printed output to one unit in the last place of a
-# float32 (one sine rounded the other way on a different CPU).
+# How exact are those constants? NumPy printed at most 8 decimals. From 0.125 up,
+# neighbouring float32 values are more than $10^{-8}$ apart, so 8 decimals name exactly one
+# float32. Below 0.125 they need not: several float32 values can print the same digits,
+# and a constant is then only the one nearest to the print. Four of the 40 printed numbers
+# are that small:
 
 # %%
+def printed(value):
+    """A float32 at the lecture's print settings: 8 decimals."""
+    return f"{float(value):.8f}"
+
+
+def same_print_count(value):
+    """How many float32 values print the same 8 decimals as `value`."""
+    steps = np.arange(-50, 51, dtype=np.int32)
+    neighbours = (np.float32(value).view(np.int32) + steps).view(np.float32)
+    return sum(printed(n) == printed(value) for n in neighbours)
+
+
+for value in np.concatenate([lecture_sample.ravel(), lecture_output.ravel()]):
+    if same_print_count(value) > 1:
+        print(f"{printed(value):>12} is printed by {same_print_count(value):2d} float32 values")
+
+assert np.spacing(np.float32(0.125)) > 1e-8 > np.spacing(np.float32(0.1249))
+every_value = np.concatenate([lecture_sample.ravel(), lecture_output.ravel()])
+assert all(same_print_count(v) == 1 for v in every_value if abs(v) >= 0.125)
+assert sum(same_print_count(v) > 1 for v in every_value) == sum(abs(every_value) < 0.125) == 4
+
+# %% [markdown]
+# With `d_model = 2` there is one frequency, $\omega_0 = 1$: column 0 gets $\cos(pos)$
+# and column 1 gets $\sin(pos)$, so row 0 of the output is the sample plus `(1, 0)`.
+# Our reproduction, printed the lecture's way, differs from its print in one entry:
+# batch 1, position 1, column 1, the sine. There $0.40101182 + \sin 1$ comes out
+# 1.2424828 here and 1.2424829 in the lecture. A float32 sine of 1 one step higher in the
+# lecture's run (0.841471 instead of 0.84147096) gives its number, and leaves the other
+# sum with $\sin 1$, 1.4347141, as both print it. Compared as float32 numbers, two more
+# entries are one unit in the last place (ulp) apart: cosines, in column 0, at batch 0
+# position 3 and batch 1 position 2. Both are below 0.125, so the print cannot tell them
+# apart, and ours prints the same digits.
+
+# %%
+def ulps_apart(a, b):
+    """How many float32 values lie between a and b (same signs), entry by entry."""
+    as_int = lambda x: np.asarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+    return np.abs(as_int(a) - as_int(b))
+
+
 ours = add_cos_sin_encoding(tf.constant(lecture_sample)).numpy()
-print(ours.shape)
-print(ours[0])
-ulps = np.testing.assert_array_max_ulp(ours, lecture_output, maxulp=1)
-print("largest difference in float32 ulps:", int(ulps.max()))
+print("batch 1, position 1, column 1:", printed(ours[1, 1, 1]), "here,",
+      printed(lecture_output[1, 1, 1]), "in the lecture")
+differs = ulps_apart(ours, lecture_output)
+
+assert np.array_equal(ours[:, 0], lecture_sample[:, 0] + [1, 0])
+printed_differently = [i for i in np.ndindex(ours.shape) if printed(ours[i]) != printed(lecture_output[i])]
+assert printed_differently == [(1, 1, 1)] and differs.max() == 1
+assert [tuple(i) for i in np.argwhere(differs)] == [(0, 3, 0), (1, 1, 1), (1, 2, 0)]
+sine_of_1 = np.float32(np.sin(1.0))
+one_step_up = np.nextafter(sine_of_1, np.float32(2))
+assert lecture_sample[1, 1, 1] + one_step_up == lecture_output[1, 1, 1]
+assert lecture_sample[0, 1, 1] + one_step_up == lecture_output[0, 1, 1] == lecture_sample[0, 1, 1] + sine_of_1
+
+# %% [markdown]
+# Which entries are rounded the other way depends even on the shape of the tensor. TensorFlow's
+# float32 cosine of 2 is correctly rounded when the five positions form a tensor of their
+# own, and one ulp off inside the `(2, 5, 1)` tensor of angles the function builds: the
+# same number, a different result, only because of the tensor's shape. The lecture's run
+# was off in the same place: at batch 0, position 2, its print matches ours, not the sum
+# with the correctly rounded cosine.
+
+# %%
+five = tf.range(5, dtype=tf.float32)
+in_the_batch = tf.tile(five[None, :, None], (2, 1, 1))
+correctly_rounded = np.cos(np.arange(5.0)).astype(np.float32)
+assert ulps_apart(tf.cos(five).numpy(), correctly_rounded).max() == 0
+assert ulps_apart(tf.cos(in_the_batch).numpy()[:, :, 0], correctly_rounded)[:, 2].tolist() == [1, 1]
+with_correct_cosine = lecture_sample[0, 2, 0] + correctly_rounded[2]
+assert printed(ours[0, 2, 0]) == printed(lecture_output[0, 2, 0]) != printed(with_correct_cosine)
 
 # %% [markdown]
 # ### The docstring and the table disagree
@@ -153,9 +227,7 @@ np.testing.assert_allclose(cos_sin[:, to_paper], paper, atol=1e-6)
 cos_sin[:, to_paper]
 
 # %% [markdown]
-# Picking columns is multiplying by a permutation matrix, so the linear layer that
-# follows the encoding in a model can absorb it: trained with either layout, a model
-# learns the same thing. The mistake is in the docstring, not in the model.
+# Picking columns is multiplying by a permutation matrix:
 
 # %%
 permutation = np.eye(d_model, dtype=np.float32)[:, to_paper]
@@ -163,12 +235,63 @@ np.testing.assert_allclose(cos_sin @ permutation, paper, atol=1e-6)
 print(permutation.astype(int))
 
 # %% [markdown]
+# Does that make the layout a matter of taste for a model? Not through one layer. The
+# table is added to the embeddings, and the sum travels through the whole network in the
+# *residual stream*: each block reads the stream (through a norm and a linear layer) and
+# adds its output back into it. A model built for one layout becomes the very same model
+# for the other when the permutation is applied to everything that touches the stream:
+# the embedding's columns, each norm's gain and bias, the rows of every matrix that reads
+# the stream and the columns of every matrix that writes to it. Permuting only the first
+# linear layer is not enough. A tiny model in NumPy (one residual block, then a norm and a
+# head) shows both.
+
+# %%
+def layer_norm(x, gain, bias):
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-5) * gain + bias
+
+
+def tiny_model(token_ids, table, w):
+    """Logits (seq, 3): embedding + table, one residual block, a final norm and a head."""
+    stream = w["embedding"][token_ids] + table[: len(token_ids)]
+    stream = stream + np.maximum(layer_norm(stream, w["gain1"], w["bias1"]) @ w["read"], 0) @ w["write"]
+    return layer_norm(stream, w["gain2"], w["bias2"]) @ w["head"]
+
+
+rng = np.random.default_rng(0)
+shapes = {"embedding": (11, d_model), "gain1": (d_model,), "bias1": (d_model,), "read": (d_model, 32),
+          "write": (32, d_model), "gain2": (d_model,), "bias2": (d_model,), "head": (d_model, 3)}
+weights = {name: rng.normal(size=shape) for name, shape in shapes.items()}
+token_ids = rng.integers(0, 11, size=length)
+
+# The cos|sin stream s' holds the paper's stream s as s'[:, to_paper] = s.
+moved = np.argsort(to_paper)
+ported = {"embedding": weights["embedding"][:, moved], "read": weights["read"][moved],
+          "write": weights["write"][:, moved], "head": weights["head"][moved],
+          **{name: weights[name][moved] for name in ["gain1", "bias1", "gain2", "bias2"]}}
+only_read = {**weights, "read": weights["read"][moved]}
+
+paper_logits = tiny_model(token_ids, paper, weights)
+ported_gap = np.abs(tiny_model(token_ids, lecture_layout, ported) - paper_logits).max()
+one_layer_gap = np.abs(tiny_model(token_ids, lecture_layout, only_read) - paper_logits).max()
+print(f"every stream weight permuted: logits differ by {ported_gap:.1e}")
+print(f"only the first linear layer:  logits differ by {one_layer_gap:.1e}")
+
+assert np.array_equal(lecture_layout[:, to_paper], paper)
+assert ported_gap < 1e-12 and one_layer_gap > 0.1
+
+# %% [markdown]
+# So the lecture's cos|sin function is a fine encoding in its own right: a model trained
+# with it is a permuted copy of one trained with the paper's table. The mistake is in the
+# docstring.
+
+# %% [markdown]
 # ## 2. Column by column: a rate for `j // 2`
 #
-# The second lecture gives every column $j$ its own angle rate,
+# The Chinese notes give every column $j$ its own angle rate,
 # $10000^{-2\lfloor j/2 \rfloor / d_{model}}$, so columns `2i` and `2i + 1` share one.
-# Then it takes the sine of the even columns and the cosine of the odd ones. Its sizes:
-# 10 positions, `d_model = 16`.
+# Then they take the sine of the even columns and the cosine of the odd ones. Their
+# sizes: 10 positions, `d_model = 16`.
 
 # %%
 max_seq_len, d_model = 10, 16
@@ -179,29 +302,37 @@ np.testing.assert_allclose(rates[0::2], posenc.frequencies(d_model), rtol=1e-6)
 rates.numpy()
 
 # %% [markdown]
-# The lecture fills the even and the odd columns of a NumPy array by strided assignment.
+# The notes fill the even and the odd columns of a NumPy array by strided assignment.
 # TensorFlow tensors cannot be assigned to, so we take both functions of the whole
-# `(10, 16)` grid of angles and let `tf.where` pick by column parity.
+# `(10, 16)` grid of angles and let `tf.where` pick by column parity. As a function, so
+# that section 3 can run it at another size:
 
 # %%
-angle_grid = tf.range(max_seq_len, dtype=tf.float32)[:, None] * rates[None, :]
-table_003 = tf.where(column % 2 == 0, tf.sin(angle_grid), tf.cos(angle_grid))
-print(tuple(table_003.shape), table_003.dtype.name)
-table_003.numpy()[:4]
+def column_parity_table(max_seq_len, d_model):
+    """(max_seq_len, d_model) float32: sin where the column is even, cos where it is odd."""
+    column = tf.range(d_model)
+    rates = tf.pow(10000.0, -tf.cast(2 * (column // 2), tf.float32) / d_model)
+    angle_grid = tf.range(max_seq_len, dtype=tf.float32)[:, None] * rates[None, :]
+    return tf.where(column % 2 == 0, tf.sin(angle_grid), tf.cos(angle_grid))
+
+
+parity_table = column_parity_table(max_seq_len, d_model)
+print(tuple(parity_table.shape), parity_table.dtype.name)
+parity_table.numpy()[:4]
 
 # %% [markdown]
-# The lecture checked its table with a tolerance of `1e-3`. Against `posenc` (angles in
+# The notes checked their table with a tolerance of `1e-3`. Against `posenc` (angles in
 # float64, one rounding at the end) this float32 route is much closer than that:
 
 # %%
-diff_003 = np.abs(table_003.numpy() - posenc.positional_encoding(max_seq_len, d_model)).max()
-print(f"max abs diff: {diff_003:.1e}")
-assert diff_003 < 1e-6
+parity_error = np.abs(parity_table.numpy() - posenc.positional_encoding(max_seq_len, d_model)).max()
+print(f"largest difference: {parity_error:.1e}")
+assert parity_error < 1e-6
 
 # %% [markdown]
 # ## 3. The exp/log route, in TensorFlow 2
 #
-# The third lecture follows the Annotated Transformer and writes the frequencies
+# The English blog tutorial follows the Annotated Transformer and writes the frequencies
 # through `exp` and `log`, the same numbers as the power:
 #
 # $$
@@ -211,13 +342,23 @@ assert diff_003 < 1e-6
 # It built the table in NumPy and printed it through a TF 1 `tf.Session`. In TF 2 the
 # ops run eagerly and `.numpy()` reads the result. Its sizes: 20 positions,
 # `d_model = 200`, and a leading batch axis of 1.
+#
+# One thing not to copy: the tutorial calls its class a layer, and its `call` receives
+# the inputs, but `call` never adds the table to them. It builds the table and returns it
+# alone, whatever the inputs hold. A layer that encodes positions returns `x + PE`, as the
+# function of section 1 does (and section 4's layers).
 
 # %%
-def exp_log_table(max_len, d_model):
-    """(1, max_len, d_model) float32 table, sines at even columns, cosines at odd."""
+def exp_log_angles(max_len, d_model):
+    """(max_len, d_model / 2) float32 angles pos * exp(-2i ln(10000) / d_model)."""
     position = tf.range(max_len, dtype=tf.float32)[:, None]
     div_term = tf.exp(tf.range(0, d_model, 2, dtype=tf.float32) * -(math.log(10000.0) / d_model))
-    angles = position * div_term  # (max_len, d_model / 2)
+    return position * div_term
+
+
+def exp_log_table(max_len, d_model):
+    """(1, max_len, d_model) float32 table, sines at even columns, cosines at odd."""
+    angles = exp_log_angles(max_len, d_model)
     # a new last axis of (sin, cos), merged away, alternates sin, cos, sin, cos, ...
     table = tf.reshape(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1), (max_len, d_model))
     return table[tf.newaxis]
@@ -229,10 +370,10 @@ def exp_log_table(max_len, d_model):
 # same way:
 
 # %%
-table_004 = exp_log_table(20, 200).numpy()
-print(table_004.shape)
+exp_log_20x200 = exp_log_table(20, 200).numpy()
+print(exp_log_20x200.shape)
 rows = cols = [0, 1, 2, -3, -2, -1]
-corners = table_004[0][np.ix_(rows, cols)]
+corners = exp_log_20x200[0][np.ix_(rows, cols)]
 corners
 
 # %% [markdown]
@@ -248,43 +389,131 @@ lecture_corners = np.array([
     [-0.751, 0.6603, -0.6505, 1.0, 0.002, 1.0],
     [0.1499, 0.9887, -0.9988, 1.0, 0.0021, 1.0],
 ])
-print(f"max abs diff: {np.abs(corners - lecture_corners).max():.1e}")
+print(f"largest difference: {np.abs(corners - lecture_corners).max():.1e}")
 assert np.abs(corners - lecture_corners).max() <= 0.5e-4
 
 # %% [markdown]
-# And the whole table matches `posenc`. The float32 `exp` carries a rounding of its own
-# into the frequencies, hence a slightly larger difference than in section 2:
+# And the whole table matches `posenc`, though about ten times less closely than
+# section 2's table. Is the float32 `exp` to blame? No: section 2's power route, run at
+# this size, is off by about as much.
 
 # %%
-diff_004 = np.abs(table_004[0] - posenc.positional_encoding(20, 200)).max()
-print(f"max abs diff: {diff_004:.1e}")
-assert diff_004 < 1e-5
+reference = posenc.positional_encoding(20, 200)
+exp_log_error = np.abs(exp_log_20x200[0] - reference).max()
+power_error = np.abs(column_parity_table(20, 200).numpy() - reference).max()
+print(f"exp/log route: {exp_log_error:.1e}   power route: {power_error:.1e}   (section 2: {parity_error:.1e})")
+assert exp_log_error < 2e-6 and 0.5 < exp_log_error / power_error < 2 and exp_log_error > 5 * parity_error
+
+# %% [markdown]
+# The cause is the size of the angles. At `d_model = 200` the second frequency is
+# $10000^{-2/200} \approx 0.912$, so by position 19 the angle has grown to 17.3, and float32
+# values near 17 are $1.9 \times 10^{-6}$ apart. Rounding $pos \cdot \omega_i$ (and
+# $\omega_i$ itself) to float32 moves such an angle by up to about $10^{-6}$, and its sine and
+# cosine move with it. In section 2, with 10 positions and $\omega_1 \approx 0.316$ at
+# `d_model = 16`, every angle that is not a whole number stays below 2.9. The evidence:
+# the float32 angles are off by about $10^{-6}$; taking sine and cosine of those same angles
+# exactly (in float64) leaves the whole error; TensorFlow's float32 `sin` and `cos` add
+# less than $10^{-7}$; and the largest error sits in the last row.
+
+# %%
+float32_angles = exp_log_angles(20, 200).numpy()
+angle_error = np.abs(float32_angles - posenc.angles(np.arange(20), 200)).max()
+float64_angles = float32_angles.astype(np.float64)  # the same numbers, no rounding
+exact_functions = posenc.interleave(np.sin(float64_angles), np.cos(float64_angles))
+exact_functions_error = np.abs(exact_functions - reference).max()
+tf_functions_error = np.abs(exp_log_20x200[0] - exact_functions.astype(np.float32)).max()
+worst_row = np.unravel_index(np.abs(exp_log_20x200[0] - reference).argmax(), reference.shape)[0]
+print(f"angles: {angle_error:.1e}   sin/cos exact on them: {exact_functions_error:.1e}   "
+      f"TF's own sin/cos: {tf_functions_error:.1e}   worst row: {worst_row}")
+
+assert round(10000 ** (-2 / 200), 3) == 0.912 and round(19 * 10000 ** (-2 / 200), 1) == 17.3
+assert round(float(np.spacing(np.float32(17.3))), 7) == 1.9e-6 and 9 * 10000 ** (-2 / 16) < 2.9
+assert 0.5e-6 < angle_error < np.spacing(np.float32(17.3))
+assert exact_functions_error > 0.9 * exp_log_error and tf_functions_error < 1e-7
+assert worst_row == 19
 
 # %% [markdown]
 # The picture. Left: four sine columns over 100 positions; column $2i$ has wavelength
 # $2\pi \cdot 10000^{2i/d_{model}}$, here about 16, 40, 100 and 250 positions. Right: the lecture's
 # $20 \times 200$ table. The first columns change from row to row, the last ones hardly
-# at all (sines near 0, cosines near 1).
+# at all (the last sine stays below 0.003, the last cosine above 0.99999).
 
 # %%
+wavelengths = 2 * np.pi * 10000 ** (np.array([20, 40, 60, 80]) / 200)
+np.testing.assert_allclose(wavelengths, [16, 40, 100, 250], rtol=0.02)
+assert np.abs(exp_log_20x200[0, :, -2]).max() < 0.003 and exp_log_20x200[0, :, -1].min() > 0.99999
 long_table = exp_log_table(100, 200)[0].numpy()
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
 for j in [20, 40, 60, 80]:
     left.plot(long_table[:, j], label=f"column {j}")
 left.set(xlabel="position", ylabel="value", title="sine columns, d_model = 200")
 left.legend(loc="lower left", fontsize="small", framealpha=1)
-image = right.imshow(table_004[0], aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+image = right.imshow(exp_log_20x200[0], aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
 right.set(xlabel="column", ylabel="position", title="the (20, 200) table")
 fig.colorbar(image, ax=right)
 plt.show()
 
 # %% [markdown]
-# ## 4. `posenc.tensorflow.PositionalEncoding` in a Keras model
+# ## 4. In a Keras model
 #
-# The package does the job as a Keras 3 layer: `call(x)` adds the first `seq` rows of
-# the table to `x` of shape `(batch, seq, d_model)`, then applies dropout. Here it sits
-# between an embedding and a dense head. The sequence axis is `None`, so one model takes
-# any length. Seeding Keras fixes the initial weights.
+# TensorFlow's own Transformer tutorial (on tensorflow.org) puts the encoding into a Keras
+# layer that does three things: it looks up the token embeddings, multiplies them by
+# $\sqrt{d_{model}}$ (so that they are not drowned by the table, whose rows have norm
+# $\sqrt{d_{model}/2}$; notebook 02 measures this), and adds the first `seq` rows of the
+# table. Its table puts all the sines first, then all the cosines (`posenc`'s
+# `layout="sin_cos"`), computed in float64 and cast to float32. Written by hand:
+
+# %%
+class EmbedAndAddPositions(keras.layers.Layer):
+    """tokens (batch, seq) -> embedding * sqrt(d_model) + PE[:seq], shape (batch, seq, d_model)."""
+
+    def __init__(self, vocab, d_model, max_len=2048, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.embedding = keras.layers.Embedding(vocab, d_model)
+        half = d_model // 2
+        angles = np.arange(max_len)[:, None] * 10000.0 ** (-np.arange(half) / half)  # float64
+        self.table = tf.constant(np.concatenate([np.sin(angles), np.cos(angles)], axis=-1), tf.float32)
+
+    def call(self, tokens):
+        seq = tf.shape(tokens)[1]
+        return self.embedding(tokens) * math.sqrt(self.d_model) + self.table[tf.newaxis, :seq]
+
+
+keras.utils.set_random_seed(0)
+by_hand = EmbedAndAddPositions(vocab=50, d_model=16)
+sample_tokens = np.random.default_rng(0).integers(0, 50, size=(2, 10)).astype("int32")
+embedded_by_hand = by_hand(sample_tokens).numpy()
+print(embedded_by_hand.shape)
+
+scaled = by_hand.embedding(sample_tokens).numpy() * 4.0  # sqrt(16)
+np.testing.assert_allclose(embedded_by_hand - scaled, np.broadcast_to(
+    posenc.positional_encoding(10, 16, layout="sin_cos"), (2, 10, 16)), rtol=0, atol=1e-6)
+
+# %% [markdown]
+# The package splits that layer in two, so that the encoding can follow any embedding:
+# Keras's `Rescaling` layer multiplies by $\sqrt{d_{model}}$, and
+# `posenc.tensorflow.PositionalEncoding` adds the table, here in the tutorial's layout.
+# With the same embedding weights the two give the same output.
+
+# %%
+packaged_in = keras.Input((None,), dtype="int32")
+packaged_out = ptf.PositionalEncoding(16, layout="sin_cos")(
+    keras.layers.Rescaling(math.sqrt(16))(keras.layers.Embedding(50, 16, name="tokens")(packaged_in)))
+packaged = keras.Model(packaged_in, packaged_out)
+packaged.get_layer("tokens").set_weights(by_hand.embedding.get_weights())
+gap = np.abs(packaged(sample_tokens).numpy() - embedded_by_hand).max()
+print(f"largest difference: {gap:.1e}")
+assert gap < 1e-6
+
+# %% [markdown]
+# ### A small model
+#
+# `posenc.tensorflow.PositionalEncoding` is a Keras 3 layer: `call(x)` adds the first
+# `seq` rows of the table to `x` of shape `(batch, seq, d_model)`, then applies dropout.
+# Here it sits between an embedding and a dense head (this toy skips the scaling). The
+# sequence axis is `None`, so one model takes any length. Seeding Keras fixes the initial
+# weights.
 
 # %%
 keras.utils.set_random_seed(0)
@@ -306,6 +535,7 @@ tokens = np.random.default_rng(0).integers(0, vocab, size=(2, 10)).astype("int32
 out = model(tokens).numpy()
 print(out.shape)
 print(out[0, :3])
+np.testing.assert_array_equal(model(tokens).numpy(), out)
 
 # %% [markdown]
 # The layer adds exactly the table: its output minus its input is
@@ -334,7 +564,7 @@ for n in [7, 10, 80]:
     eager, traced = model(batch).numpy(), predict(batch).numpy()
     np.testing.assert_allclose(traced, eager, atol=1e-6)
     print(n, eager.shape)
-print("traces:", predict.experimental_get_tracing_count())
+assert predict.experimental_get_tracing_count() == 1
 
 # %% [markdown]
 # The layer is registered as a Keras serializable: its config holds its arguments (the
