@@ -15,6 +15,7 @@ from ._core import (
     positional_encoding,
 )
 from .conventions import Convention, list_conventions
+from .diagnosis import Diagnosis, diagnose
 from .geometry import shift_matrix, wavelengths
 from .identification import Identification, identify
 from .layouts import convert_layout, layout_permutation
@@ -24,11 +25,13 @@ __version__ = "0.1.0"
 __all__ = [
     "LAYOUTS",
     "Convention",
+    "Diagnosis",
     "Identification",
     "angles",
     "column_order",
     "convert_layout",
     "denominators",
+    "diagnose",
     "encode",
     "frequencies",
     "identify",
