@@ -15,7 +15,7 @@ import numpy as np
 from .diagnosis import diagnose
 
 
-def _load(path, shape):
+def _load(path):
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return np.load(path, allow_pickle=False)
@@ -56,7 +56,7 @@ def main(argv=None):
     command.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     args = parser.parse_args(argv)
     try:
-        diagnosis = diagnose(_load(args.file, args.shape), shape=args.shape)
+        diagnosis = diagnose(_load(args.file), shape=args.shape)
     except Exception as error:  # any unreadable file: say why, exit 2 (argparse's usage status)
         print(f"python -m posenc diagnose: error: cannot diagnose {args.file}: {error}", file=sys.stderr)
         return 2

@@ -478,8 +478,9 @@ def _list(numbers, limit=3):
     return ", ".join(shown + (["..."] if len(numbers) > limit else []))
 
 
-def _finding(code, explanation, entries):
-    """The ``Finding`` for ``code`` in the fitted ``explanation`` (``entries`` as it lies)."""
+def _finding(code, explanation, entries, odd="sine"):
+    """The ``Finding`` for ``code`` in the fitted ``explanation`` (``entries`` as it lies;
+    ``odd``: how an odd width was filled, for the layout's permutation)."""
     length, width = entries.shape
     d = explanation.d_model or width
     if code == "transposed":
@@ -492,7 +493,7 @@ def _finding(code, explanation, entries):
         return Finding(code, f"columns {_list(cosines)} hold cosines and {_list(sines)} sines: sin and cos are "
                        "swapped; swap the two assignments (sin goes to the even columns 0::2, cos to 1::2)")
     if code == "layout":
-        perm = layouts.layout_permutation(width, explanation.layout, "interleaved").tolist()
+        perm = layouts.layout_permutation(width, explanation.layout, "interleaved", odd=odd).tolist()
         blocks = "all sines, then all cosines" if explanation.layout == "sin_cos" else "all cosines, then all sines"
         return Finding(code, f"the columns are concatenated ({blocks}: layout {explanation.layout!r}), a "
                        "convention, not a mistake; table[:, perm] puts them in the paper's interleaved "
@@ -550,8 +551,12 @@ def _preset_names(entries, offset):
     ``offset``, holds these entries, and the first one's largest deviation."""
     names, deviations = [], []
     probe = _probe(entries)
+    checked = entries
+    if entries.values.size > 2**20:  # a big table: 1024 rows spread over it tell the presets apart
+        spread = np.unique(np.linspace(0, len(entries.rows) - 1, 1024).round().astype(int))
+        checked = entries.take(spread, np.arange(len(entries.columns)))
     for name in conventions.NAMES:
-        for part in (probe, entries):
+        for part in (probe, checked):
             try:
                 table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
             except ValueError:
@@ -577,7 +582,8 @@ def _named_conventions(entries):
                 findings = [_matches(names)]
                 preset = conventions.resolve(names[0])
                 shown = Explanation(transposed, preset.layout, offset=offset)
-                findings += [_finding(code, shown, oriented) for code in shown.codes(oriented.shape[1])
+                odd = "zero" if preset.odd == "zero" else "sine"
+                findings += [_finding(code, shown, oriented, odd) for code in shown.codes(oriented.shape[1])
                              if code in ("transposed", "layout", "position_offset")]
                 return Diagnosis(tuple(findings), tuple(entries.shape), deviation)
     return None
