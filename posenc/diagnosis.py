@@ -35,6 +35,7 @@ import numpy as np
 from . import _core, conventions, layouts
 from .printed import Entries, parse_printed
 
+#: Every code a ``Finding`` may carry.
 CATALOG = (
     "matches",
     "swapped_sin_cos",
@@ -147,6 +148,10 @@ class Explanation:
             found.append("position_offset")
         return found
 
+    def is_convention(self, width):
+        """True when nothing here is a mistake: the paper's table, or a concatenated layout of it."""
+        return set(self.codes(width)) <= {"layout"}
+
     def cost(self, width):
         # A base as read (not rounded to three digits) counts a little more: round ones first.
         rounded = self.base == float(f"{self.base:.3g}")
@@ -227,9 +232,8 @@ def diagnose(table, *, shape=None):
     whose ``findings`` carry codes from ``CATALOG`` and whose ``str()`` says what to change.
     """
     entries = _entries(table, shape)
-    width = entries.shape[1]
     fits, nearest = _fit(entries)
-    if not fits or not set(fits[0].codes(_width(fits[0], entries))) <= {"layout"}:
+    if not fits or not fits[0].is_convention(_width(fits[0], entries)):
         # A preset outside the paper's family can pass for a mistake: tensor2tensor's "h-1"
         # frequencies are the paper's with another base. The named convention wins.
         named = _named_conventions(entries)
@@ -237,26 +241,24 @@ def diagnose(table, *, shape=None):
             return named
     if not fits:
         return _unknown(entries, nearest)
-    best = fits[0]
+    best, width = fits[0], _width(fits[0], entries)
     oriented = entries.transposed() if best.transposed else entries
     deviation = _deviation(best, oriented)
-    findings = [_finding(code, best, oriented) for code in best.codes(oriented.shape[1])]
-    if not best.transposed and best.offset == 0 and set(best.codes(width)) <= {"layout"}:
+    findings = [_finding(code, best, oriented) for code in best.codes(width)]
+    if best.is_convention(width):
         names, _ = _preset_names(oriented, 0)
         if names:
             findings.insert(0, _matches(names))
-    # The drift of float32 arithmetic is news only about a table without mistakes to fix.
-    drift = _float32_finding(best, oriented, deviation) if set(best.codes(width)) <= {"layout"} else None
-    if drift:
-        findings.append(drift)
-    cost = best.cost(oriented.shape[1])
-    seen = {tuple(best.codes(oriented.shape[1]))}
-    alternatives = []
+        # The drift of float32 arithmetic is news only about a table without mistakes to fix.
+        drift = _float32_finding(best, oriented, deviation)
+        if drift:
+            findings.append(drift)
+    alternatives = [tuple(best.codes(width))]  # the code lists of equally cheap fits, best's first
     for other in fits[1:]:
         codes = tuple(other.codes(_width(other, entries)))
-        if other.cost(_width(other, entries)) == cost and codes not in seen:
-            seen.add(codes)
+        if other.cost(_width(other, entries)) == best.cost(width) and codes not in alternatives:
             alternatives.append(codes)
+    alternatives = alternatives[1:]
     return Diagnosis(tuple(findings), tuple(entries.shape), float(np.abs(deviation).max()), best, tuple(alternatives))
 
 
@@ -406,8 +408,6 @@ def _bases(structure, entries, frequencies):
     column frequencies, rounded to one, two and three significant digits, and as read."""
     bases = [PAPER_BASE]
     if structure.multiplied or structure.d_model != entries.shape[1] or structure.exponent.endswith("floor"):
-        return bases
-    if structure.exponent == "pair_floor":
         return bases
     _, exponent = structure.columns(entries.shape[1])
     exponent = exponent[entries.columns]
