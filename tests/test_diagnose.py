@@ -282,6 +282,18 @@ def test_numpy_prints(learner, codes, size, dtype):
         assert posenc.diagnose(str(table), shape=table.shape).codes == codes
 
 
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_float32_precision_and_unknown_in_tensors_and_prints(framework):
+    module = pytest.importorskip(framework)
+    tensor = module.tensor if framework == "torch" else module.constant
+    drifting = learner_paper(5000, 64, np.float32)
+    random = np.random.default_rng(3).uniform(-1, 1, (40, 16)).astype(np.float32)
+    for table, codes in [(drifting, ["matches", "float32_precision"]), (random, ["unknown"])]:
+        assert posenc.diagnose(tensor(table)).codes == codes
+        assert posenc.diagnose(repr(tensor(table)), shape=table.shape).codes == codes
+        assert posenc.diagnose(str(tensor(table)), shape=table.shape).codes == codes
+
+
 def test_float32_precision_from_a_summarised_print():
     table = learner_paper(5000, 64, np.float32)
     found = posenc.diagnose(repr(table), shape=table.shape)
