@@ -74,8 +74,8 @@ class Explanation:
     """The paper's formula with the pieces a mistake changes (module docstring).
 
     ``d_model`` is the ``d`` in the exponent (None: the table's width). ``table`` builds
-    the values it predicts at ``positions`` (shape ``(R,)``) and ``columns`` (``(K,)``) of a
-    table ``width`` columns wide: ``(R, K)`` float64.
+    the values it predicts at ``rows`` (shape ``(R,)``, positions ``offset + rows``) and
+    ``columns`` (``(K,)``) of a table ``width`` columns wide: ``(R, K)`` float64.
     """
 
     transposed: bool = False
@@ -306,10 +306,10 @@ def _as_array(table):
 # --- the fit ---------------------------------------------------------------------------
 
 
-def _allowed(explanation, entries):
-    """How far each known entry may be from the explanation's value (module docstring)."""
-    theta = explanation.angles(entries.rows, entries.columns, entries.shape[1])
-    return entries.tolerance + CLEAN + DRIFT + DRIFT_PER_RADIAN * np.abs(theta)
+def _allowed(entries, angles):
+    """How far each known entry may be from a value computed from ``angles``: the data's own
+    rounding, then what float32 code drifts by (module docstring)."""
+    return entries.tolerance + CLEAN + DRIFT + DRIFT_PER_RADIAN * np.abs(angles)
 
 
 def _excess(explanation, entries):
@@ -318,7 +318,7 @@ def _excess(explanation, entries):
     worst, largest, informative = 0.0, 0.0, 0
     for start in range(0, len(entries.rows), 2048):
         part = entries.take(np.arange(start, min(start + 2048, len(entries.rows))), np.arange(len(entries.columns)))
-        allowed = _allowed(explanation, part)
+        allowed = _allowed(part, explanation.angles(part.rows, part.columns, part.shape[1]))
         deviation = np.abs(part.values - explanation.table(part.rows, part.columns, part.shape[1]))
         worst = max(worst, float((deviation / allowed).max()))
         largest = max(largest, float(deviation.max()))
@@ -564,8 +564,8 @@ def _preset_names(entries, offset):
             except ValueError:
                 break  # the source has no table of this width
             deviation = np.abs(part.values - table[:, part.columns])
-            allowed = part.tolerance + CLEAN + DRIFT + DRIFT_PER_RADIAN * np.abs(part.rows + offset)[:, None]
-            if (deviation > allowed).any():
+            # Every preset's frequencies are at most 1: the position bounds the angle.
+            if (deviation > _allowed(part, (part.rows + offset)[:, None])).any():
                 break
         else:
             names.append(name)
