@@ -390,9 +390,18 @@ def test_cli_exit_codes_and_json(tmp_path):
     assert _cli(tmp_path / "print.txt").returncode == 2  # summarised, and no shape given
 
 
+def test_cli_reads_a_csv_with_a_header(tmp_path):
+    columns = ",".join(f"c{k}" for k in range(8))
+    np.savetxt(tmp_path / "header.csv", learner_from_one(12, 8), delimiter=",", header=columns, comments="")
+    done = _cli(tmp_path / "header.csv", "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["first_position"] == 1
+
+
 def test_cli_bad_files(tmp_path):
+    torch = pytest.importorskip("torch")
     (tmp_path / "empty.txt").write_text("nothing printed here")
     (tmp_path / "broken.npy").write_bytes(b"not numpy")
-    for path in (tmp_path / "empty.txt", tmp_path / "broken.npy", tmp_path / "missing.npy"):
+    torch.save({"pe": torch.zeros(3, 4)}, tmp_path / "state.pt")
+    for path in (tmp_path / "empty.txt", tmp_path / "broken.npy", tmp_path / "missing.npy", tmp_path / "state.pt"):
         done = _cli(path)
         assert done.returncode == 2 and "error" in done.stderr and str(path) in done.stderr and not done.stdout
