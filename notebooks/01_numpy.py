@@ -462,3 +462,87 @@ ax.set_ylabel("position")
 ax.set_title("posenc.positional_encoding(128, 64)")
 fig.colorbar(image, ax=ax)
 plt.show()
+
+# %% [markdown]
+# ## Exercises: why doesn't my table match?
+#
+# When your numbers differ from the lecture's, the mistake is almost always one of a few:
+# sine and cosine swapped, the exponent taken per column instead of per pair, another base,
+# positions that start at 1. `posenc.diagnose` fits the formula to a table, each of those
+# mistakes included, and says in words which ones reproduce it. Below, one draft of the
+# lecture's table whose options each put one mistake in (the comment on a line says which
+# option changes it), diagnosed four times, once per mistake.
+
+# %%
+import numpy as np
+
+import posenc
+
+
+def draft_table(length, d_model, *, swap=False, per_column=False, base=10000, first=0):
+    positions = np.arange(first, first + length)[:, None]  # first=1: np.arange(1, length + 1)
+    k = np.arange(d_model)
+    exponent = k / d_model if per_column else 2 * (k // 2) / d_model  # per column: k / d
+    angles = positions / base ** exponent  # base=1000: 1000 ** exponent
+    table = np.zeros((length, d_model))
+    sin, cos = (np.cos, np.sin) if swap else (np.sin, np.cos)  # swap: cos into the even columns
+    table[:, 0::2] = sin(angles[:, 0::2])
+    table[:, 1::2] = cos(angles[:, 1::2])
+    return table
+
+
+mistakes = {
+    "swapped_sin_cos": dict(swap=True),
+    "exponent_per_column": dict(per_column=True),
+    "wrong_base": dict(base=1000),
+    "position_offset": dict(first=1),
+}
+for code, mistake in mistakes.items():
+    found = posenc.diagnose(draft_table(10, 6, **mistake))
+    assert found.codes == [code]
+    print(found, end="\n\n")
+assert posenc.diagnose(draft_table(10, 6)).matches_paper
+
+# %% [markdown]
+# A table that nothing in the catalog explains gets "unknown", with the distance to the
+# nearest explanation, never a guess: here the draft's table plus a little noise.
+
+# %%
+noisy = draft_table(10, 6) + np.random.default_rng(0).normal(0, 1e-3, (10, 6))
+found = posenc.diagnose(noisy)
+assert found.codes == ["unknown"] and found.findings[0].details["nearest"] == []  # the paper
+assert 1e-3 < found.max_deviation < 1e-2
+print(found)
+
+# %% [markdown]
+# It reads printed output too, as copied from a notebook: the text the lecture's `print`
+# showed (float32, eight decimals) is recognised as the paper's table.
+
+# %%
+with np.printoptions(precision=8, suppress=True):
+    printed = str(draft_table(10, 6).astype(np.float32))
+print(printed[:60], "...")
+assert posenc.diagnose(printed).matches_paper
+
+# %% [markdown]
+# ### Your turn
+#
+# Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
+# table, starting from the first draft stored here, then run the check below it: it says
+# what your table is. When it says "This is the paper's table." for both sizes, an odd
+# width included, you are done.
+
+# %%
+def my_positional_encoding(length, d_model):
+    positions = np.arange(length)[:, None]
+    k = np.arange(d_model)
+    angles = positions / 10000 ** (2 * k / d_model)
+    table = np.zeros((length, d_model))
+    table[:, 0::2] = np.sin(angles[:, 0::2])
+    table[:, 1::2] = np.cos(angles[:, 1::2])
+    return table
+
+
+# %%
+for length, d_model in [(10, 6), (50, 33)]:
+    print(f"{length} x {d_model}:", posenc.diagnose(my_positional_encoding(length, d_model)))

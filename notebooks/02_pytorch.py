@@ -446,3 +446,86 @@ print("still out of state_dict:", list(model.state_dict()))
 # - `posenc.torch.PositionalEncoding` does the same as `AddPositions`. Its
 #   table is a non-persistent buffer that moves with `.to(device)` and stays out of
 #   checkpoints, and it grows when a sequence is longer than `max_len`.
+
+# %% [markdown]
+# ## Exercises: why doesn't my table match?
+#
+# `posenc.diagnose` takes a table (a torch tensor here) and says what it is: the paper's
+# table, or which of the common mistakes reproduce it. Below, the exp/log route of the
+# Annotated Transformer with three switches, each putting one mistake in (the comment on a
+# line says which switch changes it), diagnosed once per mistake.
+
+# %%
+import math
+
+import torch
+
+import posenc
+
+
+def draft_table(length, d_model, *, integer=False, multiply=False, transpose=False):
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    two_i = torch.arange(0, d_model, 2)
+    exponent = two_i // d_model if integer else two_i / d_model  # integer: // (old torch's int "/")
+    sign = 1.0 if multiply else -1.0  # multiply: the minus sign of exp(-...) forgotten
+    angles = position * torch.exp(sign * exponent * math.log(10000.0))
+    table = torch.zeros(length, d_model)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles)
+    return table.T if transpose else table  # transpose: (d_model, length)
+
+
+mistakes = {
+    "integer_division": dict(integer=True),
+    "multiplied_not_divided": dict(multiply=True),
+    "transposed": dict(transpose=True),
+}
+for code, mistake in mistakes.items():
+    found = posenc.diagnose(draft_table(10, 6, **mistake))
+    assert found.codes == [code]
+    print(found, end="\n\n")
+assert posenc.diagnose(draft_table(10, 6)).matches_paper
+
+# %% [markdown]
+# Mistakes combine, and `diagnose` names each one: a transposed table with the exponent
+# rounded down to zero.
+
+# %%
+found = posenc.diagnose(draft_table(10, 6, integer=True, transpose=True))
+assert found.codes == ["transposed", "integer_division"]
+print(found)
+
+# %% [markdown]
+# A printed tensor works too, the way a notebook shows it: a long one is summarised to its
+# corners, so pass its shape. The first three and last three rows and columns of this
+# `(50, 64)` print are enough to see that the minus sign is missing.
+
+# %%
+printed = repr(draft_table(50, 64, multiply=True))
+shown = posenc.printed.parse_printed(printed, shape=(50, 64))
+assert shown.rows.tolist() == [0, 1, 2, 47, 48, 49] and shown.columns.tolist() == [0, 1, 2, 61, 62, 63]
+found = posenc.diagnose(printed, shape=(50, 64))
+assert found.codes == ["multiplied_not_divided"]
+print(found)
+
+# %% [markdown]
+# ### Your turn
+#
+# Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
+# float32 tensor, starting from the first draft stored here, then run the check below it:
+# it says what your table is. When it says "This is the paper's table." for both sizes,
+# you are done.
+
+# %%
+def my_positional_encoding(length, d_model):
+    position = torch.arange(1, length + 1, dtype=torch.float32)[:, None]
+    div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(length, d_model)
+    table[:, 0::2] = torch.sin(position * div_term)
+    table[:, 1::2] = torch.cos(position * div_term)
+    return table
+
+
+# %%
+for length, d_model in [(10, 6), (100, 64)]:
+    print(f"{length} x {d_model}:", posenc.diagnose(my_positional_encoding(length, d_model)))

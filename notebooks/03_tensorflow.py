@@ -584,3 +584,98 @@ clone = keras.Model.from_config(model.get_config())
 clone.set_weights(model.get_weights())
 np.testing.assert_array_equal(clone(tokens).numpy(), out)
 print(type(clone.get_layer("posenc")).__name__, clone(tokens).shape)
+
+# %% [markdown]
+# ## Exercises: why doesn't my table match?
+#
+# `posenc.diagnose` takes a table (a TF tensor here) and says what it is: the paper's table,
+# a known convention, or which of the common mistakes reproduce it. Below, the TF text
+# tutorial's route (all sines, then all cosines) with switches for the other ways it
+# reached learners, diagnosed once per switch.
+
+# %%
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+import numpy as np
+import tensorflow as tf
+
+import posenc
+
+
+def draft_table(length, depth, *, pairs=None, interleave=False):
+    pairs = depth / 2 if pairs is None else pairs  # depth // 2 pairs: a column short for odd depth
+    positions = tf.range(length, dtype=tf.float32)[:, None]
+    exponents = tf.range(pairs, dtype=tf.float32)[None, :] / (depth / 2)
+    angles = positions / 10000.0**exponents
+    if interleave:  # sin and cos of each pair side by side: the paper's layout
+        return tf.reshape(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1), (length, -1))
+    return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)  # all sines, then all cosines
+
+
+cases = {
+    "concatenated, depth 8": (draft_table(10, 8), ["matches", "layout"]),
+    "concatenated, depth 7": (draft_table(10, 7), ["layout", "extra_column"]),
+    "interleaved, depth 7, 7 // 2 pairs": (draft_table(10, 7, pairs=7 // 2, interleave=True), ["missing_column"]),
+}
+for name, (table, codes) in cases.items():
+    found = posenc.diagnose(table)
+    assert found.codes == codes
+    print(f"{name}, shape {tuple(table.shape)}:\n{found}", end="\n\n")
+assert posenc.diagnose(draft_table(10, 8, interleave=True)).matches_paper
+
+# %% [markdown]
+# The concatenated layout is a convention, not a mistake: the permutation the diagnosis
+# gives turns it into the paper's table. An odd depth is where it goes wrong: `tf.range(3.5)`
+# has four entries, so four sines and four cosines make eight columns for a depth of 7.
+
+# %%
+perm = posenc.diagnose(draft_table(10, 8)).findings[1].details["permutation"]
+print("perm:", perm)
+np.testing.assert_allclose(tf.gather(draft_table(10, 8), perm, axis=1), draft_table(10, 8, interleave=True))
+assert tf.range(3.5).shape == (4,)
+
+# %% [markdown]
+# At long lengths the float32 angles of this route drift from the exact values. That is
+# the paper's table all the same, and `diagnose` says how far and from which row: here
+# over 5000 positions.
+
+# %%
+long_table = draft_table(5000, 64, interleave=True)
+found = posenc.diagnose(long_table)
+assert found.codes == ["matches", "float32_precision"] and found.matches_paper
+drift = found.findings[1].details
+assert 1e-4 < drift["max_deviation"] < 1e-2
+print(found.findings[1].message)
+
+# %% [markdown]
+# TensorFlow prints the shape with the tensor, so a copied output is enough even when it
+# is summarised to its corners: here a `(1, 20, 200)` table, the shape the exp/log lecture
+# printed, as a cell shows it.
+
+# %%
+printed = repr(draft_table(20, 200, interleave=True)[None])
+print(printed[:120], "...")
+assert "..." in printed and posenc.diagnose(printed).matches_paper
+
+# %% [markdown]
+# ### Your turn
+#
+# Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
+# table, starting from the first draft stored here, then run the check below it: it says
+# what your table is. When it says "This is the paper's table." for both sizes, you are
+# done.
+
+# %%
+def my_positional_encoding(length, d_model):
+    positions = tf.range(length, dtype=tf.float32)[:, None]
+    rates = 1.0 / 10000.0 ** (tf.range(0, d_model, 2, dtype=tf.float32) / d_model)
+    angles = positions * rates[None, :]
+    pairs = tf.stack([tf.cos(angles), tf.sin(angles)], axis=-1)
+    return tf.reshape(pairs, (length, -1))
+
+
+# %%
+for length, d_model in [(10, 6), (100, 64)]:
+    print(f"{length} x {d_model}:", posenc.diagnose(my_positional_encoding(length, d_model)))

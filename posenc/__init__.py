@@ -15,6 +15,7 @@ from ._core import (
     positional_encoding,
 )
 from .conventions import Convention, list_conventions
+from .diagnosis import Diagnosis, diagnose
 from .geometry import shift_matrix, wavelengths
 from .identification import Identification, identify
 from .layouts import convert_layout, layout_permutation
@@ -35,6 +36,7 @@ __all__ = [
     "ROPE_TYPES",
     "ROTARY_LAYOUTS",
     "Convention",
+    "Diagnosis",
     "Identification",
     "angles",
     "apply_rotary",
@@ -42,6 +44,7 @@ __all__ = [
     "convert_layout",
     "convert_rotary_layout",
     "denominators",
+    "diagnose",
     "encode",
     "frequencies",
     "identify",

@@ -1,0 +1,603 @@
+"""Why doesn't my table match the lecture? Fit the paper's formula, mistakes included, to a table.
+
+The mistakes learners make writing
+
+    PE(pos, 2i) = sin(pos / 10000^(2i/d)),   PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+
+are few, and each changes one piece of the formula. An ``Explanation`` holds those pieces
+as data, and ``diagnose`` fits them to a table (or to what is known of it, from a
+summarised print):
+
+- which way the table lies (``transposed``: ``(d_model, length)``);
+- which columns hold sines and which cosines (``layout``: the paper's "interleaved", the
+  "swapped" mistake with cosines at even columns, or the concatenated conventions
+  "sin_cos" and "cos_sin");
+- the exponent of column ``k`` (``exponent``): ``2i/d`` for pair ``i = k // 2`` (the
+  paper), ``k/d`` or ``2k/d`` per column, or an integer division (``2i // d``, ``2k // d``)
+  that rounds it down to 0;
+- whether the position is divided by ``base ** e`` or multiplied (``multiplied``);
+- the ``d`` in the exponent (``d_model``: the width, or one more or one less when a column
+  is missing or extra), the ``base``, and the position of row 0 (``offset``).
+
+Every combination is tried; the base is read off each column's frequency (three
+consecutive rows give it: ``x[r-1] + x[r+1] = 2 cos(w) x[r]``), the offset off the slowest
+sine. A combination explains the table when every known entry is within what the data's
+own rounding allows plus what float32 arithmetic drifts by (``1e-5 + 6e-7 |angle|``).
+Among those, the one with the fewest and smallest mistakes is reported; when none fits,
+the answer is "unknown", with the distance to the nearest.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from . import _core, conventions, layouts
+from .printed import Entries, parse_printed
+
+#: Every code a ``Finding`` may carry.
+CATALOG = (
+    "matches",
+    "swapped_sin_cos",
+    "exponent_per_column",
+    "wrong_base",
+    "integer_division",
+    "multiplied_not_divided",
+    "position_offset",
+    "transposed",
+    "layout",
+    "float32_precision",
+    "extra_column",
+    "missing_column",
+    "unknown",
+)
+LAYOUTS = ("interleaved", "swapped", "sin_cos", "cos_sin")
+EXPONENTS = ("pair", "column", "double_column", "pair_floor", "column_floor")
+PAPER_BASE = 10000.0
+# One or two float32 roundings of a value in [-1, 1] (posenc's float32 table is within 2e-7).
+CLEAN = 2e-6
+# float32 drift smaller than this (invisible at the 4 or 5 decimals lectures print) is not reported.
+VISIBLE = 1e-5
+# What float32 code drifts by: its angle p * w is rounded, and w through a float32 exponent.
+DRIFT, DRIFT_PER_RADIAN = 1e-5, 6e-7
+# Entries allowed to be off by more than this say nothing (huge float32 angles).
+UNINFORMATIVE = 0.1
+# How much each departure from the paper counts when several explanations fit.
+_COSTS = {"transposed": 1, "swapped_sin_cos": 1, "layout": 0.5, "exponent_per_column": 1,
+          "integer_division": 1, "multiplied_not_divided": 1, "extra_column": 1,
+          "missing_column": 1, "wrong_base": 1.5, "position_offset": 1}
+_PROBE_ROWS, _PROBE_COLUMNS = 24, 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """The paper's formula with the pieces a mistake changes (module docstring).
+
+    ``d_model`` is the ``d`` in the exponent (None: the table's width). ``table`` builds
+    the values it predicts at ``rows`` (shape ``(R,)``, positions ``offset + rows``) and
+    ``columns`` (``(K,)``) of a table ``width`` columns wide: ``(R, K)`` float64.
+    """
+
+    transposed: bool = False
+    layout: str = "interleaved"
+    exponent: str = "pair"
+    multiplied: bool = False
+    d_model: int | None = None
+    base: float = PAPER_BASE
+    offset: int = 0
+
+    def columns(self, width):
+        """``(is_sine, exponent)`` of every column: bool and float64, shape ``(width,)``."""
+        k = np.arange(width)
+        if self.layout in ("interleaved", "swapped"):
+            pair, is_sine = k // 2, (k % 2 == 0) ^ (self.layout == "swapped")
+        elif self.layout == "sin_cos":
+            is_sine = k < (width + 1) // 2
+            pair = np.where(is_sine, k, k - (width + 1) // 2)
+        else:
+            is_sine = k >= width // 2
+            pair = np.where(is_sine, k - width // 2, k)
+        d = self.d_model or width
+        index = 2 * pair if self.exponent in ("pair", "pair_floor") else k
+        if self.exponent == "double_column" or self.exponent == "column_floor":
+            index = 2 * k
+        exponent = index // d if self.exponent.endswith("floor") else index / d
+        return is_sine, exponent.astype(np.float64)
+
+    def frequencies(self, exponent):
+        return np.power(self.base, exponent if self.multiplied else -exponent)
+
+    def angles(self, rows, columns, width):
+        _, exponent = self.columns(width)
+        return (self.offset + np.asarray(rows, np.float64))[:, None] * self.frequencies(exponent[columns])
+
+    def table(self, rows, columns, width):
+        is_sine = self.columns(width)[0][columns]
+        theta = self.angles(rows, columns, width)
+        return np.where(is_sine, np.sin(theta), np.cos(theta))
+
+    def float32_table(self, rows, columns, width):
+        """The same table the way float32 code computes it: float32 positions divided by
+        (or multiplied by) float32 ``np.power(base, exponent)``, sin and cos in float32."""
+        is_sine, exponent = self.columns(width)
+        scale = np.power(np.float32(self.base), exponent[columns].astype(np.float32))
+        p = (self.offset + np.asarray(rows)).astype(np.float32)[:, None]
+        theta = p * scale if self.multiplied else p / scale
+        return np.where(is_sine[columns], np.sin(theta), np.cos(theta)).astype(np.float64)
+
+    def codes(self, width):
+        """The catalog codes of the mistakes (and conventions) this explanation holds."""
+        found = []
+        if self.transposed:
+            found.append("transposed")
+        if self.layout == "swapped":
+            found.append("swapped_sin_cos")
+        elif self.layout != "interleaved":
+            found.append("layout")
+        if self.exponent in ("column", "double_column"):
+            found.append("exponent_per_column")
+        elif self.exponent.endswith("floor"):
+            found.append("integer_division")
+        if self.multiplied and self.exponent != "pair_floor":
+            found.append("multiplied_not_divided")
+        if self.d_model is not None and self.d_model != width:
+            found.append("extra_column" if self.d_model < width else "missing_column")
+        if self.base != PAPER_BASE and self.exponent != "pair_floor":
+            found.append("wrong_base")
+        if self.offset != 0:
+            found.append("position_offset")
+        return found
+
+    def is_convention(self, width):
+        """True when nothing here is a mistake: the paper's table, or a concatenated layout of it."""
+        return set(self.codes(width)) <= {"layout"}
+
+    def cost(self, width):
+        # A base as read (not rounded to three digits) counts a little more: round ones first.
+        rounded = self.base == float(f"{self.base:.3g}")
+        return sum(_COSTS[code] for code in self.codes(width)) + (0 if rounded else 0.01)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One thing ``diagnose`` found: ``code`` (from ``CATALOG``), a ``message`` a learner can
+    act on, and ``details`` (the numbers behind it: base, first position, permutation...)."""
+
+    code: str
+    message: str
+    details: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    def to_dict(self):
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """What ``diagnose`` found about a table.
+
+    ``findings``: a tuple of ``Finding`` (several may combine, e.g. "wrong_base" and
+    "transposed"); ``explanation``: the fitted ``Explanation`` (None for "unknown" and for a
+    named convention outside the paper's family); ``max_deviation``: the largest absolute
+    difference between the known entries and what the explanation predicts (for "unknown":
+    the nearest explanation's); ``shape``: the table's 2-D shape; ``alternatives``: the code
+    lists of other explanations that fit equally well. ``str()`` is the plain-words account.
+    """
+
+    findings: tuple
+    shape: tuple
+    max_deviation: float
+    explanation: Explanation | None = None
+    alternatives: tuple = ()
+
+    @property
+    def codes(self):
+        return [finding.code for finding in self.findings]
+
+    @property
+    def matches_paper(self):
+        """True when the table is the paper's (float32 rounding allowed), as it lies."""
+        named = [f for f in self.findings if f.code == "matches"]
+        return bool(named) and "paper" in named[0].details["conventions"] and set(self.codes) <= {
+            "matches", "float32_precision"}
+
+    def __str__(self):
+        if self.matches_paper:
+            head = "This is the paper's table."
+        elif "unknown" in self.codes:
+            head = "Nothing in the catalog explains this table."
+        else:
+            head = "This is not the paper's table:" if self.codes != ["matches"] else "A known convention:"
+        lines = [head, *(f"- {f.code}: {f.message}" for f in self.findings)]
+        for codes in self.alternatives:
+            lines.append(f"  (as well explained by: {', '.join(codes) or 'the paper itself'})")
+        return "\n".join(lines)
+
+    def to_dict(self):
+        return {
+            "matches_paper": self.matches_paper,
+            "shape": list(self.shape),
+            "max_deviation": self.max_deviation,
+            "findings": [f.to_dict() for f in self.findings],
+            "alternatives": [list(codes) for codes in self.alternatives],
+        }
+
+
+def diagnose(table, *, shape=None):
+    """Say what ``table`` is: the paper's positional encoding, a known convention, or which mistakes.
+
+    ``table``: a 2-D NumPy array, torch or TF tensor (``(length, d_model)``, or transposed;
+    leading axes of length 1 are dropped), a nested list, or text copied from a notebook
+    output (``posenc.printed.parse_printed``: NumPy, torch and TF prints, summarised ones
+    too; ``shape`` gives the full shape when the text does not). Returns a ``Diagnosis``
+    whose ``findings`` carry codes from ``CATALOG`` and whose ``str()`` says what to change.
+    """
+    entries = _entries(table, shape)
+    fits, nearest = _fit(entries)
+    if not fits or not fits[0].is_convention(_width(fits[0], entries)):
+        # A preset outside the paper's family can pass for a mistake: tensor2tensor's "h-1"
+        # frequencies are the paper's with another base. The named convention wins.
+        named = _named_conventions(entries)
+        if named:
+            return named
+    if not fits:
+        return _unknown(entries, nearest)
+    best, width = fits[0], _width(fits[0], entries)
+    oriented = entries.transposed() if best.transposed else entries
+    deviation = _deviation(best, oriented)
+    findings = [_finding(code, best, oriented) for code in best.codes(width)]
+    if best.is_convention(width):
+        names, _ = _preset_names(oriented, 0)
+        if names:
+            findings.insert(0, _matches(names))
+        # The drift of float32 arithmetic is news only about a table without mistakes to fix.
+        drift = _float32_finding(best, oriented, deviation)
+        if drift:
+            findings.append(drift)
+    alternatives = [tuple(best.codes(width))]  # the code lists of equally cheap fits, best's first
+    for other in fits[1:]:
+        codes = tuple(other.codes(_width(other, entries)))
+        if other.cost(_width(other, entries)) == best.cost(width) and codes not in alternatives:
+            alternatives.append(codes)
+    alternatives = alternatives[1:]
+    return Diagnosis(tuple(findings), tuple(entries.shape), float(np.abs(deviation).max()), best, tuple(alternatives))
+
+
+# --- the input ---------------------------------------------------------------------------
+
+
+def _entries(table, shape):
+    if isinstance(table, str):
+        return parse_printed(table, shape)
+    array, tolerance = _as_array(table)
+    while array.ndim > 2 and array.shape[0] == 1:
+        array = array[0]
+    if array.ndim == 1:
+        array = array[None, :]
+    if array.ndim != 2 or 0 in array.shape:
+        raise ValueError(f"table must be a non-empty 2-D table (length, d_model), got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("table must be finite, got NaN or infinity")
+    if shape is not None and tuple(shape) != array.shape:
+        raise ValueError(f"shape must be the table's own shape {array.shape} for an array, got {tuple(shape)}")
+    rows, columns = np.arange(array.shape[0]), np.arange(array.shape[1])
+    return Entries(array, rows, columns, array.shape, np.full(array.shape, tolerance))
+
+
+def _as_array(table):
+    """``(float64 array, tolerance of its dtype)``; torch and TF tensors without importing them."""
+    module = type(table).__module__.split(".")[0]
+    if module == "torch":
+        table = table.detach().cpu()
+        if str(table.dtype) == "torch.bfloat16":
+            return table.float().numpy().astype(np.float64), 4e-3
+        table = table.numpy()
+    elif module in ("tensorflow", "keras", "tf_keras") and hasattr(table, "numpy"):
+        table = table.numpy()
+    try:
+        array = np.asarray(table)
+        tolerance = 1e-3 if array.dtype == np.float16 else 0.0
+        return array.astype(np.float64), tolerance
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"table must be an array, tensor, list or printed text, got {type(table).__name__}"
+        ) from error
+
+
+# --- the fit ---------------------------------------------------------------------------
+
+
+def _allowed(entries, angles):
+    """How far each known entry may be from a value computed from ``angles``: the data's own
+    rounding, then what float32 code drifts by (module docstring)."""
+    return entries.tolerance + CLEAN + DRIFT + DRIFT_PER_RADIAN * np.abs(angles)
+
+
+def _excess(explanation, entries):
+    """``(ratio, deviation)``: the largest ``|deviation| / allowed`` over the known entries
+    (<= 1: it fits; inf when too few entries are informative) and the largest ``|deviation|``."""
+    worst, largest, informative = 0.0, 0.0, 0
+    for start in range(0, len(entries.rows), 2048):
+        part = entries.take(np.arange(start, min(start + 2048, len(entries.rows))), np.arange(len(entries.columns)))
+        allowed = _allowed(part, explanation.angles(part.rows, part.columns, part.shape[1]))
+        deviation = np.abs(part.values - explanation.table(part.rows, part.columns, part.shape[1]))
+        worst = max(worst, float((deviation / allowed).max()))
+        largest = max(largest, float(deviation.max()))
+        informative += int((allowed < UNINFORMATIVE).sum())
+    return (worst if informative * 2 >= entries.values.size else math.inf), largest
+
+
+def _deviation(explanation, entries):
+    return entries.values - explanation.table(entries.rows, entries.columns, entries.shape[1])
+
+
+def _probe(entries):
+    """A few rows (the first ones and some spread over the rest) and columns to fit on."""
+    n_rows, n_columns = len(entries.rows), len(entries.columns)
+    rows = np.unique(np.concatenate([np.arange(min(n_rows, _PROBE_ROWS // 2)),
+                                     np.linspace(0, n_rows - 1, _PROBE_ROWS // 2).round().astype(int)]))
+    columns = np.arange(n_columns)
+    if n_columns > _PROBE_COLUMNS:
+        columns = np.unique(np.concatenate([columns[:16], columns[-16:],
+                                            np.linspace(0, n_columns - 1, _PROBE_COLUMNS - 32).round().astype(int)]))
+    return entries.take(rows, columns)
+
+
+def _fit(entries):
+    """``(fits, nearest)``: the explanations that fit, best first, and the nearest one."""
+    scored = []
+    for transposed in (False, True):
+        oriented = entries.transposed() if transposed else entries
+        probe = _probe(oriented)
+        frequencies = _column_frequencies(oriented)
+        for candidate in _candidates(oriented, frequencies, transposed):
+            scored.append((candidate.cost(oriented.shape[1]), *_excess(candidate, probe), candidate))
+    scored.sort(key=lambda s: s[:2])
+    fits = []
+    for cost, excess, _, candidate in scored:
+        if excess > 1 or (fits and cost > fits[0].cost(_width(fits[0], entries))):
+            continue
+        oriented = entries.transposed() if candidate.transposed else entries
+        if _excess(candidate, oriented)[0] <= 1:
+            fits.append(candidate)
+    nearest = min((s for s in scored if s[1] < math.inf), key=lambda s: (s[2], s[0]), default=scored[0])[3]
+    return fits, nearest
+
+
+def _width(explanation, entries):
+    return entries.shape[0] if explanation.transposed else entries.shape[1]
+
+
+def _candidates(entries, frequencies, transposed):
+    """Every structure (layout, exponent, divide or multiply, ``d``), with bases and offsets read off."""
+    width = entries.shape[1]
+    for layout in LAYOUTS:
+        for exponent in EXPONENTS:
+            if exponent in ("column", "double_column", "column_floor") and layout not in ("interleaved", "swapped"):
+                continue
+            for multiplied in (False, True):
+                if exponent == "pair_floor" and multiplied:
+                    continue
+                for d_model in (width, width - 1, width + 1) if exponent == "pair" else (width,):
+                    if d_model < 1:
+                        continue
+                    structure = Explanation(transposed, layout, exponent, multiplied, d_model)
+                    for base in _bases(structure, entries, frequencies):
+                        fitted = dataclasses.replace(structure, base=base)
+                        for offset in _offsets(fitted, entries):
+                            yield dataclasses.replace(fitted, offset=offset)
+
+
+def _column_frequencies(entries):
+    """Each known column's angular frequency in ``[0, pi]`` from consecutive known rows
+    (``x[r-1] + x[r+1] = 2 cos(w) x[r]``, least squares); NaN where it cannot be read."""
+    rows = entries.rows
+    middle = np.flatnonzero((np.isin(rows - 1, rows)) & (np.isin(rows + 1, rows)))[:64]
+    if len(middle) == 0:
+        return np.full(len(entries.columns), np.nan)
+    where = {row: n for n, row in enumerate(rows)}
+    before = [where[rows[n] - 1] for n in middle]
+    after = [where[rows[n] + 1] for n in middle]
+    x = entries.values
+    power = (x[middle] ** 2).sum(axis=0)
+    cosine = (x[middle] * (x[before] + x[after])).sum(axis=0) / np.where(power > 1e-6, 2 * power, np.nan)
+    return np.arccos(np.clip(cosine, -1, 1))
+
+
+def _bases(structure, entries, frequencies):
+    """10000, then (for a divided exponent of the table's own width) the base read off the
+    column frequencies, rounded to one, two and three significant digits, and as read."""
+    bases = [PAPER_BASE]
+    if structure.multiplied or structure.d_model != entries.shape[1] or structure.exponent.endswith("floor"):
+        return bases
+    _, exponent = structure.columns(entries.shape[1])
+    exponent = exponent[entries.columns]
+    # Slower columns read worse (their second differences drown in rounding or noise): read
+    # up to the first column, by exponent, whose frequency is below 0.02.
+    order = np.argsort(exponent, kind="stable")
+    slow = np.flatnonzero((exponent[order] > 0) & ~(frequencies[order] >= 0.02))
+    usable = np.zeros(len(exponent), bool)
+    usable[order[: slow[0] if len(slow) else len(order)]] = True
+    usable &= (exponent > 0) & (frequencies < 2.5)
+    if not usable.any():
+        return bases
+    read = math.exp(float(np.median(-np.log(frequencies[usable]) / exponent[usable])))
+    if 1.0 < read < 1e12:
+        # Printed digits blur the reading: round numbers near it come first.
+        for base in (float(f"{read:.1g}"), float(f"{read:.2g}"), float(f"{read:.3g}"), read):
+            if base > 1.0 and base not in bases:
+                bases.append(base)
+    return bases
+
+
+def _offsets(explanation, entries):
+    """0 and 1, and the offset read off the slowest sine column: its angle (``atan2`` with the
+    cosine of the same frequency, or ``asin``) over its frequency, less the row."""
+    offsets = [0, 1]
+    is_sine, exponent = (a[entries.columns] for a in explanation.columns(entries.shape[1]))
+    w = explanation.frequencies(exponent)
+    sines = np.flatnonzero(is_sine & (w < 0.5))
+    if len(sines):
+        k = sines[np.argmin(w[sines])]
+        x = entries.values[:, k]
+        partner = np.flatnonzero(~is_sine & (exponent == exponent[k]))
+        if len(partner):
+            angle, usable = np.arctan2(x, entries.values[:, partner[0]]), np.ones(len(x), bool)
+        else:
+            angle, usable = np.arcsin(np.clip(x, -1, 1)), np.abs(x) < 0.9
+        if usable.any():
+            read = float(np.median(angle[usable] / w[k] - entries.rows[usable]))
+            if abs(read) < 1e7:
+                offsets += [round(read) + step for step in (-1, 0, 1)]
+    return list(dict.fromkeys(offsets))
+
+
+# --- the findings ---------------------------------------------------------------------------
+
+
+def _float32_finding(explanation, entries, deviation):
+    """"float32_precision" when some entries are off by more than float32 rounding (but
+    within float32 drift): how large, from which row, and how close float32 code comes."""
+    beyond = np.abs(deviation) > entries.tolerance + VISIBLE
+    if not beyond.any():
+        return None
+    row = int(entries.rows[np.flatnonzero(beyond.any(axis=1))[0]])
+    size = float(np.abs(deviation).max())
+    route = np.abs(entries.values - explanation.float32_table(entries.rows, entries.columns, entries.shape[1])).max()
+    # float32 code rounds differently from one route to another (pow or exp, divide or
+    # multiply): the route rebuilt here is named only when it lands close.
+    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""
+    message = (
+        f"the values drift from the exact ones by up to {size:.1e}, beyond {VISIBLE:.0e} from row {row} "
+        f"(position {row + explanation.offset}) on: float32 angles p * w lose digits as p grows{reproduced}; "
+        "not a mistake, but compute the angles in float64 (or use posenc.positional_encoding) if it matters"
+    )
+    return Finding("float32_precision", message, {"max_deviation": size, "from_row": row,
+                                                  "float32_route_deviation": float(route)})
+
+
+def _list(numbers, limit=3):
+    shown = [str(n) for n in numbers[:limit]]
+    return ", ".join(shown + (["..."] if len(numbers) > limit else []))
+
+
+def _finding(code, explanation, entries, odd="sine"):
+    """The ``Finding`` for ``code`` in the fitted ``explanation`` (``entries`` as it lies;
+    ``odd``: how an odd width was filled, for the layout's permutation)."""
+    length, width = entries.shape
+    d = explanation.d_model or width
+    if code == "transposed":
+        return Finding(code, f"the table is transposed: its {width} columns of the encoding run down the "
+                       f"rows and its {length} positions across; the paper's table is (length, d_model) = "
+                       f"({length}, {width}): transpose it (.T)", {"shape": [width, length]})
+    if code == "swapped_sin_cos":
+        is_sine, _ = explanation.columns(width)
+        cosines, sines = np.flatnonzero(~is_sine), np.flatnonzero(is_sine)
+        return Finding(code, f"columns {_list(cosines)} hold cosines and {_list(sines)} sines: sin and cos are "
+                       "swapped; swap the two assignments (sin goes to the even columns 0::2, cos to 1::2)")
+    if code == "layout":
+        perm = layouts.layout_permutation(width, explanation.layout, "interleaved", odd=odd).tolist()
+        blocks = "all sines, then all cosines" if explanation.layout == "sin_cos" else "all cosines, then all sines"
+        return Finding(code, f"the columns are concatenated ({blocks}: layout {explanation.layout!r}), a "
+                       "convention, not a mistake; table[:, perm] puts them in the paper's interleaved "
+                       f"order, perm = [{_list(perm, 6)}] (posenc.convert_layout(table, "
+                       f"{explanation.layout!r}, 'interleaved'))", {"layout": explanation.layout, "permutation": perm})
+    if code == "exponent_per_column":
+        form = "k/d" if explanation.exponent == "column" else "2k/d"
+        return Finding(code, f"column k uses the exponent {form} of its own index k, so a sine and the "
+                       "cosine beside it have different frequencies; the paper gives both columns of pair "
+                       "i = k // 2 the exponent 2i/d: use 2 * (k // 2) / d_model", {"exponent": form})
+    if code == "integer_division":
+        if explanation.exponent == "pair_floor":
+            what = "every exponent 2i/d is 0, so every column has frequency 1 (sin(pos) and cos(pos) repeated)"
+        else:
+            what = "the exponent 2k/d is 0 in the first half of the columns and 1 in the second"
+        return Finding(code, f"{what}: the exponent was computed with integer division (//, or integer "
+                       "arrays or tensors); make it a float division, e.g. 2 * i / float(d_model)")
+    if code == "multiplied_not_divided":
+        return Finding(code, f"the position is multiplied by {explanation.base:g}^(2i/d) where the formula "
+                       "divides, so the angles grow along the columns instead of shrinking; use "
+                       f"pos / {explanation.base:g}**(2i/d) (or pos * {explanation.base:g}**(-2i/d))")
+    if code == "wrong_base":
+        hint = " (or, the same numbers, base 10000 with the exponent i/d per pair instead of 2i/d)" \
+            if abs(explanation.base - 100) < 0.5 else ""
+        return Finding(code, f"the frequencies fall off with base {explanation.base:.4g}, not 10000{hint}; "
+                       "write 10000 in the denominator 10000**(2i/d)", {"base": explanation.base})
+    if code in ("extra_column", "missing_column"):
+        more = code == "extra_column"
+        return Finding(code, f"the table has {width} columns but its frequencies are those of d_model = {d}: "
+                       f"one column {'too many' if more else 'missing'}"
+                       + (" (a sine and a cosine for each of ceil(d/2) pairs, e.g. for an odd d_model); "
+                          "build exactly d_model columns" if more else
+                          " (d_model // 2 sin/cos pairs for an odd d_model); the last column of an odd width "
+                          "is a sine of pair (d_model - 1) / 2"), {"d_model": d})
+    if code == "position_offset":
+        return Finding(code, f"row 0 holds position {explanation.offset}, not 0: the positions start at "
+                       f"{explanation.offset}; use arange(length), which starts at 0",
+                       {"first_position": explanation.offset})
+    raise AssertionError(code)
+
+
+def _matches(names):
+    also = f" (the same numbers as {', '.join(names[1:])})" if len(names) > 1 else ""
+    if names[0] == "paper":
+        message = "the paper's table: sin at even columns, cos at odd, base 10000, positions from 0" + also
+    else:
+        c = conventions.resolve(names[0])
+        message = (f"convention {names[0]!r}{also}: layout {c.layout}, frequencies {c.rule}, base {c.base:g} "
+                   f"(posenc.positional_encoding(..., convention={names[0]!r}))")
+    return Finding("matches", message, {"conventions": list(names)})
+
+
+def _preset_names(entries, offset):
+    """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, rows from
+    ``offset``, holds these entries, and the first one's largest deviation."""
+    names, deviations = [], []
+    probe = _probe(entries)
+    checked = entries
+    if entries.values.size > 2**20:  # a big table: 1024 rows spread over it tell the presets apart
+        spread = np.unique(np.linspace(0, len(entries.rows) - 1, 1024).round().astype(int))
+        checked = entries.take(spread, np.arange(len(entries.columns)))
+    for name in conventions.NAMES:
+        for part in (probe, checked):
+            try:
+                table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
+            except ValueError:
+                break  # the source has no table of this width
+            deviation = np.abs(part.values - table[:, part.columns])
+            # Every preset's frequencies are at most 1: the position bounds the angle.
+            if (deviation > _allowed(part, (part.rows + offset)[:, None])).any():
+                break
+        else:
+            names.append(name)
+            deviations.append(float(deviation.max()))
+    return names, (deviations[0] if deviations else math.inf)
+
+
+def _named_conventions(entries):
+    """A diagnosis naming a preset outside the paper's family (e.g. "h-1" frequencies), or None."""
+    for transposed in (False, True):
+        oriented = entries.transposed() if transposed else entries
+        for offset in (0, 1):
+            names, deviation = _preset_names(oriented, offset)
+            # The paper's frequencies are the fit's business; only other rules are named here.
+            if names and conventions.resolve(names[0]).rule != "paper":
+                findings = [_matches(names)]
+                preset = conventions.resolve(names[0])
+                shown = Explanation(transposed, preset.layout, offset=offset)
+                odd = "zero" if preset.odd == "zero" else "sine"
+                findings += [_finding(code, shown, oriented, odd) for code in shown.codes(oriented.shape[1])
+                             if code in ("transposed", "layout", "position_offset")]
+                return Diagnosis(tuple(findings), tuple(entries.shape), deviation)
+    return None
+
+
+def _unknown(entries, nearest):
+    oriented = entries.transposed() if nearest.transposed else entries
+    deviation = float(np.abs(_deviation(nearest, oriented)).max())
+    codes = nearest.codes(oriented.shape[1])
+    described = ", ".join(codes) if codes else "the paper's table"
+    tolerance = float((oriented.tolerance + CLEAN).max())
+    message = (f"no explanation in the catalog reproduces it: the nearest ({described}) is off by up to "
+               f"{deviation:.2g}, where rounding allows {tolerance:.1g}")
+    details = {"nearest": codes, "max_deviation": deviation, "tolerance": tolerance}
+    return Diagnosis((Finding("unknown", message, details),), tuple(entries.shape), deviation)

@@ -1,0 +1,407 @@
+"""posenc.diagnose: every catalog code from a buggy table written here the way learners write it.
+
+Each ``learner_*`` function below is an independent implementation of the formula with one
+mistake in it (the line that differs from ``learner_paper`` says which), in NumPy, computed
+in the dtype asked for, as lecture code does. Their tables are diagnosed as NumPy arrays, as
+torch and TF tensors, and from the text that NumPy, torch and TF print for them (summarised
+prints included); random and noisy tables must come back "unknown", never a wrong certainty.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from lecture_values import CORNERS_20x200, TABLE_10x6, TABLE_10x6_4DP
+from messages import assert_raises_naming
+from posenc.diagnosis import CATALOG
+from posenc.printed import parse_printed
+
+
+def _angles(length, d_model, dtype, *, base=10000, first=0, exponent=None, multiply=False):
+    pos = np.arange(first, first + length, dtype=dtype)[:, None]
+    k = np.arange(d_model)
+    if exponent is None:
+        exponent = 2 * (k // 2) / d_model  # the paper: pair i = k // 2 shares 2i / d
+    denominator = np.power(dtype(base), np.asarray(exponent, dtype=dtype))
+    return pos * denominator if multiply else pos / denominator
+
+
+def _interleave(angles, swap=False):
+    pe = np.empty_like(angles)
+    first, second = (np.cos, np.sin) if swap else (np.sin, np.cos)
+    pe[:, 0::2] = first(angles[:, 0::2])
+    pe[:, 1::2] = second(angles[:, 1::2])
+    return pe
+
+
+def learner_paper(length, d_model, dtype=np.float64):
+    return _interleave(_angles(length, d_model, dtype))
+
+
+def learner_swapped(length, d_model, dtype=np.float64):
+    return _interleave(_angles(length, d_model, dtype), swap=True)  # pe[:, 0::2] = np.cos(...)
+
+
+def learner_column_exponent(length, d_model, dtype=np.float64):
+    k = np.arange(d_model)
+    return _interleave(_angles(length, d_model, dtype, exponent=k / d_model))  # k / d, not 2 * (k // 2) / d
+
+
+def learner_double_column_exponent(length, d_model, dtype=np.float64):
+    k = np.arange(d_model)
+    return _interleave(_angles(length, d_model, dtype, exponent=2 * k / d_model))  # DeepCTR: 2 * k / d
+
+
+def learner_base_1000(length, d_model, dtype=np.float64):
+    return _interleave(_angles(length, d_model, dtype, base=1000))
+
+
+def learner_integer_division(length, d_model, dtype=np.float64):
+    k = np.arange(d_model)
+    return _interleave(_angles(length, d_model, dtype, exponent=2 * (k // 2) // d_model))  # // gives 0
+
+
+def learner_integer_division_per_column(length, d_model, dtype=np.float64):
+    k = np.arange(d_model)
+    return _interleave(_angles(length, d_model, dtype, exponent=2 * k // d_model))  # Python 2's 2*i/d
+
+
+def learner_multiplied(length, d_model, dtype=np.float64):
+    return _interleave(_angles(length, d_model, dtype, multiply=True))  # pos * 10000 ** (2i/d)
+
+
+def learner_from_one(length, d_model, dtype=np.float64):
+    return _interleave(_angles(length, d_model, dtype, first=1))  # np.arange(1, length + 1)
+
+
+def learner_transposed(length, d_model, dtype=np.float64):
+    return learner_paper(length, d_model, dtype).T  # (d_model, length)
+
+
+def learner_concatenated(length, d_model, dtype=np.float64):
+    angles = _angles(length, d_model, dtype)
+    return np.concatenate([np.sin(angles[:, 0::2]), np.cos(angles[:, 1::2])], axis=1)  # sin | cos
+
+
+def learner_stacked_pairs(length, d_model, dtype=np.float64):
+    # The lecture's stack of sin and cos over range(0, d, 2): an odd d_model gives d + 1 columns.
+    even_i = np.arange(0, d_model, 2, dtype=dtype)
+    angles = np.arange(length, dtype=dtype)[:, None] / np.power(dtype(10000), even_i / dtype(d_model))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(length, -1)
+
+
+def learner_floor_pairs(length, d_model, dtype=np.float64):
+    # d_model // 2 pairs, stacked: an odd d_model loses its last column (a sine).
+    i = np.arange(d_model // 2, dtype=dtype)
+    angles = np.arange(length, dtype=dtype)[:, None] / np.power(dtype(10000), 2 * i / dtype(d_model))
+    return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(length, -1)
+
+
+# (learner, expected codes, widths it applies to).
+ODD, ANY = "odd", "any"
+CASES = {
+    "matches": (learner_paper, ["matches"], ANY),
+    "swapped_sin_cos": (learner_swapped, ["swapped_sin_cos"], ANY),
+    "exponent_per_column": (learner_column_exponent, ["exponent_per_column"], ANY),
+    "exponent_per_column (2k/d)": (learner_double_column_exponent, ["exponent_per_column"], ANY),
+    "wrong_base": (learner_base_1000, ["wrong_base"], ANY),
+    "integer_division": (learner_integer_division, ["integer_division"], ANY),
+    "integer_division (per column)": (learner_integer_division_per_column, ["integer_division"], ANY),
+    "multiplied_not_divided": (learner_multiplied, ["multiplied_not_divided"], ANY),
+    "position_offset": (learner_from_one, ["position_offset"], ANY),
+    "transposed": (learner_transposed, ["transposed"], ANY),
+    "layout": (learner_concatenated, ["matches", "layout"], ANY),
+    "extra_column": (learner_stacked_pairs, ["extra_column"], ODD),
+    "missing_column": (learner_floor_pairs, ["missing_column"], ODD),
+}
+SIZES = [(10, 6), (12, 9), (33, 7), (50, 64), (17, 33)]
+
+
+def _cases():
+    for label, (learner, codes, widths) in CASES.items():
+        for length, d_model in SIZES:
+            if widths == ODD and d_model % 2 == 0:
+                continue
+            for dtype in (np.float32, np.float64):
+                yield pytest.param(learner, length, d_model, dtype, codes, id=f"{label}-{length}x{d_model}-{dtype.__name__}")
+
+
+def test_every_catalog_code_has_a_case():
+    covered = {code for _, codes, _ in CASES.values() for code in codes}
+    assert covered | {"float32_precision", "unknown"} == set(CATALOG)
+
+
+@pytest.mark.parametrize("learner, length, d_model, dtype, codes", list(_cases()))
+def test_numpy_tables(learner, length, d_model, dtype, codes):
+    table = learner(length, d_model, dtype)
+    found = posenc.diagnose(table)
+    assert found.codes == codes, str(found)
+    assert found.matches_paper == (codes == ["matches"])
+    assert not found.alternatives, str(found)
+
+
+def test_details_name_what_was_found():
+    assert posenc.diagnose(learner_base_1000(20, 16)).findings[0].details["base"] == 1000
+    assert posenc.diagnose(learner_from_one(20, 16)).findings[0].details["first_position"] == 1
+    assert posenc.diagnose(learner_stacked_pairs(20, 7)).findings[0].details["d_model"] == 7
+    assert posenc.diagnose(learner_floor_pairs(20, 7)).findings[0].details["d_model"] == 7
+    layout = posenc.diagnose(learner_concatenated(20, 8)).findings[1].details
+    perm = layout["permutation"]
+    np.testing.assert_array_equal(learner_concatenated(20, 8)[:, perm], learner_paper(20, 8))
+    swapped = str(posenc.diagnose(learner_swapped(10, 6)))
+    assert "columns 0, 2, 4 hold cosines and 1, 3, 5 sines" in swapped
+
+
+def test_named_convention_outside_the_paper_family():
+    table = posenc.positional_encoding(40, 16, convention="tensor2tensor", dtype=np.float64)
+    found = posenc.diagnose(table)
+    assert found.codes == ["matches", "layout"] and "tensor2tensor" in found.findings[0].details["conventions"]
+    assert not found.matches_paper
+
+
+# Combined mistakes, and the exact first position / base read off.
+@settings(max_examples=40, deadline=None)
+@given(
+    length=st.integers(8, 40),
+    d_model=st.integers(6, 40),
+    base=st.sampled_from([10000, 1000, 500]),
+    first=st.sampled_from([0, 1, 2, 100]),
+    swap=st.booleans(),
+    transpose=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_combined_mistakes(length, d_model, base, first, swap, transpose, dtype):
+    table = _interleave(_angles(length, d_model, dtype, base=base, first=first), swap=swap)
+    if transpose:
+        table = table.T
+    expected = (["transposed"] if transpose else []) + (["swapped_sin_cos"] if swap else [])
+    expected += (["wrong_base"] if base != 10000 else []) + (["position_offset"] if first else [])
+    found = posenc.diagnose(table)
+    assert found.codes == (expected or ["matches"]), str(found)
+    if base != 10000:
+        assert found.findings[expected.index("wrong_base")].details["base"] == base
+    if first:
+        assert found.findings[expected.index("position_offset")].details["first_position"] == first
+
+
+def test_float32_precision_at_large_positions():
+    # The lecture's float32 route over 5000 positions: off by ~1e-3 at the end, not a mistake.
+    table = learner_paper(5000, 64, np.float32)
+    found = posenc.diagnose(table)
+    assert found.codes == ["matches", "float32_precision"] and found.matches_paper
+    details = found.findings[1].details
+    assert 1e-4 < details["max_deviation"] < 2e-3
+    assert details["float32_route_deviation"] < details["max_deviation"] / 10
+    exact = posenc.positional_encoding(5000, 64, dtype=np.float64)
+    assert details["max_deviation"] == pytest.approx(np.abs(table - exact).max(), rel=1e-6)
+    first_bad = np.flatnonzero((np.abs(table - exact) > 1e-5).any(axis=1))[0]
+    assert details["from_row"] == first_bad
+    # posenc's own float32 table is accurate there: a plain match.
+    assert posenc.diagnose(posenc.positional_encoding(5000, 64)).codes == ["matches"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("shape", [(2, 2), (10, 6), (6, 10), (40, 33), (3, 200)])
+def test_random_tables_are_unknown(seed, shape):
+    rng = np.random.default_rng(seed)
+    found = posenc.diagnose(rng.uniform(-1, 1, shape))
+    assert found.codes == ["unknown"] and found.findings[0].details["max_deviation"] > 1e-2
+
+
+@pytest.mark.parametrize("noise", [1e-3, 1e-2])
+@pytest.mark.parametrize("learner", [learner_paper, learner_base_1000, learner_swapped, learner_transposed])
+def test_noisy_tables_are_unknown_with_the_nearest(learner, noise):
+    table = learner(30, 16) + np.random.default_rng(1).normal(0, noise, learner(30, 16).shape)
+    found = posenc.diagnose(table)
+    assert found.codes == ["unknown"], str(found)
+    assert found.max_deviation == pytest.approx(np.abs(table - learner(30, 16)).max(), rel=0.5)
+    assert "nearest" in str(found)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 30), st.integers(2, 30), st.sampled_from([0.0, 1e-3]))
+def test_no_wrong_certainty(seed, length, width, scale):
+    # A random table, or a catalog table drowned in noise of scale 1e-3 and more: never a fit.
+    rng = np.random.default_rng(seed)
+    table = rng.uniform(-1, 1, (length, width))
+    if scale:
+        table = learner_paper(length, width) + rng.normal(0, 1, (length, width)) * (scale + rng.uniform(0, 0.1))
+    assert posenc.diagnose(table).codes == ["unknown"]
+
+
+# --- tensors and printed text -----------------------------------------------------------------
+
+FRAMEWORK_CASES = [
+    (learner, codes, size)
+    for learner, codes, widths in CASES.values()
+    for size in ([(10, 7), (50, 33)] if widths == ODD else [(10, 6), (50, 64)])
+]
+FRAMEWORK_IDS = [f"{codes[-1]}-{learner.__name__}-{size[0]}x{size[1]}" for learner, codes, size in FRAMEWORK_CASES]
+
+
+@pytest.mark.parametrize("learner, codes, size", FRAMEWORK_CASES, ids=FRAMEWORK_IDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_tensors_and_their_prints(learner, codes, size, dtype):
+    torch = pytest.importorskip("torch")
+    tensor = torch.from_numpy(learner(*size, dtype))
+    assert posenc.diagnose(tensor).codes == codes
+    text = repr(tensor)  # what a notebook shows; summarised above 1000 entries
+    assert ("..." in text) == (tensor.numel() > 1000)
+    found = posenc.diagnose(text, shape=tuple(tensor.shape))
+    assert found.codes == codes, text + "\n" + str(found)
+    assert posenc.diagnose(repr(tensor[None]), shape=(1, *tensor.shape)).codes == codes  # (1, L, d)
+
+
+@pytest.mark.parametrize("learner, codes, size", FRAMEWORK_CASES, ids=FRAMEWORK_IDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tensorflow_tensors_and_their_prints(learner, codes, size, dtype):
+    tf = pytest.importorskip("tensorflow")
+    tensor = tf.constant(learner(*size, dtype))[None]  # (1, L, d), as Keras code returns it
+    assert posenc.diagnose(tensor).codes == codes
+    for text in (repr(tensor), str(tensor)):  # the cell output and print(); both show the shape
+        assert "shape=(1," in text
+        found = posenc.diagnose(text)
+        assert found.codes == codes, text + "\n" + str(found)
+
+
+@pytest.mark.parametrize("learner, codes, size", FRAMEWORK_CASES, ids=FRAMEWORK_IDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_prints(learner, codes, size, dtype):
+    table = learner(*size, dtype)
+    for text in (repr(table), str(table)):
+        assert ("..." in text) == (table.size > 1000)
+        found = posenc.diagnose(text, shape=table.shape if "..." in text else None)
+        assert found.codes == codes, text + "\n" + str(found)
+    with np.printoptions(precision=4, suppress=True):  # the lectures' rounded prints
+        assert posenc.diagnose(str(table), shape=table.shape).codes == codes
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_float32_precision_and_unknown_in_tensors_and_prints(framework):
+    module = pytest.importorskip(framework)
+    tensor = module.tensor if framework == "torch" else module.constant
+    drifting = learner_paper(5000, 64, np.float32)
+    random = np.random.default_rng(3).uniform(-1, 1, (40, 16)).astype(np.float32)
+    for table, codes in [(drifting, ["matches", "float32_precision"]), (random, ["unknown"])]:
+        assert posenc.diagnose(tensor(table)).codes == codes
+        assert posenc.diagnose(repr(tensor(table)), shape=table.shape).codes == codes
+        assert posenc.diagnose(str(tensor(table)), shape=table.shape).codes == codes
+
+
+def test_float32_precision_from_a_summarised_print():
+    table = learner_paper(5000, 64, np.float32)
+    found = posenc.diagnose(repr(table), shape=table.shape)
+    assert found.codes == ["matches", "float32_precision"]
+    assert found.findings[1].details["from_row"] == 4997  # the first row shown after the '...'
+
+
+def test_lecture_004_corners():
+    # Seed 004 printed the shape, then its summarised (1, 20, 200) table on one line.
+    def numbers(values):
+        return " ".join(np.format_float_positional(v, precision=4, trim=".") for v in values)
+
+    rows = [f"[ {numbers(head)} ... {numbers(tail)} ]" for head, tail in CORNERS_20x200.values()]
+    text = "(1, 20, 200) [[" + " ".join(rows[:3]) + " ... " + " ".join(rows[3:]) + "]]"
+    entries = parse_printed(text)
+    assert entries.shape == (20, 200)
+    np.testing.assert_array_equal(entries.rows, [0, 1, 2, 17, 18, 19])
+    np.testing.assert_array_equal(entries.columns, [0, 1, 2, 197, 198, 199])
+    found = posenc.diagnose(text)
+    assert found.matches_paper and found.codes == ["matches"], str(found)
+
+
+def test_lecture_002_rounded_torch_print():
+    lines = ",\n        ".join("[" + ", ".join(f"{v:7.4f}" for v in row) + "]" for row in TABLE_10x6_4DP)
+    text = f"tensor([{lines}])"
+    assert posenc.diagnose(text).codes == ["matches"]
+    assert posenc.diagnose(TABLE_10x6).codes == ["matches"]
+
+
+def test_parse_printed_reads_scientific_notation_and_its_precision():
+    entries = parse_printed("tensor([[ 0.0000e+00,  1.0000e+00],\n        [ 8.4147e-01,  5.4030e-01]])")
+    np.testing.assert_array_equal(entries.values, [[0, 1], [0.84147, 0.5403]])
+    np.testing.assert_allclose(entries.tolerance, [[5e-5, 5e-5], [5e-6, 5e-6]])
+
+
+@pytest.mark.parametrize(
+    "text, shape, error, words",
+    [
+        ("no array here", None, ValueError, ["no [...] found"]),
+        ("[[1, 2, ..., 3]]", None, ValueError, ["summarised", "shape=(length, d_model)"]),
+        ("[[1, 2], [3, x]]", None, ValueError, ["'x'"]),
+        ("[[[1, 2]], [[3, 4]]]", None, ValueError, ["batch"]),
+        ("[[1, 2], [3, 4]]", (3, 2), ValueError, ["shape says 3 rows"]),
+        ("[[1, 2], [3, 4]]", "ab", TypeError, ["shape", "'ab'"]),
+    ],
+)
+def test_bad_text(text, shape, error, words):
+    assert_raises_naming(lambda: posenc.diagnose(text, shape=shape), error, words)
+
+
+@pytest.mark.parametrize(
+    "table, error, words",
+    [
+        (np.zeros((2, 3, 4)), ValueError, ["table", "(2, 3, 4)"]),
+        (np.array([[np.nan, 1.0]]), ValueError, ["table", "NaN"]),
+        (object(), TypeError, ["table", "object"]),
+    ],
+)
+def test_bad_tables(table, error, words):
+    assert_raises_naming(lambda: posenc.diagnose(table), error, words)
+
+
+def test_import_posenc_loads_no_framework():
+    code = "import sys, posenc; posenc.diagnose([[0.0, 1.0]]); print('torch' in sys.modules, 'tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "posenc", "diagnose", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_exit_codes_and_json(tmp_path):
+    torch = pytest.importorskip("torch")
+    np.save(tmp_path / "paper.npy", learner_paper(20, 16, np.float32))
+    np.savetxt(tmp_path / "swapped.csv", learner_swapped(20, 16), delimiter=",")
+    torch.save(torch.from_numpy(learner_base_1000(20, 16)).T.contiguous(), tmp_path / "base.pt")
+    (tmp_path / "print.txt").write_text(str(learner_paper(50, 64, np.float32)))  # print(): no shape shown
+
+    done = _cli(tmp_path / "paper.npy")
+    assert done.returncode == 0 and "the paper's table" in done.stdout
+    done = _cli(tmp_path / "swapped.csv", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert [f["code"] for f in report["findings"]] == ["swapped_sin_cos"] and report["matches_paper"] is False
+    done = _cli(tmp_path / "base.pt", "--json")
+    assert done.returncode == 1
+    found = json.loads(done.stdout)["findings"]
+    assert [f["code"] for f in found] == ["transposed", "wrong_base"] and found[1]["base"] == 1000
+    assert _cli(tmp_path / "print.txt", "--shape", "50,64").returncode == 0
+    assert _cli(tmp_path / "print.txt").returncode == 2  # summarised, and no shape given
+
+
+def test_cli_reads_a_csv_with_a_header(tmp_path):
+    columns = ",".join(f"c{k}" for k in range(8))
+    np.savetxt(tmp_path / "header.csv", learner_from_one(12, 8), delimiter=",", header=columns, comments="")
+    done = _cli(tmp_path / "header.csv", "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["first_position"] == 1
+
+
+def test_cli_bad_files(tmp_path):
+    torch = pytest.importorskip("torch")
+    (tmp_path / "empty.txt").write_text("nothing printed here")
+    (tmp_path / "broken.npy").write_bytes(b"not numpy")
+    torch.save({"pe": torch.zeros(3, 4)}, tmp_path / "state.pt")
+    for path in (tmp_path / "empty.txt", tmp_path / "broken.npy", tmp_path / "missing.npy", tmp_path / "state.pt"):
+        done = _cli(path)
+        assert done.returncode == 2 and "error" in done.stderr and str(path) in done.stderr and not done.stdout
