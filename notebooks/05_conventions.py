@@ -325,16 +325,18 @@ for name, options in examples:
 #
 # Stable Diffusion's timestep embedding (`flip_sin_to_cos=True, downscale_freq_shift=0`)
 # shows why that matters. Its frequencies $10000^{-j/h}$ are the paper's, in cos_sin order.
-# Every paper-rule preset rebuilds it with `layout="cos_sin"`, but none of their sources
+# Each of the seven paper-rule presets rebuilds it with `layout="cos_sin"` (an earlier
+# `identify` named "paper" and listed all seven as matches), but none of their sources
 # writes that layout; diffusers writes it with its own options, and is the one named:
 
 # %%
 sd = posenc.positional_encoding(200, 64, convention="diffusers", flip_sin_to_cos=True, downscale_freq_shift=0)
 found = posenc.identify(sd)
 print(f"layout {found.convention.layout}, rule {found.convention.rule}, shift {found.convention.shift:g}, base {found.convention.base:g}")
-paper_cos_sin = posenc.positional_encoding(200, 64, layout="cos_sin")
-assert np.abs(sd - paper_cos_sin).max() < 1e-6
-assert found.matches == ("diffusers",)
+paper_rule = [name for name in posenc.conventions.NAMES if posenc.conventions.resolve(name).rule == "paper"]
+assert len(paper_rule) == 7 and found.matches == ("diffusers",)
+for name in paper_rule:
+    assert np.abs(sd - posenc.positional_encoding(200, 64, convention=name, layout="cos_sin")).max() < 1e-6
 
 # %% [markdown]
 # And it says "none" when nothing fits: a random table, or a real one with one column nudged
