@@ -91,6 +91,7 @@ plt.show()
 # positions, each $10000^{4/64} \approx 1.78$ times longer than the one before.
 
 # %%
+assert round(lengths[2] / lengths[0], 2) == 1.78  # 10000^(4/64)
 wide = table(100, d_model)
 posenc.plot.columns(wide, [0, 4, 8], title="sine columns of pairs 0, 2, 4 (d_model = 64)")
 plt.show()
@@ -129,6 +130,7 @@ for j, period in enumerate(bit_periods):
     assert not np.array_equal(bits[period // 2 :, j], bits[: -(period // 2), j])  # and no sooner
 small_lengths = posenc.wavelengths(16)
 np.testing.assert_allclose(small_lengths[1:] / small_lengths[:-1], 10000 ** (2 / 16), rtol=1e-13)
+assert round(10000 ** (2 / 16), 2) == 3.16
 assert len({tuple(row) for row in bits}) == 256  # every position has its own bit pattern
 assert len({tuple(row) for row in small.round(6)}) == 256  # and its own row of waves
 print("bit periods:", bit_periods)
@@ -137,6 +139,7 @@ print("wave periods:", small_lengths.round(1))
 pair_steps = np.hypot(small[1:, 0::2] - small[:-1, 0::2], small[1:, 1::2] - small[:-1, 1::2])
 assert np.all(np.diff(pair_steps[0]) < 0)  # one step moves the fast pairs most
 assert bits[:, 0].tolist() == [0, 1] * 128 and np.sum(bits[1:, 7] != bits[:-1, 7]) == 1
+assert abs(44 - 7 * 2 * np.pi) < 0.02
 assert np.linalg.norm(small[44, :2] - small[0, :2]) < 0.02 < 1 < np.linalg.norm(small[44] - small[0])
 assert bits[0, 0] == bits[2, 0] and bits[0, 1] != bits[2, 1]
 
@@ -144,8 +147,9 @@ assert bits[0, 0] == bits[2, 0] and bits[0, 1] != bits[2, 1]
 # **What is not.**
 #
 # - The counter wraps: after 256 steps position 256 reads exactly like position 0. The
-#   waves never line up exactly on whole positions, because $2\pi$ is irrational (checked
-#   over long ranges in section 3).
+#   waves never bring a row back exactly: the first pair turns one radian per position, so
+#   row $p$ equals row 0 only if $p$ is a whole multiple of $2\pi$, and no whole number
+#   $p > 0$ is one, since $\pi$ is irrational. (How close rows can come is section 3.)
 # - A step of one is not always the same size in binary: 127 → 128 flips all eight bits,
 #   128 → 129 flips one. Between sinusoidal rows, one step is the same distance everywhere,
 #   and so is every step of $k$ (section 5 says why).
@@ -159,9 +163,8 @@ assert np.array_equal((256 >> np.arange(8)) & 1, bits[0])  # the counter wraps
 
 flips = np.sum(bits[1:] != bits[:-1], axis=1)  # bits changed by n -> n + 1
 steps = np.linalg.norm(small[1:] - small[:-1], axis=1)  # distance PE(p) -> PE(p + 1)
-print(f"bits flipped by one step: {flips.min()} to {flips.max()}; 127 -> 128 flips {flips[127]}")
 print(f"distance of one sinusoidal step: {steps.min():.9f} to {steps.max():.9f}")
-assert flips.min() == 1 and flips.max() == 8 and flips[127] == 8
+assert flips.min() == 1 and flips.max() == 8 and flips[127] == 8 and flips[128] == 1
 assert np.ptp(steps) < 1e-12
 
 ones = bits.sum(axis=1)
@@ -182,16 +185,16 @@ assert np.all(np.abs(between) <= 1) and np.all(np.abs(np.diff(between[:, 0])) < 
 # %%
 long = table(100_000, d_model)
 norms = np.linalg.norm(long, axis=1)
-print(f"d_model=64: norms from {norms.min():.9f} to {norms.max():.9f}; sqrt(32) = {np.sqrt(32):.9f}")
 np.testing.assert_allclose(norms, np.sqrt(d_model / 2), rtol=1e-13)
 for layout in posenc.LAYOUTS:
     np.testing.assert_allclose(np.linalg.norm(table(1000, 10, layout=layout), axis=1), np.sqrt(5), rtol=1e-14)
 
-odd = table(25_000, 7)  # two turns of its slowest pair, which has no cosine
+odd = table(25_000, 7)  # about 1.5 turns of its slowest pair, which has no cosine
 squared = np.sum(odd**2, axis=1)
 last_rate = 2 * np.pi / posenc.wavelengths(7)[-1]
 np.testing.assert_allclose(squared, 3 + np.sin(np.arange(25_000) * last_rate) ** 2, atol=1e-12)
 print(f"d_model=7: squared norms from {squared.min():.6f} to {squared.max():.6f}")
+assert round(25_000 / posenc.wavelengths(7)[-1], 1) == 1.5
 assert 3 <= squared.min() < 3.01 and 3.99 < squared.max() <= 4
 
 # %% [markdown]
@@ -204,7 +207,7 @@ squared_norms = np.sum(block**2, axis=1)
 distances = np.sqrt(np.maximum(squared_norms[:, None] + squared_norms[None, :] - 2 * block @ block.T, 0))
 np.fill_diagonal(distances, np.inf)
 p, q = np.unravel_index(np.argmin(distances), distances.shape)
-print(f"closest pair among 2000 positions: {distances.min():.4f}, {abs(p - q)} apart")
+print(f"closest pair among 2000 positions: {distances.min():.4f} apart")
 assert abs(p - q) == 1
 np.testing.assert_allclose(distances.min(), np.linalg.norm(long[1] - long[0]), rtol=1e-9)
 
@@ -223,8 +226,7 @@ offsets = np.abs(np.subtract.outer(np.arange(2000), np.arange(2000)))
 np.testing.assert_allclose(distances[offsets > 0], distance_by_offset(offsets[offsets > 0], d_model), atol=1e-9)
 
 far = distance_by_offset(np.arange(1, 100_000), d_model)
-print(f"offsets 1..99999: smallest distance {far.min():.4f} (at k = {far.argmin() + 1}); "
-      f"next smallest beyond k = 1: {far[1:].min():.4f}")
+print(f"offsets 1..99999: distance to the neighbour {far[0]:.4f}; smallest beyond k = 1: {far[1:].min():.4f}")
 assert far.argmin() == 0 and far[1:].min() > far[0]
 
 # %% [markdown]
@@ -270,8 +272,9 @@ for layout in posenc.LAYOUTS:
         after = posenc.encode(starts + k, d_model, layout=layout, dtype=np.float64)
         errors.append(np.abs(before @ m.T - after).max())
         np.testing.assert_allclose((m @ before.T).T, after, atol=1e-10)  # M from the left
-    print(f"{layout:12s} largest error over k in (1, 5, 37.5, -12, 1000) below 1e-10: {max(errors) < 1e-10}")
-    assert max(errors) < 1e-10
+        perm = posenc.layout_permutation(d_model, "interleaved", layout)  # rows and columns alike
+        np.testing.assert_allclose(m, posenc.shift_matrix(k, d_model)[np.ix_(perm, perm)], atol=1e-15)
+    assert max(errors) < 1e-10, (layout, max(errors))
 
 # %% [markdown]
 # Shifts compose like rotations: $M_j M_k = M_{j+k}$, $M_{-k} = M_k^\top$, and every $M_k$
@@ -298,7 +301,11 @@ except ValueError as error:
 else:
     raise AssertionError("an odd width should have no shift matrix")
 
-# The last wavelength of d = 7 is about 12 000 positions: fit over two of them.
+# The lone sine of d = 7 has wavelength 2π·10000^(6/7) ≈ 16 856 positions: fit over
+# 25 000 positions, about 1.5 of its turns.
+lone = posenc.wavelengths(7)[-1]
+np.testing.assert_allclose(lone, 2 * np.pi * 10000 ** (6 / 7), rtol=1e-14)
+assert round(lone) == 16856 and round(25_000 / lone, 1) == 1.5
 grid_positions = np.arange(0, 25_000, 7.0)
 now, later = posenc.encode(grid_positions, 7, dtype=np.float64), posenc.encode(grid_positions + 5, 7, dtype=np.float64)
 fit, *_ = np.linalg.lstsq(now, later, rcond=None)
@@ -359,9 +366,11 @@ assert peaks[13] > peaks[11]  # but the slowest pairs turn back: see section 6
 # **A too-small base.** The longest wavelength is below $2\pi \cdot \text{base}$. With
 # base 10 and $d = 64$ it is 58 positions, so in a sequence of a few hundred tokens every
 # pair has turned many times, and no pair changes slowly enough to say "far" or "farther".
-# The dot product, divided by its value at 0, drops to noise around 0 within a few
-# positions and stays there; a position 300 away can look more similar than one 10 away.
-# With base 10000 it falls steadily over the same range.
+# The dot product, divided by its value at 0, falls from 1 to about 0 within 5 positions
+# and then only wobbles around 0 (never beyond $\pm 0.33$ up to $k = 1023$; its mean over
+# each octave of $k$ is within 0.01 of 0 from $k = 64$ on). The position 300 away looks
+# more similar (0.07) than the one 10 away ($-0.19$). With base 10000 the octave means
+# fall steadily over the same range.
 
 # %%
 k = np.arange(1024)
@@ -374,25 +383,27 @@ ax.set_ylabel("PE(p)·PE(p+k) / PE(p)·PE(p)")
 ax.legend()
 plt.show()
 
-print(f"longest wavelength, base 10: {posenc.wavelengths(d_model, 10)[-1]:.1f}")
 small_base = dot_by_offset(k, d_model, 10) / (d_model / 2)
 paper_base = dot_by_offset(k, d_model) / (d_model / 2)
 small_means = np.array([small_base[2**m : 2 ** (m + 1)].mean() for m in range(1, 10)])
 paper_means = np.array([paper_base[2**m : 2 ** (m + 1)].mean() for m in range(1, 10)])
 print("mean per octave, base 10:   ", small_means.round(3))
 print("mean per octave, base 10000:", paper_means.round(3))
+assert round(posenc.wavelengths(d_model, 10)[-1]) == 58
+assert abs(small_base[5]) < 0.02 and np.abs(small_base[5:]).max() < 0.33
 assert np.all(np.abs(small_means[5:]) < 0.01)  # flat from k = 64 on
-assert small_base[256:512].max() > small_base[8:16].max()  # 300 away looks closer than 10 away
+assert round(small_base[300], 2) == 0.07 and round(small_base[10], 2) == -0.19
 assert np.all(np.diff(paper_means) < 0) and paper_means[-1] > 0.15
 
 # %% [markdown]
 # **Positions past the longest wavelength.** The slowest pair is a clock hand that turns
 # once per longest wavelength. Its angle alone reads the position exactly up to that
 # wavelength, and then it wraps around: $p$ and $p + \lambda_{\max}$ look the same in the
-# slowest pair, and the same is true of every pair at its own wavelength. That is
-# aliasing. Beyond the longest wavelength, only the combination of pairs still tells
-# positions apart, and with few pairs that combination can come arbitrarily close to
-# repeating. Take $d = 8$ with base 100: $\lambda_{\max} \approx 199$.
+# slowest pair, and the same is true of every pair at its own wavelength. Beyond the
+# longest wavelength, only the combination of pairs still tells positions apart, and with
+# few pairs that combination can come arbitrarily close to repeating: two far-apart
+# positions then look almost alike. We call that aliasing. Take $d = 8$ with base 100:
+# $\lambda_{\max} \approx 199$.
 
 # %%
 d_few, base_few = 8, 100.0
@@ -402,13 +413,14 @@ slow = posenc.encode(ps, d_few, base=base_few, dtype=np.float64)[:, -2:]  # (sin
 readout = np.mod(np.arctan2(slow[:, 0], slow[:, 1]), 2 * np.pi) / (2 * np.pi) * longest
 print(f"longest wavelength: {longest:.2f}; the slowest pair reads 150 as {readout[150]:.2f}, "
       f"350 as {readout[350]:.2f}, 550 as {readout[550]:.2f}")
+assert round(longest) == 199
 np.testing.assert_allclose(readout, np.mod(ps, longest), atol=1e-9)
 
 # %% [markdown]
 # Distance from position $p$ to $p + k$, against $k$: inside the longest wavelength (left of
 # the dashed line) every other position is farther away than the neighbour $p + 1$ (grey
 # line); past it, some positions come closer than the neighbour, and far out, at
-# $k = 792\,184$, one is almost identical to $p$.
+# $k = 792\,184$, one is almost identical to $p$ (closer than 0.03): aliasing.
 
 # %%
 few = distance_by_offset(np.arange(1_000_000), d_few, base_few)
@@ -425,20 +437,20 @@ plt.show()
 inside = few[2 : int(longest) + 1]
 closer = np.flatnonzero(few[2:] < few[1]) + 2
 print(f"neighbour: {few[1]:.3f}; nearest inside the longest wavelength: {inside.min():.3f}")
-print(f"first k closer than the neighbour: {closer[0]}; nearest of all below 10^6: "
-      f"{few[1:].min():.3f} at k = {few[1:].argmin() + 1}")
+print(f"first k closer than the neighbour: {closer[0]}; nearest of all below 10^6: {few[1:].min():.3f}")
 assert inside.min() > few[1] and closer[0] > longest
 assert few[1:].min() < 0.03 and few[1:].argmin() + 1 == 792_184
 
 # %% [markdown]
 # The base 10000 and $d = 64$ keep this far away: their longest wavelength is 47 117
 # positions, and section 3 found no offset below 100 000 closer than the neighbour.
-# (Sampling whole positions never aliases a single column, by the way: the shortest
-# wavelength is $2\pi > 2$ positions, above the Nyquist limit, whatever the base.)
+# (Whole positions are also close enough together to follow every single column: the
+# fastest turns 1 radian per position, less than half a turn, whatever the base, so from
+# one position to the next no column can skip a turn unseen.)
 
 # %%
 assert round(posenc.wavelengths(d_model)[-1]) == 47117
-assert all(posenc.wavelengths(d, b).min() > 2 for d in (2, 7, 64) for b in (1.5, 10, 1e4))
+assert all(np.max(2 * np.pi / posenc.wavelengths(d, b)) <= 1 < np.pi for d in (2, 7, 64) for b in (1.5, 10, 1e4))
 
 # %% [markdown]
 # ## 7. How d_model and base change the picture
@@ -485,9 +497,16 @@ assert np.all(np.diff(ratio_table, axis=1) < 0)  # wider: a smaller step between
 np.testing.assert_allclose(longest_table, 2 * np.pi * np.array(bases)[:, None] ** ((np.array(widths) - 2) / np.array(widths)), rtol=1e-12)
 
 # %% [markdown]
-# There is no slider here (no widget library is installed): change `widths` and `bases`
-# above and re-run the two cells.
-#
+# `posenc.plot.grid` takes any widths and bases; one panel for a width and base not shown
+# above is one call, here $d = 32$ with base 500, the longest wavelength of which is
+# $2\pi \cdot 500^{30/32} \approx 2130$ positions:
+
+# %%
+fig = posenc.plot.grid(100, [32], [500.0])
+plt.show()
+assert len(fig.axes) >= 1 and round(posenc.wavelengths(32, 500.0)[-1]) == 2130
+
+# %% [markdown]
 # ## Summary
 #
 # | idea | the fact, asserted above |
@@ -498,7 +517,7 @@ np.testing.assert_allclose(longest_table, 2 * np.pi * np.array(bases)[:, None] *
 # | distinct rows | no two of 100 000 positions coincide; the nearest row is always the neighbour |
 # | relative position | $PE(p+k) = M_k\,PE(p)$, a block rotation, in every layout; impossible for the lone sine of an odd width |
 # | similarity | $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$: depends on $k$ only, symmetric, falls with ripples |
-# | failure modes | a small base flattens similarity into noise; past the longest wavelength positions alias |
+# | failure modes | a small base flattens similarity into noise; past the longest wavelength, far-apart positions can look alike (aliasing) |
 # | the two knobs | a larger base widens the similarity; a larger width fills the wavelengths densely |
 #
 # The property tests in `tests/test_intuition.py` check the same facts for random widths

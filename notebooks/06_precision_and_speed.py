@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 06 · Precision and speed
+# # 06 · How accurate and how fast: the table at large positions, float32 against posenc
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/06_precision_and_speed.ipynb)
 #
@@ -74,25 +74,45 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The route's error grows in proportion to the position; posenc stays within about one
-# float32 rounding (a few $10^{-8}$) everywhere. The claims, checked:
+# From position 1000 on, the route's error grows in proportion to the position: on the
+# log-log plot its slope is within 0.1 of 1, and error / position stays between $7 \cdot
+# 10^{-9}$ and $3 \cdot 10^{-8}$. It passes $10^{-3}$ from $10^5$ on and $10^{-2}$ from
+# $10^6$ on. posenc stays within one float32 rounding of a value below 1 ($2^{-25}
+# \approx 3 \cdot 10^{-8}$) everywhere. The claims, checked:
 
 # %%
-assert posenc_error.max() <= 2e-7
+grown = positions >= 1000
+slope = np.polyfit(np.log(positions[grown]), np.log(route_error[grown]), 1)[0]
+per_position = route_error[grown] / positions[grown]
+assert abs(slope - 1) < 0.1 and 7e-9 < per_position.min() and per_position.max() < 3e-8
 assert (route_error[positions >= 10**5] > 1e-3).all() and (route_error[positions >= 10**6] > 1e-2).all()
-print("float32 route off by > 1e-3 from 1e5 and > 1e-2 from 1e6; posenc within 2e-7 everywhere: True")
+assert posenc_error.max() <= 2**-25
 
 # %% [markdown]
 # ## Why: float32 numbers are far apart near a large angle
 #
 # A float32 has 24 significant bits. Near 32767 consecutive float32 numbers are
-# $2^{-9} \approx 0.002$ apart, so the angle $32767 / 1$ (first column) or any quotient of that
-# size can only land on that grid: the sine of a rounded angle is off by up to half the
-# spacing. float64 spacing near $10^7$ is $2 \cdot 10^{-9}$: good enough for float32 output.
+# $2^{-9} \approx 0.002$ apart. The angle $32767 / 1$ of the first column is a whole number
+# below $2^{24}$ and exact in float32. The other columns are not: their denominators
+# $10000^{2i/d}$ are rounded to float32 first, and the quotient $32767 / 10000^{2i/d}$ is
+# rounded again, to a grid as coarse as $2^{-9}$ for quotients above 16384. The quotient's
+# own rounding moves an angle by up to half a step (0.0009 here), the rounded denominator
+# by up to 0.0012 more, and the sine of an angle off by $\delta$ is off by up to $\delta$.
+# float64 spacing near $10^7$ is $2^{-29} \approx 2 \cdot 10^{-9}$: good enough for
+# float32 output.
 
 # %%
 for value in [100, 32767, 1e5, 1e7]:
     print(f"{value:>10g}: float32 spacing {np.spacing(np.float32(value)):.1e}, float64 spacing {np.spacing(value):.1e}")
+
+denominators32 = np.power(10000, np.arange(0, d_model, 2, dtype=np.float32) / d_model)
+exact_denominators = 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+angles32 = np.float32(32767) / denominators32
+quotient_rounding = np.abs(angles32 - 32767 / denominators32.astype(np.float64))
+denominator_rounding = np.abs(32767 / denominators32.astype(np.float64) - 32767 / exact_denominators)
+assert np.spacing(np.float32(32767)) == 2**-9 and np.spacing(1e7) == 2**-29
+assert angles32[0] == 32767 and quotient_rounding[0] == 0 and denominator_rounding[0] == 0
+assert 0.0008 < quotient_rounding.max() <= 2**-10 and 0.001 < denominator_rounding.max() < 0.0013
 
 # %% [markdown]
 # ## How posenc avoids it
@@ -102,7 +122,8 @@ for value in [100, 32767, 1e5, 1e7]:
 # 1. **The angle in more than float64.** The frequency $w$ is kept as two float64 numbers
 #    and $p \cdot w$ as $\theta_{hi} + \theta_{lo}$, the exact rounding error of the product
 #    recovered by Dekker's method; then $\sin\theta \approx \sin\theta_{hi} + \theta_{lo}\cos\theta_{hi}$.
-#    float64 output is within about $10^{-15}$ even at $10^7$.
+#    float64 output is within $10^{-15}$ of the exact sines at every position above, $10^7$
+#    included (checked below).
 # 2. **A table is a product of rotations.** $PE(p + k)$ is $PE(p)$ turned by the fixed angle
 #    $k\,w$ in every pair:
 #    $\sin(a + b) = \sin a \cos b + \cos a \sin b$, $\cos(a + b) = \cos a \cos b - \sin a \sin b$.
@@ -116,7 +137,10 @@ p, k = 1_000_000, 37
 rows = posenc.encode([p, k, p + k], d_model, dtype=np.float64)
 sin_a, cos_a, sin_b, cos_b = rows[0, 0::2], rows[0, 1::2], rows[1, 0::2], rows[1, 1::2]
 turned = np.stack([sin_a * cos_b + cos_a * sin_b, cos_a * cos_b - sin_a * sin_b], axis=-1).reshape(-1)
-print("PE(p + k) == PE(p) turned by k:", np.allclose(turned, rows[2], rtol=0, atol=1e-14))
+np.testing.assert_allclose(turned, rows[2], rtol=0, atol=1e-14)  # PE(p + k) is PE(p) turned by k
+
+float64_error = max(np.abs(posenc.encode([p], d_model, dtype=np.float64)[0, 2 * pairs] - exact[p]).max() for p in positions)
+assert float64_error < 1e-15  # idea 1, at every position from 10 to 10^7
 
 # %% [markdown]
 # In float32 each of the four factors, two products and the sum is rounded once, which
@@ -128,7 +152,8 @@ print("PE(p + k) == PE(p) turned by k:", np.allclose(turned, rows[2], rtol=0, at
 table = posenc.positional_encoding(32768, d_model)
 sampled = [0, 255, 256, 12345, 32767]
 table_error = max(np.abs(table[p, 2 * pairs] - exact_sines(p)).max() for p in sampled)
-print(f"largest error in the sampled rows: {table_error:.0e}, within 2e-7: {table_error <= 2e-7}")
+print(f"largest error in the sampled rows: {table_error:.0e}")
+assert (2 * np.sqrt(2) + 3) * 2**-25 < 1.74e-7 and table_error <= 2e-7
 
 # %% [markdown]
 # ## Speed
@@ -182,7 +207,83 @@ for name, ms in medians.items():
 
 # %%
 last = length - 1
+errors = {}
 for name in ["posenc", "float32 route"]:
     built = routes[name]()
-    error = np.abs(built[last, 2 * pairs] - exact_sines(last)).max()
-    print(f"{name:<14} shape {built.shape}, error at row {last}: below 2e-7 {error < 2e-7}")
+    assert built.shape == (length, d_model)
+    errors[name] = np.abs(built[last, 2 * pairs] - exact_sines(last)).max()
+    print(f"{name:<14} error at row {last}: {errors[name]:.0e}")
+assert errors["posenc"] < 2e-7 < 1e-4 < errors["float32 route"]
+
+# %% [markdown]
+# ## When precision matters in practice
+#
+# A few $10^{-3}$ sounds small next to values of size 1. It matters when something
+# compares the table against itself at another precision, or against nearby positions. The
+# slowest pair of a $d = 512$ table turns by $w_{255} \approx 1.04 \cdot 10^{-4}$ radians per
+# position, so its values change by at most that much from one position to the next.
+#
+# **A table built differently at training and at inference.** A model learns the table it
+# was trained with. Serve it with a table built another way (the lectures' float32 code in
+# training, an accurate table or another framework's in serving, or the reverse) and every
+# row is off by the gap between the two. Over the first 512 positions that gap is below
+# $10^{-4}$, smaller than one position's step in the slowest pair; over 5000 positions it
+# is about $4 \cdot 10^{-4}$ and over 32 768 about $2 \cdot 10^{-3}$, several positions'
+# worth of the slow pairs' movement.
+
+# %%
+slowest = 10000.0 ** (-(d_model - 2) / d_model)
+
+
+def build_gap(length):
+    return np.abs(float32_table(length) - posenc.positional_encoding(length, d_model, dtype=np.float64)).max()
+
+
+gaps = {n: build_gap(n) for n in (512, 5000, 32768)}
+print("largest gap, float32 route vs accurate table, over", ", ".join(f"{n} rows: {g:.1e}" for n, g in gaps.items()))
+assert round(slowest, 6) == 0.000104
+assert gaps[512] < slowest < 3e-4 < gaps[5000] < 5e-4 and 1.5e-3 < gaps[32768] < 2.5e-3
+
+# %% [markdown]
+# **Half-precision tables.** float16 holds whole numbers exactly only up to 2048, bfloat16
+# only up to 256 (8 significant bits). A table *computed* in bfloat16 merges positions
+# before any sine is taken: of positions 0 to 999, only 507 remain distinct, so about half
+# the rows are copies of a neighbour. Compute in float32 or float64 and cast at the end, as
+# `posenc.torch` does for `dtype=torch.bfloat16`: then the only loss is the cast, up to
+# $2^{-12} \approx 2.4 \cdot 10^{-4}$ per entry for float16 and $2^{-9} \approx 2.0 \cdot
+# 10^{-3}$ for bfloat16, and all 1000 rows stay distinct.
+
+# %%
+import torch
+
+import posenc.torch
+
+assert np.float16(2048) + np.float16(1) == 2048 and np.float16(2047) + np.float16(1) == 2048
+bf16_positions = torch.arange(1000).to(torch.bfloat16)
+assert bf16_positions[257].item() == 256 and len(torch.unique(bf16_positions)) == 507
+
+accurate = posenc.positional_encoding(1000, d_model, dtype=np.float64)
+cast16 = np.abs(accurate.astype(np.float16) - accurate).max()
+cast_bf16 = (torch.from_numpy(accurate).to(torch.bfloat16).double() - torch.from_numpy(accurate)).abs().max().item()
+assert cast16 <= 2**-12 and cast_bf16 < 2**-9 + 2**-24  # (torch casts through float32)
+assert len(torch.unique(posenc.torch.positional_encoding(1000, d_model, dtype=torch.bfloat16), dim=0)) == 1000
+
+# %% [markdown]
+# **Long contexts.** The float32 route gets the angle $p \cdot w$ with a relative error of
+# up to about $10^{-7}$; divided by the frequency, that is an error in the *position* the row
+# describes, and it grows with $p$: under 0.001 of a position at 5000, about 0.08 at
+# $10^6$ and about 0.9, nearly a whole position, at $10^7$, where neighbouring rows blur.
+# Past $2^{24} = 16\,777\,216$ float32 cannot even hold the positions: $2^{24} + 1$ rounds
+# to $2^{24}$, and two rows come out identical. posenc takes the positions as integers (or
+# float64) and keeps them apart.
+
+# %%
+frequencies = 1 / exact_denominators
+position_error = {p: np.abs((np.float32(p) / denominators32) / frequencies - p).max() for p in (5000, 10**6, 10**7)}
+print("largest position error of the float32 route:", ", ".join(f"at {p:g}: {e:.2g}" for p, e in position_error.items()))
+assert position_error[5000] < 1e-3 and 0.05 < position_error[10**6] < 0.1 and 0.8 < position_error[10**7] < 1
+assert all(5e-8 < e / p < 1e-7 for p, e in position_error.items())
+
+assert np.float32(2**24 + 1) == np.float32(2**24)
+beyond = posenc.encode(np.array([2**24, 2**24 + 1]), d_model, dtype=np.float64)
+assert np.abs(beyond[0] - beyond[1]).max() > 0.5

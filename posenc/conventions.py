@@ -166,11 +166,13 @@ def _no_options():
 
 _FLOAT32_NAN = "the source's float division by zero gives NaN"
 _PRESETS = {}
+_LAYOUTS_WRITTEN = {}  # the layouts each source's own options can give
 
 
-def _preset(description, source, options=_no_options, **fields):
+def _preset(description, source, options=_no_options, layouts=None, **fields):
     name = fields["name"]
     _PRESETS[name] = (Preset(name, description, source), Convention(**fields), options)
+    _LAYOUTS_WRITTEN[name] = layouts or (fields.get("layout", "interleaved"),)
 
 
 _preset(
@@ -262,6 +264,7 @@ _preset(
     "Stable Diffusion's UNet uses flip_sin_to_cos=True, downscale_freq_shift=0",
     "huggingface/diffusers: src/diffusers/models/embeddings.py, get_timestep_embedding",
     _diffusers,
+    layouts=("sin_cos", "cos_sin"),
     name="diffusers",
     rule="h-1",
     layout="sin_cos",
@@ -281,6 +284,23 @@ def adjustable_fields(name):
     """The ``Convention`` fields that preset ``name``'s options or the generic overrides can set."""
     _, _, options = _PRESETS[check_convention(name)]
     return {"base", "layout", "offset", "padding_idx", *options()}
+
+
+def changes_beyond_options(name, convention):
+    """How many of ``convention``'s layout, rule, base, shift, factor and odd policy preset
+    ``name``'s source cannot write through its own options (0: the source can make this table).
+
+    The positions (``offset``, ``padding_idx``) are not counted: every source takes them.
+    E.g. "paper" in cos_sin order is 1 (no paper-rule source writes cos_sin), "diffusers" with
+    ``flip_sin_to_cos=True, downscale_freq_shift=0`` is 0, "paper" with base 500 is 1 and
+    "keras-hub" with ``max_wavelength=500`` is 0.
+    """
+    _, preset, options = _PRESETS[check_convention(name)]
+    own = set(options())
+    changes = int(convention.layout not in _LAYOUTS_WRITTEN[name])
+    for field in ("rule", "base", "shift", "factor", "odd"):
+        changes += field not in own and getattr(convention, field) != getattr(preset, field)
+    return changes
 
 
 def check_convention(name):

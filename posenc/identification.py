@@ -10,9 +10,12 @@ For each preset (``conventions.list_conventions``) and each layout, the structur
   ``w_low`` (unambiguous within ``+-pi / w_low``, some 31000 positions for ``base=1e4``).
 
 A single zero row names ``padding_idx``. Candidates are rebuilt in float64 in tiers, from
-the preset as it is (offset read off) to other layouts, then read-off shift or base, and
-the presets that match in the first tier with a match are reported. ``factor`` (diffusers'
-``scale``, tensor2tensor's ``min_timescale``) is not read off.
+the preset as it is (offset read off) to other layouts, then read-off shift or base. Among
+the candidates that match, those the source can write through its own options come first
+(``conventions.changes_beyond_options``: diffusers' ``flip_sin_to_cos`` gives cos_sin, no
+paper-rule source does), then the lowest tier; the presets that match at that rank are
+reported. ``factor`` (diffusers' ``scale``, tensor2tensor's ``min_timescale``) is not read
+off.
 """
 
 import dataclasses
@@ -106,7 +109,8 @@ def _candidates(table, preset, zero):
             # w_j = factor * base ** (-j / (h - shift)), solved for shift.
             pairs = (structure.width(d_model) + 1) // 2
             shift = pairs - j * math.log(structure.base) / -math.log(w_low / abs(structure.factor))
-            yield 2, dataclasses.replace(structure, shift=round(shift, 3), offset=round(offset))
+            shift = round(shift, 3) + 0.0  # + 0.0: no -0 from a shift read as -0.0001
+            yield 2, dataclasses.replace(structure, shift=shift, offset=round(offset))
         if j >= 1:
             # w_j = factor * base ** (-j / span), solved for base.
             base = math.exp(-math.log(w_low / abs(structure.factor)) * structure.span(d_model) / j)
@@ -168,8 +172,8 @@ def identify(table, *, atol=None):
     deviation is within ``atol`` (default ``default_tolerance``: ``1e-5 + 5e-7 * max
     |position|``, what float32 sources are off by). Returns an ``Identification``: the first
     matching preset's name and fitted parameters, every preset that matches at the same
-    level of fitting, and the deviation; ``name`` is None (and ``convention`` the closest
-    fit) when none matches.
+    rank (writable through the source's own options first, then the level of fitting), and
+    the deviation; ``name`` is None (and ``convention`` the closest fit) when none matches.
     """
     table = _as_table(table)
     length, d_model = table.shape
@@ -177,7 +181,7 @@ def identify(table, *, atol=None):
         atol = conventions._real("atol", atol, 0.0, strict=True)
     zero = np.abs(table).max(axis=1) <= (1e-6 if atol is None else atol)
     tried = {}  # deviation per parameter set: presets share structures
-    fits = []  # (tier, deviation, tolerance, convention)
+    fits = []  # ((changes beyond the source's options, tier), deviation, tolerance, convention)
     for name in conventions.NAMES:
         preset = conventions.resolve(name)
         try:
@@ -194,14 +198,15 @@ def identify(table, *, atol=None):
                 except ValueError:
                     tried[key] = math.inf
             tolerance = default_tolerance(length, candidate.offset, candidate.factor) if atol is None else atol
-            fits.append((tier, tried[key], tolerance, candidate))
+            rank = (conventions.changes_beyond_options(name, candidate), tier)
+            fits.append((rank, tried[key], tolerance, candidate))
     matching = [fit for fit in fits if fit[1] <= fit[2]]
     if not matching:
         _, deviation, tolerance, closest = min(fits, key=lambda fit: fit[1] / fit[2])
         return Identification(None, (), closest, deviation, tolerance)
-    tier = min(fit[0] for fit in matching)
-    first = [fit for fit in matching if fit[0] == tier]
+    rank = min(fit[0] for fit in matching)
+    first = [fit for fit in matching if fit[0] == rank]
     names = tuple(dict.fromkeys(fit[3].name for fit in first))
-    # The closest fit of that tier; min keeps the first (preset order) among equals.
+    # The closest fit of that rank; min keeps the first (preset order) among equals.
     _, deviation, tolerance, convention = min(first, key=lambda fit: fit[1])
     return Identification(convention.name, names, convention, deviation, tolerance)

@@ -1,11 +1,21 @@
 """Moving a table, or the weights that read one, from one layout to another.
 
 Every layout holds the same columns in a different order (``_core.column_order``), so a
-conversion is one gather with a fixed index array. A linear layer that reads the table,
+conversion is one gather with a fixed index array ``perm``. A weight gathered along the
+axis that meets the table's columns follows the table: a linear layer that reads it,
 ``y = x @ W.T`` (torch ``Linear.weight``, shape ``(out, d)``) or ``y = x @ K`` (Keras
-``Dense.kernel``, shape ``(d, out)``), gives the same output on the converted table once its
-weights are gathered the same way along their input axis: ``W[:, perm]`` or ``K[perm, :]``.
-That is why a checkpoint trained with one layout can be ported to another exactly.
+``Dense.kernel``, shape ``(d, out)``), gives the same output on the converted table with
+``W[:, perm]`` or ``K[perm, :]``.
+
+In a Transformer that is not one layer's business. The table is added to the token
+embeddings and the sum travels through every block in the residual stream, so a layout
+change permutes that whole stream: a trained model is ported exactly by permuting the
+embedding's columns, the input axis of every weight that reads the stream (attention's
+query/key/value projections, the first feed-forward layer, the output head), the output
+axis and bias of every weight that writes to it (attention's output projection, the
+second feed-forward layer) and the scale and shift of every layer norm on it (a layer norm
+averages over all features, so it commutes with the permutation). Notebook 05 ports a
+trained PyTorch model this way and gets the same logits.
 """
 
 import sys
@@ -43,8 +53,11 @@ def convert_layout(array, source, target, *, axis=-1, odd="sine"):
     """``array`` with the ``d_model`` entries along ``axis`` moved from layout ``source`` to ``target``.
 
     A table ``(..., d_model)`` uses ``axis=-1``; the weights of a layer that reads the table
-    are gathered along their input axis: ``axis=-1`` for a torch ``Linear.weight``
-    ``(out, d_model)``, ``axis=0`` for a Keras ``Dense`` kernel ``(d_model, out)``. NumPy
+    (or the residual stream it is added to) are gathered along their input axis: ``axis=-1``
+    for a torch ``Linear.weight`` ``(out, d_model)``, ``axis=0`` for a Keras ``Dense`` kernel
+    ``(d_model, out)``; a layer that writes to the stream along its output axis (``axis=0``
+    for torch, ``axis=-1`` for Keras), and its bias and a layer norm's scale and shift along
+    their only axis. NumPy
     arrays (and anything ``numpy.asarray`` takes), torch tensors and TensorFlow tensors or
     variables: the result is of the same kind (a tensor, for a variable). No framework is
     imported that the array does not already come from.

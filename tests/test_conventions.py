@@ -355,11 +355,30 @@ def test_identify_reads_offset_base_layout_and_padding(name, options, fields):
     assert name in result.matches and expected_fields(result.convention) == fields
 
 
-def test_a_stable_diffusion_timestep_table_is_the_paper_in_cos_sin_order():
-    # flip_sin_to_cos=True, downscale_freq_shift=0: w_j = 10000^(-j / h), the paper's frequencies.
+def test_a_stable_diffusion_timestep_table_is_named_diffusers():
+    # flip_sin_to_cos=True, downscale_freq_shift=0: w_j = 10000^(-j / h), the paper's
+    # frequencies in cos_sin order. The paper-rule presets rebuild it with layout="cos_sin",
+    # which none of their sources writes; diffusers writes it through its own options.
     table = source_diffusers(np.arange(100), 32, flip_sin_to_cos=True, downscale_freq_shift=0)
     result = posenc.identify(table)
-    assert result.name == "paper" and result.convention.layout == "cos_sin" and result.convention.base == 10000
+    assert result.name == "diffusers" and result.matches == ("diffusers",)
+    c = result.convention
+    assert (c.layout, c.rule, c.shift, c.base) == ("cos_sin", "h-1", 0, 10000) and not np.signbit(c.shift)
+    paper_cos_sin = posenc.conventions.resolve("paper", layout="cos_sin")
+    assert posenc.conventions.changes_beyond_options("paper", paper_cos_sin) == 1
+    assert posenc.conventions.changes_beyond_options("diffusers", c) == 0
+
+
+def test_a_base_set_by_the_sources_option_names_that_source_alone():
+    # keras-hub's max_wavelength sets the base; "paper" (or Marian in another order) has no
+    # such option, so their rebuilds of the same numbers rank after it.
+    result = posenc.identify(posenc.positional_encoding(200, 64, convention="keras-hub", max_wavelength=500))
+    assert result.name == "keras-hub" and result.matches == ("keras-hub",) and result.convention.base == 500
+    resolve, changes = posenc.conventions.resolve, posenc.conventions.changes_beyond_options
+    assert changes("keras-hub", resolve("keras-hub", max_wavelength=500)) == 0
+    assert changes("paper", resolve("paper", base=500)) == 1
+    assert changes("hf-marian", resolve("hf-marian", base=500, layout="interleaved")) == 2
+    assert changes("fairseq", resolve("fairseq", padding_idx=0, offset=3)) == 0  # positions are free
 
 
 def test_identify_answers_none_for_a_random_table_and_a_perturbed_column():

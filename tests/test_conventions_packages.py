@@ -92,7 +92,7 @@ def test_diffusers_timestep_embedding(d_model, options):
     reach = 1000 * options.get("scale", 1)
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=float32_source(reach))
     if "scale" not in options:  # identify reads base, shift, layout and offset, not a scale
-        # Stable Diffusion's is named "paper" (in cos_sin order): the same numbers.
+        # Stable Diffusion's is named "diffusers" (shift 0): the paper's numbers in cos_sin order.
         table = get_timestep_embedding(torch.arange(200), d_model, **options)
         found = posenc.identify(table).convention
         rebuilt = posenc.positional_encoding(200, d_model, convention=found)
