@@ -245,13 +245,76 @@ def _fill_blocks(out, within, steps, rows, layout, direct, first, stop):
 def fill_encoding(out, positions, w_hi, w_lo, layout):
     """Write ``PE(positions)`` into ``out`` of shape ``(N, d)`` (``positions``: float64, ``(N,)``).
 
-    ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``). Sines and
-    cosines from ``sincos`` in float64 (~2e-16), rounded once to ``out.dtype``. Works
-    through blocks of rows so temporaries stay small whatever ``N``.
+    ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``). The sines and
+    cosines come from ``write_sin_cos`` straight into the columns ``layout`` gives them.
     """
-    # About 64K angles per block: the float64 temporaries stay in cache.
-    step = max(1, 65536 // max(1, len(w_hi)))
-    for start in range(0, len(positions), step):
-        s, c = sincos(positions[start : start + step], w_hi, w_lo, np.sin, np.cos)
-        store(out[start : start + step], s, c, layout)
+    sines, cosines = column_slices(out.shape[-1], layout)
+    write_sin_cos(positions, w_hi, w_lo, out[:, sines], out[:, cosines])
     return out
+
+
+def sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each ``dtype``, ``(*positions.shape, h)``.
+
+    ``positions``: float64 array of any shape; ``w_hi + w_lo``: ``h`` float64 frequencies
+    of any kind (``w_lo`` may be zeros). float64 is within ~2e-16 (part 1 of the module
+    docstring), float32 within 2e-7 (part 3), float16 one rounding of the float32 value.
+    """
+    positions = np.asarray(positions, np.float64)
+    shape = (*positions.shape, len(w_hi))
+    sines, cosines = np.empty(shape, dtype), np.empty(shape, dtype)
+    flat = (-1, len(w_hi))
+    write_sin_cos(positions.reshape(-1), w_hi, w_lo, sines.reshape(flat), cosines.reshape(flat))
+    return sines, cosines
+
+
+# Angles per block: the float64 temporaries of a block (about 1 MiB) stay in the L2 cache.
+_BLOCK = 32768
+# 1.5 * 2**52: for |u| < 2**51, u + _ROUNDER is exactly _ROUNDER + rint(u), an integer
+# whose parity is the lowest bit of its significand (the lowest bit of the low 32-bit word).
+_ROUNDER = 1.5 * 2.0**52
+
+
+def write_sin_cos(positions, w_hi, w_lo, sines, cosines):
+    """Write ``sin`` and ``cos`` of ``positions[:, None] * (w_hi + w_lo)`` into ``sines`` and ``cosines``.
+
+    ``positions``: float64, ``(N,)``; ``sines``: ``(N, h)`` and ``cosines``: ``(N, m)``
+    with ``m <= h`` (an odd width has one cosine fewer), float16, float32 or float64, and
+    may be strided views of a table. float64: ``sincos`` (part 1). float32 and float16:
+    the reduction of part 3, ``(-1)**k`` times float32 ``sin``/``cos`` of ``pi * f``.
+    Works through blocks of rows, so the extra memory is a few blocks of ``_BLOCK`` angles.
+    """
+    count, width = len(positions), cosines.shape[-1]
+    step = max(1, _BLOCK // max(1, len(w_hi)))
+    if sines.dtype == np.float64:
+        for start in range(0, count, step):
+            s, c = sincos(positions[start : start + step], w_hi, w_lo, np.sin, np.cos)
+            sines[start : start + step] = s
+            cosines[start : start + step] = c[:, :width]
+        return
+    half_turns = w_hi / np.pi  # w / pi: the angle counted in half turns
+    rows = min(step, count)
+    u, k = np.empty((rows, len(w_hi))), np.empty((rows, len(w_hi)))
+    reduced, signs = np.empty(u.shape, np.float32), np.empty(u.shape, np.uint32)
+    direct = sines.dtype == np.float32
+    if not direct:
+        s32, c32 = np.empty(u.shape, np.float32), np.empty(u.shape, np.float32)
+    for start in range(0, count, step):
+        n = min(step, count - start)
+        U, K, R, sign = u[:n], k[:n], reduced[:n], signs[:n]
+        np.multiply(positions[start : start + n, None], half_turns, out=U)
+        np.add(U, _ROUNDER, out=K)
+        # Bit 0 of k's low word, moved to bit 31: the float32 sign bit when k is odd.
+        np.left_shift(K.view(np.uint32)[:, 0::2], 31, out=sign)
+        np.subtract(K, _ROUNDER, out=K)
+        np.subtract(U, K, out=U)  # f = u - k, exact, |f| <= 1/2
+        np.multiply(U, np.pi, out=R, casting="same_kind")  # pi * f in float64, rounded once to float32
+        S = sines[start : start + n] if direct else s32[:n]
+        C = cosines[start : start + n] if direct else c32[:n, :width]
+        np.sin(R, out=S)
+        np.cos(R[:, :width], out=C)
+        np.bitwise_xor(S.view(np.uint32), sign, out=S.view(np.uint32))
+        np.bitwise_xor(C.view(np.uint32), sign[:, :width], out=C.view(np.uint32))
+        if not direct:
+            sines[start : start + n] = S
+            cosines[start : start + n] = C
