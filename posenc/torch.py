@@ -105,7 +105,7 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     Elsewhere (and for bfloat16, which NumPy lacks) the same steps in torch ops.
     """
     if sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
-        parts = (w.cpu().numpy() for w in (positions, w_hi, w_lo))
+        parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
         _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:
         _write_sin_cos_ops(positions, w_hi, w_lo, sines, cosines)
