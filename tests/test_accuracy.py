@@ -229,7 +229,7 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
     if kernel == "torch ops":  # the route of other devices, run here on the CPU
         h = len(w_hi)
         s, c = torch.empty(len(positions), h, dtype=torch_dtype), torch.empty(len(positions), h, dtype=torch_dtype)
-        pt._write_sin_cos_ops(torch.from_numpy(positions), torch.from_numpy(w_hi), torch.from_numpy(w_lo), s, c)
+        pt._write_sin_cos_ops(*(torch.tensor(a) for a in (positions, w_hi, w_lo)), s, c)
         return as_float64(s), as_float64(c)
     run = tf.function(ptf._sin_cos) if kernel == "tensorflow graph" else ptf._sin_cos
     return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))
