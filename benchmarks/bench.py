@@ -70,6 +70,88 @@ def implementations(framework, length, d_model):
     return found
 
 
+# Arbitrary positions (issue 13): (shape of positions, their range, d_model).
+ENCODE_CASES = {"full": [((64, 512), 32768, 512), ((1, 1_000_000), 1_000_000, 128)],
+                "quick": [((4, 64), 32768, 64), ((1, 4096), 1_000_000, 32)]}
+
+
+def encode_positions(shape, span):
+    return np.random.default_rng(13).integers(0, span, shape).astype(np.float64)
+
+
+def encode_implementations(framework, shape, span, d_model):
+    """name -> zero-argument callable encoding float64 positions of ``shape`` to float32, the
+    naive float32 route first (the yardstick of the ratios)."""
+    positions = encode_positions(shape, span)
+    if framework == "numpy":
+        import posenc
+
+        found = {name: (lambda f=f: f(positions, d_model)) for name, f in routes.numpy_encode_routes().items()}
+        found["posenc.encode"] = lambda: posenc.encode(positions, d_model)
+    elif framework == "torch":
+        import torch
+
+        import posenc.torch as pt
+
+        tensor = torch.from_numpy(positions)
+        found = {name: (lambda f=f: f(tensor, d_model)) for name, f in routes.torch_encode_routes().items()}
+        found["posenc.torch.encode"] = lambda: pt.encode(tensor, d_model, dtype=torch.float32)
+    else:
+        import tensorflow as tf
+
+        import posenc.tensorflow as ptf
+
+        tensor = tf.constant(positions)
+        found = {}
+        for name, f in routes.tensorflow_encode_routes().items():
+            found[name] = lambda f=f: f(tensor, d_model)
+            graph = tf.function(lambda p, f=f: f(p, d_model), autograph=False)
+            found[name + " (tf.function)"] = lambda g=graph: g(tensor)
+        found["posenc.tensorflow.encode"] = lambda: ptf.encode(tensor, d_model)
+        graph = tf.function(lambda p: ptf.encode(p, d_model), autograph=False)
+        found["posenc.tensorflow.encode (tf.function)"] = lambda: graph(tensor)
+    return found
+
+
+def bench_encode(framework, shape, span, d_model, repeats, memory):
+    """Rows for ``encode``: time as a ratio to the naive float32 route (eager to eager, graph to
+    graph), peak memory as a multiple of the output, max error over the row of the largest position."""
+    found = encode_implementations(framework, shape, span, d_model)
+    medians = time_all(found, repeats)
+    positions = encode_positions(shape, span).reshape(-1)
+    last = int(np.argmax(positions))
+    reference = exact_row(positions[last], d_model)
+    out_bytes = positions.size * d_model * 4
+    rows = []
+    for name, build in found.items():
+        yardstick = "naive float32" + (" (tf.function)" if name.endswith("(tf.function)") else "")
+        table = as_numpy(build()).reshape(-1, d_model)
+        error = float(np.abs(table[last].astype(np.float64) - reference).max())
+        del table
+        if not memory:
+            peak = None
+        elif framework == "numpy":
+            peak = numpy_peak(build)
+        else:
+            peak = subprocess_peak(framework, name, f"encode:{shape[0]}x{shape[1]}:{span}", d_model)
+        rows.append({"implementation": name, "median_ms": 1e3 * medians[name],
+                     "x_naive_float32": medians[name] / medians[yardstick],
+                     "peak_MiB": None if peak is None else peak / 2**20,
+                     "peak_x_output": None if peak is None else peak / out_bytes, "max_error": error})
+    return rows
+
+
+def show_encode(framework, shape, span, d_model, rows):
+    print(f"\n{framework}: encode positions {shape} in [0, {span}), d_model {d_model}, float32,"
+          f" output {np.prod(shape) * d_model * 4 / 2**20:.0f} MiB")
+    print(f"{'implementation':<40} {'median ms':>10} {'x naive f32':>11} {'peak MiB':>9} {'x out':>6} {'max error':>10}")
+    for row in rows:
+        peak = "-" if row["peak_MiB"] is None else f"{row['peak_MiB']:.0f}"
+        ratio = "-" if row["peak_x_output"] is None else f"{row['peak_x_output']:.2f}"
+        print(f"{row['implementation']:<40} {row['median_ms']:>10.2f} {row['x_naive_float32']:>11.2f} {peak:>9}"
+              f" {ratio:>6} {row['max_error']:>10.2e}")
+
+
 def exact_row(position, d_model):
     with mpmath.workdps(30):
         theta = [mpmath.mpf(position) / mpmath.power(10000, mpmath.mpf(2 * (k // 2)) / d_model)
@@ -115,11 +197,18 @@ def _status_kib(field):
     return int(line.split()[1])
 
 
-def measure_rss(framework, name, length, d_model):
+def measure_rss(framework, name, size, d_model):
     # In a fresh process: warm the implementation up on a tiny table, reset the kernel's
     # peak-RSS mark (VmHWM; "5" > clear_refs), then one full call: peak minus RSS before.
-    implementations(framework, 8, d_model)[name]()
-    build = implementations(framework, length, d_model)[name]
+    # size: a table's length, or "encode:AxB:SPAN" for positions of shape (A, B).
+    if size.startswith("encode:"):
+        _, dims, span = size.split(":")
+        shape = tuple(int(n) for n in dims.split("x"))
+        encode_implementations(framework, (1, 8), int(span), d_model)[name]()
+        build = encode_implementations(framework, shape, int(span), d_model)[name]
+    else:
+        implementations(framework, 8, d_model)[name]()
+        build = implementations(framework, int(size), d_model)[name]
     gc.collect()
     Path("/proc/self/clear_refs").write_text("5")
     before = _status_kib("VmRSS")
@@ -192,6 +281,7 @@ def main():
     parser.add_argument("--d-model", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    parser.add_argument("--no-encode", action="store_true", help="skip the arbitrary-positions (encode) rows")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
     parser.add_argument("--quick", action="store_true", help="256 x 64, 3 repeats, no subprocess memory runs")
     parser.add_argument("--out", default="build/bench")
@@ -200,7 +290,7 @@ def main():
     args = parser.parse_args()
     if args.measure_rss:
         framework, name, length, d_model = args.measure_rss
-        measure_rss(framework, name, int(length), int(d_model))
+        measure_rss(framework, name, length, int(d_model))
         return
     if args.quick:
         args.length, args.d_model, args.repeats = 256, 64, 3
@@ -209,11 +299,19 @@ def main():
         memory = not args.no_memory and not (args.quick and framework != "numpy")
         results[framework] = bench(framework, args.length, args.d_model, args.repeats, memory)
         show(framework, args.length, args.d_model, results[framework])
+    encoded = {}
+    for framework in [] if args.no_encode else args.frameworks.split(","):
+        memory = not args.no_memory and not (args.quick and framework != "numpy")
+        for shape, span, d_model in ENCODE_CASES["quick" if args.quick else "full"]:
+            rows = bench_encode(framework, shape, span, d_model, max(3, args.repeats // 3), memory)
+            encoded[f"{framework} {shape} d_model {d_model}"] = rows
+            show_encode(framework, shape, span, d_model, rows)
     rope = rotary.section(args.frameworks.split(","), args.quick, args.repeats)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
-    (out / "results.json").write_text(json.dumps({"settings": settings, "results": results, "rope": rope}, indent=1))
+    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope}
+    (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")
 

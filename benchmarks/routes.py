@@ -83,3 +83,48 @@ def tensorflow_routes():
         return interleave(tf.sin(angles), tf.cos(angles))
 
     return {"seed 003 angle rates": angle_rates, "seed 004 / Annotated exp": exp_route}
+
+
+# Encoding arbitrary positions (a float64 array or tensor of any shape) to float32: the naive
+# routes, the angle in float32 or in float64, sines at even and cosines at odd columns.
+
+
+def numpy_encode_routes():
+    import numpy as np
+
+    def naive(positions, d_model, dtype):
+        rates = np.power(10000.0, -np.arange(0, d_model, 2) / d_model).astype(dtype)
+        angles = positions.astype(dtype)[..., None] * rates
+        table = np.empty((*positions.shape, d_model), np.float32)
+        table[..., 0::2] = np.sin(angles)
+        table[..., 1::2] = np.cos(angles)
+        return table
+
+    return {"naive float32": lambda p, d: naive(p, d, np.float32), "naive float64": lambda p, d: naive(p, d, np.float64)}
+
+
+def torch_encode_routes():
+    import torch
+
+    def naive(positions, d_model, dtype):
+        rates = torch.pow(10000.0, -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model).to(dtype)
+        angles = positions.to(dtype)[..., None] * rates
+        table = torch.empty((*positions.shape, d_model))
+        table[..., 0::2] = torch.sin(angles)
+        table[..., 1::2] = torch.cos(angles)
+        return table
+
+    return {"naive float32": lambda p, d: naive(p, d, torch.float32),
+            "naive float64": lambda p, d: naive(p, d, torch.float64)}
+
+
+def tensorflow_encode_routes():
+    import tensorflow as tf
+
+    def naive(positions, d_model, dtype):
+        rates = tf.cast(tf.pow(tf.constant(10000.0, tf.float64), -tf.range(0, d_model, 2, dtype=tf.float64) / d_model), dtype)
+        angles = tf.cast(positions, dtype)[..., None] * rates
+        pairs = tf.cast(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1), tf.float32)
+        return tf.reshape(pairs, tf.concat([tf.shape(positions), [d_model]], 0))
+
+    return {"naive float32": lambda p, d: naive(p, d, tf.float32), "naive float64": lambda p, d: naive(p, d, tf.float64)}

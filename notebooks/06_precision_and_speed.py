@@ -77,8 +77,9 @@ plt.show()
 # From position 1000 on, the route's error grows in proportion to the position: on the
 # log-log plot its slope is within 0.1 of 1, and error / position stays between $7 \cdot
 # 10^{-9}$ and $3 \cdot 10^{-8}$. It passes $10^{-3}$ from $10^5$ on and $10^{-2}$ from
-# $10^6$ on. posenc stays within one float32 rounding of a value below 1 ($2^{-25}
-# \approx 3 \cdot 10^{-8}$) everywhere. The claims, checked:
+# $10^6$ on. posenc stays within $2 \cdot 10^{-7}$ everywhere, the bound that
+# `posenc.encode` guarantees for float32 output (its reduction of the angle to a half turn
+# is proved in the docstring of `posenc/_rotation.py`). The claims, checked:
 
 # %%
 grown = positions >= 1000
@@ -86,7 +87,7 @@ slope = np.polyfit(np.log(positions[grown]), np.log(route_error[grown]), 1)[0]
 per_position = route_error[grown] / positions[grown]
 assert abs(slope - 1) < 0.1 and 7e-9 < per_position.min() and per_position.max() < 3e-8
 assert (route_error[positions >= 10**5] > 1e-3).all() and (route_error[positions >= 10**6] > 1e-2).all()
-assert posenc_error.max() <= 2**-25
+assert posenc_error.max() <= 2e-7
 
 # %% [markdown]
 # ## Why: float32 numbers are far apart near a large angle
@@ -164,6 +165,8 @@ assert (2 * np.sqrt(2) + 3) * 2**-25 < 1.74e-7 and table_error <= 2e-7
 # vary from machine to machine and run to run; a fresh 64 MiB array also pays for its pages).
 # `posenc.torch` and `posenc.tensorflow` build their tables with the same NumPy code and
 # take its memory over without a copy (`torch.from_numpy`, DLPack), so they cost the same.
+# Arbitrary positions (`posenc.encode`, a $64 \times 512$ batch of positions below 32768)
+# are timed against the naive routes that take sin and cos of a float32 or float64 angle.
 
 # %%
 length = 32768
@@ -181,6 +184,20 @@ routes = {
     "posenc, out=": lambda: posenc.positional_encoding(length, d_model, out=buffer),
     "float32 route": lambda: float32_table(length),
     "np.empty + fill": lambda: np.empty((length, d_model), np.float32).fill(1.0),
+}
+batch = np.random.default_rng(0).integers(0, length, (64, 512)).astype(np.float64)
+
+
+def naive_encode(dtype):
+    angles = batch.astype(dtype)[..., None] * posenc.frequencies(d_model).astype(dtype)
+    pairs = np.stack([np.sin(angles), np.cos(angles)], axis=-1)
+    return pairs.reshape(*batch.shape, d_model).astype(np.float32)
+
+
+encode_routes = {
+    "naive float32": lambda: naive_encode(np.float32),
+    "naive float64": lambda: naive_encode(np.float64),
+    "posenc.encode": lambda: posenc.encode(batch, d_model),
 }
 
 
@@ -200,6 +217,9 @@ def median_ms(routes, repeats=9):
 medians = median_ms(routes)
 for name, ms in medians.items():
     print(f"{name:<16} {ms:7.2f} ms  {ms / medians['posenc']:5.2f} x posenc")
+encode_medians = median_ms(encode_routes, repeats=5)
+for name, ms in encode_medians.items():
+    print(f"encode, {name:<14} {ms:7.2f} ms  {ms / encode_medians['naive float32']:5.2f} x naive float32")
 
 # %% [markdown]
 # What the table does not show, checked: every route builds the same shape, and only

@@ -21,9 +21,11 @@ Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_di
 
 Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
 ``_rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
-double-float64 angle of ``_rotation`` (one function per framework, ``_sin_cos`` here):
-float32 within 2e-7 of the exact value at positions up to 10**7, float16 and bfloat16 one
-rounding of that, float64 within ~2e-16 (today: float64 rounded once to the output dtype). The float32 route of transformers
+double-float64 angle of ``_rotation`` (``_rotation.sin_cos``; ``_sin_cos`` in
+``posenc.torch`` and ``posenc.tensorflow``): float32 within 2e-7 of the exact value at
+positions up to 10**7, float16 and bfloat16 one rounding of that, float64 within ~2e-16.
+With an attention factor other than 1 (yarn, longrope) they are computed in float64,
+multiplied there and rounded once. The float32 route of transformers
 (``inv_freq @ position_ids`` in float32) is off by about 1e-2 at position 10**5.
 """
 
@@ -312,16 +314,6 @@ def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params)
     return np.array(hi), float(attention)
 
 
-def _sin_cos(positions, w_hi, w_lo, dtype):
-    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)`` rounded once to ``dtype``.
-
-    The one place the NumPy RoPE functions get their sines and cosines (float64 positions,
-    shape ``(*positions.shape, len(w_hi))``): ``_rotation.sincos`` in float64, ~2e-16.
-    """
-    s, c = _rotation.sincos(positions, w_hi, w_lo, np.sin, np.cos)
-    return s.astype(dtype, copy=False), c.astype(dtype, copy=False)
-
-
 def scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, wide):
     """``(sin, cos)`` from ``sin_cos`` (a framework's ``_sin_cos``) times the attention factor.
 
@@ -355,7 +347,7 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     dtype = _core.check_dtype(dtype)
     w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
     positions = _core.as_positions(positions)
-    s, c = scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
+    s, c = scaled_sin_cos(_rotation.sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
     return _spread(c, layout, dtype), _spread(s, layout, dtype)
 
 

@@ -48,20 +48,60 @@ def _as_positions(positions):
 def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor.
 
-    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: sines
-    and cosines in float64 from an angle carried to twice float64 precision
-    (``_rotation.sincos``, TF ops), rounded once to ``dtype`` (default float32).
-    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``. Works
-    inside ``tf.function`` with positions of unknown length.
+    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: float32
+    (half precision rounded from it) within 2e-7 by the reduction in half turns of
+    ``_rotation`` part 3, float64 ~2e-16 by part 1; ``dtype`` defaults to float32.
+    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``. Run
+    eagerly on CPU positions, NumPy's kernel writes the table into memory that TensorFlow
+    takes over (as ``positional_encoding`` does); inside ``tf.function`` (positions of
+    unknown length allowed) or on another device, TF ops compute it (``_sin_cos``).
     """
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
-    positions = conventions.offset_positions(_as_positions(positions), chosen)
-    s, c = _rotation.sincos(positions, tf.constant(w_hi), tf.constant(w_lo), tf.sin, tf.cos)
-    table = tf.gather(tf.concat([s, c], axis=-1), _order(width, chosen.layout), axis=-1)
+    positions = _as_positions(positions)
+    built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
+    if tf.executing_eagerly() and "CPU" in positions.device:
+        table = _aligned_empty((*positions.shape, d_model), built.as_numpy_dtype)
+        _core.encode(positions.numpy(), d_model, convention=chosen, dtype=table.dtype, out=table)
+        return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
+    positions = conventions.offset_positions(positions, chosen)
+    s, c = _sin_cos(positions, w_hi, w_lo, tf.float64 if dtype == tf.float64 else tf.float32)
+    half = width // 2  # cosine columns; an odd width has one sine more
+    if chosen.layout == "sin_cos":
+        table = tf.concat([s, c[..., :half]], axis=-1)
+    elif chosen.layout == "cos_sin":
+        table = tf.concat([c[..., :half], s], axis=-1)
+    else:
+        pairs = tf.stack([s, c], axis=-1)
+        table = tf.reshape(pairs, tf.concat([tf.shape(s)[:-1], [2 * s.shape[-1]]], 0))[..., :width]
     return _finish(table, d_model, chosen, positions, dtype)
+
+
+def _sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each ``dtype``, ``(*positions.shape, h)``.
+
+    ``positions``: a float64 tensor of any shape; ``w_hi + w_lo``: ``h`` float64
+    frequencies of any kind (``w_lo`` may be zeros). TF ops only, so it runs in graphs and
+    on any device. float64: ``_rotation.sincos`` (part 1 of its module docstring, ~2e-16);
+    float32 and half precision: part 3, ``(-1)**k`` times float32 sin and cos of
+    ``pi * f`` (within 2e-7; half precision one more rounding).
+    """
+    w_hi, w_lo = (tf.constant(w, tf.float64) if not tf.is_tensor(w) else tf.cast(w, tf.float64) for w in (w_hi, w_lo))
+    if dtype == tf.float64:
+        return _rotation.sincos(positions, w_hi, w_lo, tf.sin, tf.cos)
+    u = positions[..., None] * (w_hi / math.pi)  # the angle in half turns
+    k = tf.round(u)
+    reduced = tf.cast((u - k) * math.pi, tf.float32)  # |pi * f| <= pi/2, rounded once
+    # Bit 0 of k moved to bit 31: the float32 sign bit where k is odd.
+    odd = tf.cast(tf.bitwise.left_shift(tf.cast(k, tf.int64), 31), tf.int32)
+
+    def signed(values):
+        flipped = tf.bitwise.bitwise_xor(tf.bitcast(values, tf.int32), odd)
+        return tf.cast(tf.bitcast(flipped, tf.float32), dtype)
+
+    return signed(tf.sin(reduced)), signed(tf.cos(reduced))
 
 
 def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
@@ -193,20 +233,10 @@ from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
 )
 
 
-def _rope_sin_cos(positions, w_hi, w_lo, dtype):
-    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each rounded once to ``dtype``.
-
-    ``positions``: a float64 tensor; ``w_hi``, ``w_lo``: float64 NumPy arrays. The one place
-    the RoPE functions get their sines and cosines: ``_rotation.sincos`` in float64 (~2e-16).
-    """
-    s, c = _rotation.sincos(positions, tf.constant(w_hi), tf.constant(w_lo), tf.sin, tf.cos)
-    return tf.cast(s, dtype), tf.cast(c, dtype)
-
-
 def _rope_cos_sin(positions, parts, layout, dtype):
     # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
     w_hi, w_lo, attention = parts
-    s, c = rotary.scaled_sin_cos(_rope_sin_cos, positions, w_hi, w_lo, attention, dtype, tf.float64)
+    s, c = rotary.scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, tf.float64)
     if layout == "half":
         return tuple(tf.cast(tf.concat([v, v], -1), dtype) for v in (c, s))
     # Each value twice in a row: stack on a new last axis, then merge the last two.

@@ -3,6 +3,8 @@
 Importing this module imports torch; ``import posenc`` alone does not.
 """
 
+import math
+
 import numpy as np
 import torch
 from torch import nn
@@ -48,11 +50,13 @@ def _output(out, shape, dtype, device):
 def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, out=None, **options):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor on their device.
 
-    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: sines
-    and cosines in float64 from an angle carried to twice float64 precision
-    (``_rotation.sincos``, torch ops), rounded once to ``dtype`` (default: torch's default
-    dtype). ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``.
-    ``out``: a tensor of that shape, dtype and device to write into (returned).
+    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: float32
+    (and half precision, rounded from it) by the reduction in half turns of
+    ``_rotation`` part 3, float64 from the double-float64 angle of part 1, both written
+    block by block straight into the output's columns (``_write_sin_cos``). ``dtype``
+    defaults to torch's default dtype. ``convention``, ``base``, ``layout`` and ``options``
+    as in ``posenc.encode``. ``out``: a tensor of that shape, dtype and device to write
+    into (returned).
     """
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
@@ -60,13 +64,96 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
     w_hi, w_lo, width = chosen.parts(d_model)
     positions = conventions.offset_positions(_as_positions(positions), chosen)
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
+    flat = out.is_contiguous()
+    rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
+    sines, cosines = _rotation.column_slices(width, chosen.layout)
     w_hi, w_lo = (torch.tensor(w, device=positions.device) for w in (w_hi, w_lo))
-    s, c = _rotation.sincos(positions, w_hi, w_lo, torch.sin, torch.cos)
-    _rotation.store(out[..., :width], s, c, chosen.layout)
-    out[..., width:] = 0
+    _write_sin_cos(positions.reshape(-1), w_hi, w_lo, rows[:, sines], rows[:, cosines])
+    rows[:, width:] = 0
     if chosen.padding_idx is not None:
-        out[positions == chosen.padding_idx] = 0
+        rows[positions.reshape(-1) == chosen.padding_idx] = 0
+    if not flat:
+        out.copy_(rows.view(out.shape))  # out's strides allowed no flat view
     return out
+
+
+def _sin_cos(positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each ``dtype``, ``(*positions.shape, h)``.
+
+    ``positions``: a float64 tensor of any shape; ``w_hi + w_lo``: ``h`` float64
+    frequencies of any kind (tensors or arrays; ``w_lo`` may be zeros). On the positions'
+    device. Accuracy as ``posenc._rotation.sin_cos``: float64 ~2e-16, float32 within
+    2e-7, half precision one rounding of the float32 value.
+    """
+    w_hi, w_lo = (
+        (w if isinstance(w, torch.Tensor) else torch.tensor(w)).to(positions.device, torch.float64) for w in (w_hi, w_lo)
+    )
+    shape = (*positions.shape, len(w_hi))
+    sines = torch.empty(shape, dtype=dtype, device=positions.device)
+    cosines = torch.empty_like(sines)
+    flat = (-1, len(w_hi))
+    _write_sin_cos(positions.reshape(-1), w_hi, w_lo, sines.view(flat), cosines.view(flat))
+    return sines, cosines
+
+
+def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
+    """``_rotation.write_sin_cos`` for tensors: into ``sines`` ``(N, h)`` and ``cosines`` ``(N, m <= h)``.
+
+    On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
+    shares it, strides and all): one thread through small blocks, where torch's parallel
+    ops would pay a thread hand-off per block and stall whenever the cores are busy.
+    Elsewhere (and for bfloat16, which NumPy lacks) the same steps in torch ops.
+    """
+    if sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
+        parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
+        _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
+    else:
+        _write_sin_cos_ops(positions, w_hi, w_lo, sines, cosines)
+
+
+# Angles per block: enough that a device's threads split each op and its launch cost is
+# spread thin, few enough that the float64 temporaries stay small.
+_BLOCK = 4 * _rotation._BLOCK
+
+
+def _write_sin_cos_ops(positions, w_hi, w_lo, sines, cosines):
+    """``_rotation.write_sin_cos`` in torch ops, on any device (parts 1 and 3 of its module
+    docstring), each op with ``out=`` into buffers of one block of rows."""
+    count, width = positions.shape[0], cosines.shape[-1]
+    step = max(1, _BLOCK // max(1, len(w_hi)))
+    if sines.dtype == torch.float64:
+        for start in range(0, count, step):
+            s, c = _rotation.sincos(positions[start : start + step], w_hi, w_lo, torch.sin, torch.cos)
+            sines[start : start + step] = s
+            cosines[start : start + step] = c[:, :width]
+        return
+    half_turns = w_hi / math.pi
+    shape = (min(step, count), len(w_hi))
+    u = torch.empty(shape, dtype=torch.float64, device=positions.device)
+    k = torch.empty_like(u)
+    reduced = torch.empty(shape, dtype=torch.float32, device=positions.device)
+    signs = torch.empty(shape, dtype=torch.int32, device=positions.device)
+    direct = sines.dtype == torch.float32
+    if not direct:
+        s32, c32 = torch.empty_like(reduced), torch.empty_like(reduced)
+    for start in range(0, count, step):
+        n = min(step, count - start)
+        U, K, R, sign = u[:n], k[:n], reduced[:n], signs[:n]
+        torch.mul(positions[start : start + n, None], half_turns, out=U)
+        torch.add(U, _rotation._ROUNDER, out=K)
+        torch.bitwise_left_shift(K.view(torch.int32)[:, 0::2], 31, out=sign)
+        torch.sub(K, _rotation._ROUNDER, out=K)
+        torch.sub(U, K, out=U)
+        torch.mul(U, math.pi, out=R)  # computed in float64, rounded once to float32
+        S = sines[start : start + n] if direct else s32[:n]
+        C = cosines[start : start + n] if direct else c32[:n, :width]
+        torch.sin(R, out=S)
+        torch.cos(R[:, :width], out=C)
+        torch.bitwise_xor(S.view(torch.int32), sign, out=S.view(torch.int32))
+        torch.bitwise_xor(C.view(torch.int32), sign[:, :width], out=C.view(torch.int32))
+        if not direct:
+            sines[start : start + n] = S
+            cosines[start : start + n] = C
 
 
 def positional_encoding(
@@ -152,22 +239,10 @@ from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
 )
 
 
-def _rope_sin_cos(positions, w_hi, w_lo, dtype):
-    """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each rounded once to ``dtype``.
-
-    ``positions``: a float64 tensor; ``w_hi``, ``w_lo``: float64 NumPy arrays. The one place
-    the RoPE functions get their sines and cosines: ``_rotation.sincos`` in float64 (~2e-16)
-    on the positions' device.
-    """
-    w_hi, w_lo = (torch.tensor(w, dtype=torch.float64, device=positions.device) for w in (w_hi, w_lo))
-    s, c = _rotation.sincos(positions, w_hi, w_lo, torch.sin, torch.cos)
-    return s.to(dtype), c.to(dtype)
-
-
 def _rope_cos_sin(positions, parts, layout, dtype):
     # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
     w_hi, w_lo, attention = parts
-    s, c = rotary.scaled_sin_cos(_rope_sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
+    s, c = rotary.scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
     if layout == "half":
         return torch.cat([c, c], -1).to(dtype), torch.cat([s, s], -1).to(dtype)
     return c.repeat_interleave(2, -1).to(dtype), s.repeat_interleave(2, -1).to(dtype)

@@ -209,3 +209,147 @@ def test_the_float32_route_is_what_the_bound_rules_out():
     denominators = np.power(10000, np.arange(0, 64, 2, dtype=np.float32) / 64)
     reference = exact_at([1e6], range(0, 64, 2), 64)[0]
     assert np.abs(np.sin(position / denominators) - reference).max() > 1e-2
+
+
+# The fast kernels (``_rotation`` part 3): float32 sin/cos of an angle reduced in half turns.
+
+KERNELS = ["numpy", "torch", "torch ops", "tensorflow", "tensorflow graph"]
+KERNEL_DTYPES = {"float16": (np.float16, torch.float16, tf.float16), "float32": (np.float32, torch.float32, tf.float32),
+                 "float64": (np.float64, torch.float64, tf.float64)}
+
+
+def sin_cos(kernel, positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` as float64 arrays from one framework's kernel."""
+    positions = np.asarray(positions, np.float64)
+    np_dtype, torch_dtype, tf_dtype = KERNEL_DTYPES[dtype]
+    if kernel == "numpy":
+        return tuple(as_float64(t) for t in _rotation.sin_cos(positions, w_hi, w_lo, np_dtype))
+    if kernel == "torch":
+        return tuple(as_float64(t) for t in pt._sin_cos(torch.from_numpy(positions), w_hi, w_lo, torch_dtype))
+    if kernel == "torch ops":  # the route of other devices, run here on the CPU
+        h = len(w_hi)
+        s, c = torch.empty(len(positions), h, dtype=torch_dtype), torch.empty(len(positions), h, dtype=torch_dtype)
+        pt._write_sin_cos_ops(*(torch.tensor(a) for a in (positions, w_hi, w_lo)), s, c)
+        return as_float64(s), as_float64(c)
+    run = tf.function(ptf._sin_cos) if kernel == "tensorflow graph" else ptf._sin_cos
+    return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))
+
+
+def exact_sin_cos(positions, w_hi, w_lo):
+    with mpmath.workdps(40):
+        theta = [[mpmath.mpf(float(p)) * (mpmath.mpf(float(a)) + mpmath.mpf(float(b))) for a, b in zip(w_hi, w_lo)]
+                 for p in positions]
+        return (np.array([[float(mpmath.sin(t)) for t in row] for row in theta]),
+                np.array([[float(mpmath.cos(t)) for t in row] for row in theta]))
+
+
+def hard_angles():
+    """Frequencies of no pattern (w_lo zero, as a rotary model's float64 inverse frequencies), and
+    positions up to 1e7 (integer, fractional, negative) whose angles sit where part 3 is weakest:
+    next to an odd multiple of pi/2 (|pi f| next to pi/2, the float32 rounding of the reduced
+    angle largest), next to multiples of pi, and at random."""
+    generator = np.random.default_rng(7)
+    w_hi = np.concatenate([[1.0, 0.999, 0.5, 1e-4], generator.uniform(1e-5, 1.0, 12)])
+    w_lo = np.zeros_like(w_hi)
+    half = (np.arange(1, 4) * 3_000_001 + 0.5) * np.pi  # odd multiples of pi/2 near 1e7
+    positions = np.concatenate([
+        [0.0, 1.0, -1.0, 0.5, -12345.678, 32767.0, 9_999_999.875, -10_000_000.0, 10_000_000.0],
+        np.round(half), half, -half * 0.5, generator.uniform(-1e7, 1e7, 6), generator.integers(0, 10**7, 6),
+    ])
+    return positions, w_hi, w_lo
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_sin_cos_kernels_against_mpmath(kernel, dtype):
+    positions, w_hi, w_lo = hard_angles()
+    want_s, want_c = exact_sin_cos(positions, w_hi, w_lo)
+    got_s, got_c = sin_cos(kernel, positions, w_hi, w_lo, dtype)
+    assert got_s.shape == got_c.shape == (len(positions), len(w_hi))
+    for got, want in [(got_s, want_s), (got_c, want_c)]:
+        if dtype == "float64":
+            assert np.abs(got - want).max() <= 1e-14
+        elif dtype == "float32":
+            assert np.abs(got - want).max() <= BOUND["float32"]
+        else:
+            assert (np.abs(got - want) <= half_rounding(want, "float16") + BOUND["float32"]).all()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_sin_cos_kernels_take_any_shape_and_two_part_frequencies(kernel):
+    # The paper's frequencies as two parts (w_lo not zero), positions of shape (2, 3).
+    w_hi, w_lo = _rotation.geometric_parts(8, 10000.0, 8)
+    positions = np.array([[0.0, 2.5, -7.0], [1e6 + 0.25, 4_194_304.0, 9_999_999.0]])
+    got_s, got_c = (a.reshape(6, 8) for a in sin_cos(kernel, positions.reshape(-1), w_hi, w_lo, "float32"))
+    want_s, want_c = exact_sin_cos(positions.reshape(-1), w_hi, w_lo)
+    assert max(np.abs(got_s - want_s).max(), np.abs(got_c - want_c).max()) <= BOUND["float32"]
+    if kernel == "numpy":
+        s, c = _rotation.sin_cos(positions, w_hi, w_lo, np.float32)
+        assert s.shape == c.shape == (2, 3, 8) and s.dtype == c.dtype == np.float32
+
+
+# Part 3 of the _rotation docstring: each framework's float32 sin and cos on [-pi/2, pi/2] are
+# within EPSILON absolute (its premise; all below the 9e-8 the proof allows), and the kernel is
+# then within EPSILON + 2**-24 (the float32 rounding of the reduced angle) + 1e-8 (the angle's
+# float64 roundings at |p w| <= 1e7, and slack).
+EPSILON = {"numpy": 6.5e-8, "torch": 3.7e-8, "tensorflow": 8e-8}
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch", "tensorflow"])
+def test_float32_sin_and_cos_within_the_premise_of_the_proof(framework):
+    generator = np.random.default_rng(3)
+    x = np.concatenate([generator.uniform(-np.pi / 2, np.pi / 2, 1_000_000),
+                        np.linspace(0.7, np.pi / 2, 200_000)]).astype(np.float32)
+    x = np.clip(x, -np.float32(np.pi / 2), np.float32(np.pi / 2))
+    sin, cos = {"numpy": (np.sin, np.cos), "torch": (torch.sin, torch.cos), "tensorflow": (tf.sin, tf.cos)}[framework]
+    wrap = {"numpy": np.asarray, "torch": torch.from_numpy, "tensorflow": tf.constant}[framework]
+    for f, g in [(sin, np.sin), (cos, np.cos)]:
+        assert np.abs(as_float64(f(wrap(x))) - g(x.astype(np.float64))).max() <= EPSILON[framework]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_float32_kernels_within_their_proven_bound_on_a_million_angles(kernel):
+    # The float64 kernel (part 1, ~2e-16; checked against mpmath above) is the reference.
+    generator = np.random.default_rng(5)
+    w_hi = generator.uniform(1e-5, 1.0, 256)
+    positions = generator.uniform(-1e7, 1e7, 4000)
+    got = sin_cos(kernel, positions, w_hi, np.zeros_like(w_hi), "float32")
+    want = _rotation.sin_cos(positions, w_hi, np.zeros_like(w_hi), np.float64)
+    bound = EPSILON[kernel.split()[0]] + 2.0**-24 + 1e-8
+    assert max(np.abs(g - w).max() for g, w in zip(got, want)) <= bound
+
+
+ENCODERS = ["numpy", "torch", "tensorflow", "tensorflow graph"]
+
+
+def encode_any(encoder, positions, d_model, dtype, **kwargs):
+    if encoder == "tensorflow graph":
+        run = tf.function(lambda p: ptf.encode(p, d_model, dtype=DTYPES["tensorflow"][dtype], **kwargs))
+        return as_float64(run(tf.constant(positions, tf.float64)))
+    return encode(encoder, positions, d_model, dtype, **kwargs)
+
+
+@pytest.mark.parametrize("encoder", ENCODERS)
+@pytest.mark.parametrize("layout", posenc.LAYOUTS)
+@pytest.mark.parametrize("d_model", [1, 7, 33, 64])
+def test_encode_float32_layouts_odd_widths_negative_and_fractional(encoder, layout, d_model):
+    positions = [[-9_999_999.5, -3.25, 0.0], [0.125, 32767.0, 9_999_999.875]]
+    got = encode_any(encoder, positions, d_model, "float32", layout=layout)
+    order = posenc.column_order(d_model, layout)
+    half = (d_model + 1) // 2
+    flat = np.ravel(positions)
+    want = exact_at(flat, np.where(order < half, 2 * order, 2 * (order - half) + 1), d_model)
+    assert got.shape == (2, 3, d_model)
+    assert np.abs(got.reshape(6, d_model) - want).max() <= BOUND["float32"]
+
+
+@pytest.mark.parametrize("encoder", ENCODERS)
+@pytest.mark.parametrize("convention", ["fairseq", "tensor2tensor", "diffusers", "whisper"])
+def test_encode_float32_conventions_match_their_float64_tables(encoder, convention):
+    # Offsets, padding rows, "h-1" frequencies, zero columns: the float64 route (part 1, ~1e-15)
+    # is the reference for each convention's float32 output.
+    positions = [[0.0, 1.0, 2.0, 5e5 + 0.5], [7.0, 1e6, 3.0, 123.0]]
+    got = encode_any(encoder, positions, 33 if convention != "whisper" else 32, "float32", convention=convention)
+    want = encode_any(encoder, positions, 33 if convention != "whisper" else 32, "float64", convention=convention)
+    assert np.abs(got - want).max() <= BOUND["float32"]
+    assert (got[want == 0] == 0).all()
