@@ -6,10 +6,10 @@
 
 Builds the virtual environment build/NAME with the stack's versions of NumPy, TensorFlow,
 Keras, matplotlib and torch (the tooling, pytest, JupyterLab and the rest, as pip resolves
-them beside those), then executes every notebook afresh and runs the unit tests there.
-A notebook passes when no cell raises, nothing reaches stderr and every figure arrives as
-an image (a matplotlib without an inline backend shows `<Figure size ...>` text instead).
-Outputs are not compared with the stored ones: printed reprs differ between versions.
+them beside those), then executes every notebook afresh there: no cell may raise or write
+to stderr, and every figure must arrive as an image (a matplotlib without an inline backend
+shows `<Figure size ...>` text instead, which nbval cannot see: it compares text only).
+Then what `make test` runs: the unit tests and nbval (the stored outputs, compared).
 
 The lowest stack follows pyproject.toml: each framework bound `name>=X` becomes `name==X`,
 so a bound must name a release that exists, and raising a bound moves the check with it.
@@ -62,8 +62,9 @@ def pins(stack):
 
 
 def run(*command, **kwargs):
+    """Run ``command`` in the repository; True when it succeeded."""
     print("+", " ".join(map(str, command)), flush=True)
-    subprocess.run(command, check=True, cwd=ROOT, **kwargs)
+    return subprocess.run(command, cwd=ROOT, **kwargs).returncode == 0
 
 
 def build(stack, requirements):
@@ -75,8 +76,9 @@ def build(stack, requirements):
     wanted = "\n".join(requirements) + "\n" + hashlib.sha256(repr(project).encode()).hexdigest()
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
-    run(sys.executable, "-m", "venv", "--clear", venv)
-    run(python, "-m", "pip", "install", "--quiet", "--progress-bar", "off", *requirements, f"-e.[{EXTRAS}]")
+    if not (run(sys.executable, "-m", "venv", "--clear", venv)
+            and run(python, "-m", "pip", "install", "--quiet", "--progress-bar", "off", *requirements, f"-e.[{EXTRAS}]")):
+        raise SystemExit(f"build/{stack}: the install failed")
     stamp.write_text(wanted)
     return python
 
@@ -142,8 +144,13 @@ def main(argv):
         run(python, "-c", "import numpy, tensorflow, keras, matplotlib, torch\n"
             "for m in (numpy, tensorflow, keras, matplotlib, torch): print(m.__name__, m.__version__)",
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-        run(python, Path(__file__).resolve(), "--notebooks")
-        run(python, "-m", "pytest", "-q", "-n", "2", "tests")
+        # Both checks run, so one CI run reports every problem.
+        failed = [name for name, ok in [
+            ("notebooks", run(python, Path(__file__).resolve(), "--notebooks")),
+            ("pytest", run(python, "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env")),
+        ] if not ok]
+        if failed:
+            raise SystemExit(f"stack {stack}: {' and '.join(failed)} failed")
     else:
         raise SystemExit(__doc__)
 
