@@ -16,7 +16,7 @@ NB ?= $(NOTEBOOKS:.ipynb=.py)
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench
+.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench lowest colab-stack
 
 help:
 	@echo "make lab          set up .venv, then open JupyterLab on notebooks/ (LAB_ARGS passed through)"
@@ -27,7 +27,9 @@ help:
 	@echo "make outputs      re-execute notebooks from their .py twins and store the outputs (NB=...)"
 	@echo "make sync         bring each .ipynb/.py pair in line (jupytext --sync)"
 	@echo "make bench        time, memory and accuracy of posenc vs the lectures' routes (BENCH_ARGS, e.g. --quick)"
-	@echo "make constraints  re-pin constraints.txt from a fresh install of the lower bounds"
+	@echo "make lowest       run the notebooks and unit tests on the oldest NumPy/TF/Keras/matplotlib pyproject allows"
+	@echo "make colab-stack  the same on Colab's versions (TF 2.19, NumPy 2.0, Keras 3.10, matplotlib 3.10)"
+	@echo "make constraints  re-pin constraints.txt from a fresh install of the newest allowed versions"
 	@echo "make clean        remove .venv and build/cache folders"
 
 $(READY): pyproject.toml constraints.txt
@@ -87,6 +89,15 @@ colab:
 # Not a test: prints one table per framework, saves build/bench/results.json and bench.png.
 bench: $(READY)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+
+# Other stacks than the pinned one, each in its own venv (build/lowest, build/colab):
+# every notebook executed afresh (no error, no stderr, every figure an image), then the
+# unit tests. See scripts/check_stack.py.
+lowest:
+	$(PYTHON) scripts/check_stack.py lowest
+
+colab-stack:
+	$(PYTHON) scripts/check_stack.py colab
 
 sync: $(READY)
 	$(BIN)/jupytext --sync $(NOTEBOOKS)

@@ -178,7 +178,7 @@ class PositionalEncoding(keras.layers.Layer):
     ``call(x)``: ``x`` of shape ``(batch, seq, d_model)`` returns ``dropout(x + PE[:seq])``
     in the layer's compute dtype (Keras casts float inputs to it: pass ``dtype=`` or a
     mixed-precision policy). The first ``max_len`` rows are computed once; a longer sequence
-    (the length may be unknown until run time) gets its table computed in the call.
+    (the length may be unknown until run time) gets its remaining rows computed in the call.
     ``convention`` (a preset name or a ``posenc.conventions.Convention``, e.g. from
     ``posenc.conventions.resolve(name, **options)`` for a source's own options), ``base``
     and ``layout`` choose the table as in ``positional_encoding``; ``self.convention`` is
@@ -202,11 +202,12 @@ class PositionalEncoding(keras.layers.Layer):
     def call(self, x, training=None):
         _checks.check_input_width(x.shape, self.d_model)
         seq = tf.shape(x)[-2]
-        pe = tf.cond(
-            seq <= self.max_len,
-            lambda: self.table[:seq],
-            lambda: self._table(tf.range(seq, dtype=tf.float64)),
-        )
+        # The stored rows, then the rows past max_len computed here: none for a sequence that
+        # fits (the range is empty), so no branch is needed. A tf.cond here would become
+        # Switch/Merge nodes in Keras' graphs, which Grappler's loop optimizer warns about
+        # on stderr (TF 2.19, whatever TF_CPP_MIN_LOG_LEVEL says).
+        beyond = self._table(tf.range(self.max_len, tf.maximum(seq, self.max_len), dtype=tf.float64))
+        pe = tf.concat([self.table[:seq], beyond], axis=0)
         return self.drop(x + tf.cast(pe, x.dtype), training=training)
 
     def compute_output_shape(self, input_shape):

@@ -148,3 +148,21 @@ def test_layer_dropout_only_in_training():
     x = tf.ones((2, 6, 16))
     np.testing.assert_array_equal(layer(x, training=False).numpy(), layer(x).numpy())
     assert (layer(x, training=True).numpy() == 0).any()
+
+
+def test_layer_call_has_no_branch_in_its_graph():
+    # A tf.cond in call() became Switch/Merge nodes in every Keras graph, and TF 2.19's
+    # loop optimizer logged a warning for each to stderr (in the cells of a notebook).
+    layer = ptf.PositionalEncoding(8, max_len=4)
+    graph = tf.function(layer).get_concrete_function(tf.TensorSpec((None, None, 8))).graph
+    assert not {op.type for op in graph.get_operations()} & {"If", "StatelessIf", "Switch", "Merge", "Case"}
+
+
+@pytest.mark.parametrize("seq", [0, 1, 3, 4, 5, 9])
+def test_layer_in_a_graph_around_max_len(seq):
+    layer = ptf.PositionalEncoding(6, max_len=4, base=500.0, layout="cos_sin")
+    f = tf.function(layer, input_signature=[tf.TensorSpec((None, None, 6))])
+    out = f(tf.zeros((2, seq, 6))).numpy()
+    assert out.shape == (2, seq, 6)
+    expected = posenc.positional_encoding(seq, 6, base=500.0, layout="cos_sin")
+    np.testing.assert_allclose(out, np.broadcast_to(expected, out.shape), rtol=0, atol=2e-7)
