@@ -569,8 +569,8 @@ assert predict.experimental_get_tracing_count() == 1
 # %% [markdown]
 # The layer is registered as a Keras serializable: its config holds its arguments (the
 # convention whole, base and layout included), and `from_config` rebuilds a layer that
-# gives the same output. So does the whole model, rebuilt from its config with the
-# weights copied over.
+# gives the same output. So does the whole model: `keras.models.clone_model` rebuilds every
+# layer from its config, and we copy the weights over.
 
 # %%
 layer = model.get_layer("posenc")
@@ -580,7 +580,7 @@ print({key: config["convention"][key] for key in ["name", "base", "layout"]})
 rebuilt = ptf.PositionalEncoding.from_config(config)
 np.testing.assert_array_equal(rebuilt(x).numpy(), layer(x).numpy())
 
-clone = keras.Model.from_config(model.get_config())
+clone = keras.models.clone_model(model)
 clone.set_weights(model.get_weights())
 np.testing.assert_array_equal(clone(tokens).numpy(), out)
 print(type(clone.get_layer("posenc")).__name__, clone(tokens).shape)
