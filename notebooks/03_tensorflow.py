@@ -642,11 +642,13 @@ assert tf.range(3.5).shape == (4,)
 # over 5000 positions.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+# (the digits of the drift depend on the TensorFlow release's float32 pow)
 long_table = draft_table(5000, 64, interleave=True)
 found = posenc.diagnose(long_table)
 assert found.codes == ["matches", "float32_precision"] and found.matches_paper
 drift = found.findings[1].details
-assert 1e-4 < drift["max_deviation"] < 1e-2
+assert 1e-4 < drift["max_deviation"] < 1e-2 and 100 < drift["from_row"] < 1000
 print(found.findings[1].message)
 
 # %% [markdown]
