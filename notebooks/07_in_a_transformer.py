@@ -23,6 +23,7 @@ if "google.colab" in sys.modules:
 
 # %%
 # %matplotlib inline
+import inspect
 import time
 
 import matplotlib.pyplot as plt
@@ -31,6 +32,11 @@ import torch
 from torch import nn
 
 import posenc.torch
+from posenc import copy_task
+from posenc.copy_task import (
+    BATCH, IGNORE, STEPS, TRAIN_LENGTH, VOCAB, LearnedPositions, accuracy, copy_previous_task, first_step_above,
+    order_blind_ceiling, predict, train,
+)
 
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
@@ -78,22 +84,19 @@ assert largest_change > 0.1
 # must output the token one place to its left. Position 0 has no left neighbour, so it is
 # not scored (its target is `IGNORE`, which the loss skips). The same NumPy generator
 # feeds the PyTorch and the Keras models.
+#
+# This task and its helpers live in `posenc.copy_task`, so that notebook 08 can run the
+# same task with RoPE: `copy_previous_task` makes the data, `accuracy` scores predictions,
+# `order_blind_ceiling` is the best an order-blind model can do (below), `train` and
+# `predict` run a model, `first_step_above` reads a learning curve, and `LearnedPositions`
+# is the learned position table. The constants `VOCAB`, `TRAIN_LENGTH` and `IGNORE` are
+# 16, 12 and -100. Here is how the data is made (the first lines check the arguments):
 
 # %%
-VOCAB, TRAIN_LENGTH, IGNORE = 16, 12, -100
+print(inspect.getsource(copy_task.copy_previous_task))
 
-
-def copy_previous_task(rng, n, length):
-    """n sequences of `length` random tokens -> (tokens, targets), both (n, length) int64.
-
-    targets[:, i] = tokens[:, i - 1]; targets[:, 0] = IGNORE.
-    """
-    tokens = rng.integers(0, VOCAB, size=(n, length))
-    targets = np.roll(tokens, 1, axis=1)
-    targets[:, 0] = IGNORE
-    return tokens, targets
-
-
+# %%
+assert (VOCAB, TRAIN_LENGTH, IGNORE) == (16, 12, -100)
 tokens, targets = copy_previous_task(np.random.default_rng(0), 1, TRAIN_LENGTH)
 print("tokens: ", tokens[0])
 print("targets:", targets[0])
@@ -103,22 +106,10 @@ print("targets:", targets[0])
 # tokens, never their order. Its best guess for the left neighbour is the most frequent
 # of the other tokens in the bag, which is right with probability (count of that token) /
 # (length - 1). We average that over a test set: it is the ceiling for any order-blind
-# model, well below 1.
+# model, well below 1. `order_blind_ceiling` computes it with a one-hot count of each
+# sequence's tokens; `accuracy` is the share of scored positions predicted right.
 
 # %%
-def order_blind_ceiling(tokens):
-    """Expected accuracy of the best guess from a token and the bag of tokens, (n, length) -> float."""
-    one_hot = np.eye(VOCAB)[tokens]
-    others = one_hot.sum(axis=1, keepdims=True) - one_hot
-    return (others.max(axis=-1)[:, 1:] / (tokens.shape[1] - 1)).mean()
-
-
-def accuracy(predictions, targets):
-    """Share of scored positions (targets != IGNORE) where the predicted token is the target."""
-    scored = targets != IGNORE
-    return (predictions == targets)[scored].mean()
-
-
 test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [TRAIN_LENGTH, 24, 48]}
 ceiling = order_blind_ceiling(test_sets[TRAIN_LENGTH][0])
 print(f"order-blind ceiling at length {TRAIN_LENGTH}: {ceiling:.2f}")
@@ -132,24 +123,13 @@ assert 0.15 < ceiling < 0.35
 #
 # - `none`: nothing is added;
 # - `learned`: a trainable table with one vector per position, for positions 0..11, as
-#   BERT and GPT-2 do;
+#   BERT and GPT-2 do (`copy_task.LearnedPositions`);
 # - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixed, defined for every position.
 #
 # The seed is reset before each model is built, so the three share their initial token
 # embedding, encoder and head. Each line below is one model's size.
 
 # %%
-class LearnedPositions(nn.Module):
-    """x (batch, seq, d_model) -> x + table[:seq], with one trainable row per position below max_len."""
-
-    def __init__(self, d_model, max_len):
-        super().__init__()
-        self.table = nn.Embedding(max_len, d_model)
-
-    def forward(self, x):
-        return x + self.table(torch.arange(x.shape[1]))
-
-
 COLORS = {"none": "C0", "learned": "C1", "sinusoidal": "C2"}
 POSITIONS = {
     "none": nn.Identity,
@@ -171,44 +151,14 @@ for name, model in models.items():
     print(f"{name:>10}: {sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# One training function serves all three: 300 steps of Adam on batches of 64 fresh
-# sequences (the same 19 200 sequences, in the same order, for every model), recording the
-# loss and the accuracy on each batch for the learning curves.
+# One training function, `copy_task.train`, serves all three: 300 steps (`STEPS`) of Adam
+# on batches of 64 (`BATCH`) fresh sequences (the same 19 200 sequences, in the same order,
+# for every model). It returns the loss and the accuracy on each batch, for the learning
+# curves; `copy_task.predict` runs a trained model in eval mode.
 
 # %%
-STEPS, BATCH = 300, 64
 train_tokens, train_targets = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)
-assert len(train_tokens) == 19_200
-
-
-def train(model, report_every=100, steps=STEPS, stop_above=None):
-    """Train in place on the first `steps` batches (or until a batch's accuracy is above
-    `stop_above`); returns per-step (losses, accuracies)."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses, accuracies = [], []
-    for step in range(steps):
-        batch = slice(step * BATCH, (step + 1) * BATCH)
-        tokens, targets = torch.from_numpy(train_tokens[batch]), torch.from_numpy(train_targets[batch])
-        logits = model(tokens)
-        loss = nn.functional.cross_entropy(logits.transpose(1, 2), targets, ignore_index=IGNORE)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        accuracies.append(accuracy(logits.argmax(-1).numpy(), targets.numpy()))
-        if report_every and (step + 1) % report_every == 0:
-            print(f"  step {step + 1}: loss {losses[-1]:.3f}, accuracy {accuracies[-1]:.2f}")
-        if stop_above is not None and accuracies[-1] > stop_above:
-            break
-    return losses, accuracies
-
-
-def predict(model, tokens):
-    """Predicted tokens, (n, length) -> (n, length), with the model in eval mode."""
-    model.eval()
-    with torch.no_grad():
-        return model(torch.from_numpy(tokens)).argmax(-1).numpy()
-
+assert (STEPS, BATCH) == (300, 64) and len(train_tokens) == 19_200
 
 # %% [markdown]
 # Training prints a line every 100 steps. The exact losses depend on the platform's
@@ -220,19 +170,15 @@ def predict(model, tokens):
 curves = {}
 for name, model in models.items():
     print(name)
-    curves[name] = train(model)
+    curves[name] = train(model, train_tokens, train_targets, steps=STEPS, report_every=100)
 
 # %% [markdown]
 # ## Results at the training length
 #
 # Accuracy on 1000 fresh sequences of length 12, next to the order-blind ceiling, and the
-# first training step at which a batch was more than 90% right:
+# first training step at which a batch was more than 90% right (`first_step_above`):
 
 # %%
-def first_step_above(accuracies, level=0.9):
-    return next((step for step, value in enumerate(accuracies, 1) if value > level), None)
-
-
 tokens, targets = test_sets[TRAIN_LENGTH]
 results = {name: accuracy(predict(model, tokens), targets) for name, model in models.items()}
 reached = {name: first_step_above(curves[name][1]) for name in models}
@@ -271,10 +217,12 @@ with torch.no_grad():
 # %%
 race = {}
 for seed in (1, 2, 3):
-    _, learned_accuracies = train(tiny_transformer("learned", seed), report_every=0, stop_above=0.9)
+    learned = tiny_transformer("learned", seed)
+    _, learned_accuracies = train(learned, train_tokens, train_targets, steps=STEPS, stop_above=0.9)
     learned_step = first_step_above(learned_accuracies)
     assert learned_step is not None
-    _, sinusoidal_accuracies = train(tiny_transformer("sinusoidal", seed), report_every=0, steps=learned_step)
+    sinusoidal = tiny_transformer("sinusoidal", seed)
+    _, sinusoidal_accuracies = train(sinusoidal, train_tokens, train_targets, steps=learned_step)
     race[seed] = learned_step, first_step_above(sinusoidal_accuracies)
 assert reached["learned"] < reached["sinusoidal"]
 assert all(sinusoidal is None for _, sinusoidal in race.values())  # not above 0.9 by then

@@ -33,6 +33,10 @@ from torch import nn
 
 import posenc
 import posenc.torch
+from posenc.copy_task import (
+    BATCH, STEPS, TRAIN_LENGTH, VOCAB, LearnedPositions, accuracy, copy_previous_task, first_step_above,
+    order_blind_ceiling, predict, train,
+)
 
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
@@ -489,33 +493,12 @@ for name, error in errors.items():
 #
 # Notebook 07's task: sequences of 12 random tokens out of 16, and at each position the
 # model must output the token one place to its left (position 0 is not scored). The helpers
-# are notebook 07's.
+# are notebook 07's, imported above from `posenc.copy_task`: `copy_previous_task`,
+# `accuracy`, `order_blind_ceiling`, `train`, `predict`, `first_step_above` and
+# `LearnedPositions`.
 
 # %%
-VOCAB, TRAIN_LENGTH, IGNORE = 16, 12, -100
-
-
-def copy_previous_task(rng, n, length):
-    """n sequences of `length` random tokens -> (tokens, targets); targets[:, i] = tokens[:, i - 1]."""
-    tokens = rng.integers(0, VOCAB, size=(n, length))
-    targets = np.roll(tokens, 1, axis=1)
-    targets[:, 0] = IGNORE
-    return tokens, targets
-
-
-def accuracy(predictions, targets):
-    """Share of scored positions (targets != IGNORE) where the predicted token is the target."""
-    scored = targets != IGNORE
-    return (predictions == targets)[scored].mean()
-
-
-def order_blind_ceiling(tokens):
-    """Expected accuracy of the best guess from a token and the bag of tokens, (n, length) -> float."""
-    one_hot = np.eye(VOCAB)[tokens]
-    others = one_hot.sum(axis=1, keepdims=True) - one_hot
-    return (others.max(axis=-1)[:, 1:] / (tokens.shape[1] - 1)).mean()
-
-
+assert (VOCAB, TRAIN_LENGTH) == (16, 12)
 test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [TRAIN_LENGTH, 24, 48]}
 ceilings = {n: order_blind_ceiling(tokens) for n, (tokens, _) in test_sets.items()}
 
@@ -552,17 +535,6 @@ class EncoderLayer(nn.Module):
         return self.norm2(x + self.feed_forward(x))
 
 
-class LearnedPositions(nn.Module):
-    """x (batch, seq, d_model) -> x + table[:seq], with one trainable row per position below max_len."""
-
-    def __init__(self, d_model, max_len):
-        super().__init__()
-        self.table = nn.Embedding(max_len, d_model)
-
-    def forward(self, x):
-        return x + self.table(torch.arange(x.shape[1]))
-
-
 ADDED = {
     "none": nn.Identity,
     "learned": lambda: LearnedPositions(D_MODEL, TRAIN_LENGTH),
@@ -583,38 +555,10 @@ def tiny_transformer(positions):
 # sequences in the same order for every model.
 
 # %%
-STEPS, BATCH = 300, 64
-train_set = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)
-
-
-def train(model, data, steps):
-    """Train in place; returns the accuracy on each training batch."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    accuracies = []
-    for step in range(steps):
-        batch = slice(step * BATCH, (step + 1) * BATCH)
-        tokens, targets = torch.from_numpy(data[0][batch]), torch.from_numpy(data[1][batch])
-        logits = model(tokens)
-        loss = nn.functional.cross_entropy(logits.transpose(1, 2), targets, ignore_index=IGNORE)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        accuracies.append(accuracy(logits.argmax(-1).numpy(), targets.numpy()))
-    return accuracies
-
-
-def predict(model, tokens):
-    model.eval()
-    with torch.no_grad():
-        return model(torch.from_numpy(tokens)).argmax(-1).numpy()
-
-
-def first_step_above(accuracies, level=0.9):
-    return next((step for step, value in enumerate(accuracies, 1) if value > level), None)
-
-
+assert (STEPS, BATCH) == (300, 64)
+train_tokens, train_targets = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)
 models = {name: tiny_transformer(name) for name in ADDED}
-curves = {name: train(model, train_set, STEPS) for name, model in models.items()}
+curves = {name: train(model, train_tokens, train_targets, steps=STEPS)[1] for name, model in models.items()}
 
 # %% [markdown]
 # Accuracy on 1000 fresh sequences of the training length and of two and four times it,
@@ -685,7 +629,7 @@ plt.show()
 interpolated = models["rotary"]
 interpolated[2].rotary = posenc.torch.RotaryEmbedding(HEAD_DIM, rope_type="linear", factor=2)
 before = {n: accuracy(predict(interpolated, tokens), targets) for n, (tokens, targets) in test_sets.items()}
-fine_tuning = train(interpolated.train(), copy_previous_task(np.random.default_rng(3), 50 * BATCH, 24), 50)
+_, fine_tuning = train(interpolated, *copy_previous_task(np.random.default_rng(3), 50 * BATCH, 24), steps=50)
 after = {n: accuracy(predict(interpolated, tokens), targets) for n, (tokens, targets) in test_sets.items()}
 
 # %%

@@ -24,12 +24,17 @@ def check_length(length, name="length"):
     return int(length)
 
 
+def check_int_at_least(value, name, minimum, why=""):
+    """``value`` must be an int >= ``minimum``; ``why`` (e.g. " (...)") follows the rule in the message."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int >= {minimum}{why}, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
+    return int(value)
+
+
 def check_d_model(d_model):
-    if not _is_int(d_model):
-        raise TypeError(f"d_model must be an int >= 1, got {d_model!r} ({type(d_model).__name__})")
-    if d_model < 1:
-        raise ValueError(f"d_model must be an int >= 1, got {d_model!r}")
-    return int(d_model)
+    return check_int_at_least(d_model, "d_model", 1)
 
 
 def check_base(base):
