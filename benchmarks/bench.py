@@ -18,10 +18,8 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -34,6 +32,7 @@ import numpy as np  # noqa: E402
 
 import rotary  # noqa: E402
 import routes  # noqa: E402
+from timing import time_all  # noqa: E402
 
 FRAMEWORKS = ("numpy", "torch", "tensorflow")
 
@@ -161,19 +160,6 @@ def exact_row(position, d_model):
 
 def as_numpy(table):
     return table.numpy() if hasattr(table, "numpy") else np.asarray(table)
-
-
-def time_all(found, repeats):
-    for build in found.values():
-        build()  # warm-up: first-call set-up and caches are not what we compare
-    samples = {name: [] for name in found}
-    for _ in range(repeats):
-        for name, build in found.items():
-            gc.collect()
-            start = time.perf_counter()
-            build()
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def numpy_peak(build):

@@ -14,29 +14,14 @@ Times are medians of round-robin repeats: compare ratios within one run.
 """
 
 import argparse
-import gc
-import statistics
-import time
 
 import mpmath
 import numpy as np
+from timing import time_all
 
 HEAD_DIM = 128
 BASE = 10000.0
 POSITIONS = (1_000, 10_000, 100_000, 1_000_000)
-
-
-def median_times(found, repeats):
-    for run in found.values():
-        run()  # warm-up
-    samples = {name: [] for name in found}
-    for _ in range(repeats):
-        for name, run in found.items():
-            gc.collect()
-            start = time.perf_counter()
-            run()
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def llama_rotary(head_dim):
@@ -60,7 +45,7 @@ def speed_rows(quick, repeats):
         q, k = torch.randn(2, batch, heads, seq, head_dim, dtype=dtype)
         cos, sin = pt.rotary_cos_sin(torch.arange(seq)[None].expand(batch, seq), head_dim, dtype=dtype)
         c, s = cos[:, None], sin[:, None]
-        times = median_times({
+        times = time_all({
             "transformers": lambda: apply_rotary_pos_emb(q, k, cos, sin),
             "posenc": lambda: (pt.apply_rotary(q, c, s), pt.apply_rotary(k, c, s)),
         }, repeats)
@@ -71,7 +56,7 @@ def speed_rows(quick, repeats):
     position_ids = torch.arange(ids_batch * ids_seq).reshape(ids_batch, ids_seq)
     theirs, ours = llama_rotary(HEAD_DIM), pt.RotaryEmbedding(HEAD_DIM, BASE)
     x = torch.zeros(1)
-    times = median_times({
+    times = time_all({
         "transformers": lambda: theirs(x, position_ids),
         "posenc": lambda: pt.rotary_cos_sin(position_ids, HEAD_DIM, base=BASE),
         "posenc module": lambda: ours(x, position_ids),
