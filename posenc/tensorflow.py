@@ -54,7 +54,9 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
     ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.encode``. Run
     eagerly on CPU positions, NumPy's kernel writes the table into memory that TensorFlow
     takes over (as ``positional_encoding`` does); inside ``tf.function`` (positions of
-    unknown length allowed) or on another device, TF ops compute it (``_sin_cos``).
+    unknown length allowed) or on another device, TF ops compiled by XLA into one loop
+    compute it (``_half_turns``): as fast as plain float32 ``sin(p * w)`` there, and no
+    memory beyond the output.
     """
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
@@ -67,16 +69,22 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
         _core.encode(positions.numpy(), d_model, convention=chosen, dtype=table.dtype, out=table)
         return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
     positions = conventions.offset_positions(positions, chosen)
-    s, c = _sin_cos(positions, w_hi, w_lo, tf.float64 if dtype == tf.float64 else tf.float32)
-    half = width // 2  # cosine columns; an odd width has one sine more
-    if chosen.layout == "sin_cos":
-        table = tf.concat([s, c[..., :half]], axis=-1)
-    elif chosen.layout == "cos_sin":
-        table = tf.concat([c[..., :half], s], axis=-1)
+    if dtype == tf.float64:
+        table = _columns(*_sin_cos(positions, w_hi, w_lo, tf.float64), chosen.layout, width)
     else:
-        pairs = tf.stack([s, c], axis=-1)
-        table = tf.reshape(pairs, tf.concat([tf.shape(s)[:-1], [2 * s.shape[-1]]], 0))[..., :width]
+        table = _half_turns(positions, tf.constant(w_hi / math.pi), chosen.layout, width)
     return _finish(table, d_model, chosen, positions, dtype)
+
+
+def _columns(s, c, layout, width):
+    """The first ``width`` columns of the table in ``layout`` from its sine and cosine parts."""
+    half = width // 2  # cosine columns; an odd width has one sine more
+    if layout == "sin_cos":
+        return tf.concat([s, c[..., :half]], axis=-1)
+    if layout == "cos_sin":
+        return tf.concat([c[..., :half], s], axis=-1)
+    pairs = tf.stack([s, c], axis=-1)
+    return tf.reshape(pairs, tf.concat([tf.shape(s)[:-1], [2 * s.shape[-1]]], 0))[..., :width]
 
 
 def _sin_cos(positions, w_hi, w_lo, dtype):
@@ -91,17 +99,30 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
     w_hi, w_lo = (tf.constant(w, tf.float64) if not tf.is_tensor(w) else tf.cast(w, tf.float64) for w in (w_hi, w_lo))
     if dtype == tf.float64:
         return _rotation.sincos(positions, w_hi, w_lo, tf.sin, tf.cos)
-    u = positions[..., None] * (w_hi / math.pi)  # the angle in half turns
+    s, c = _half_turns(positions, w_hi / math.pi)
+    return tf.cast(s, dtype), tf.cast(c, dtype)
+
+
+# XLA fuses the steps into one loop over the output: the float64 angles never exist as
+# full-size tensors (TF's executor would write five of them, 3x the output's memory), and
+# its float32 sin and cos are within 3.3e-8 on [-pi/2, pi/2], inside the premise of part 3.
+@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
+def _half_turns(positions, v, layout=None, width=None):
+    """Part 3 of ``_rotation``'s docstring in TF ops: float32 ``(sin, cos)`` of
+    ``positions[..., None] * v * pi`` (``v``: the frequencies in half turns, float64), each
+    ``(*positions.shape, len(v))``; with ``layout``, the ``width`` table columns instead.
+    """
+    u = positions[..., None] * v
     k = tf.round(u)
     reduced = tf.cast((u - k) * math.pi, tf.float32)  # |pi * f| <= pi/2, rounded once
     # Bit 0 of k moved to bit 31: the float32 sign bit where k is odd.
     odd = tf.cast(tf.bitwise.left_shift(tf.cast(k, tf.int64), 31), tf.int32)
 
     def signed(values):
-        flipped = tf.bitwise.bitwise_xor(tf.bitcast(values, tf.int32), odd)
-        return tf.cast(tf.bitcast(flipped, tf.float32), dtype)
+        return tf.bitcast(tf.bitwise.bitwise_xor(tf.bitcast(values, tf.int32), odd), tf.float32)
 
-    return signed(tf.sin(reduced)), signed(tf.cos(reduced))
+    s, c = signed(tf.sin(reduced)), signed(tf.cos(reduced))
+    return (s, c) if layout is None else _columns(s, c, layout, width)
 
 
 def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
