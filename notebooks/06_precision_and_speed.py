@@ -223,8 +223,7 @@ for name, ms in encode_medians.items():
 
 # %% [markdown]
 # The same batch in PyTorch (eager) and in TensorFlow inside `tf.function`, where a training
-# step runs and XLA compiles posenc's steps into one loop over the output. Each framework's
-# `encode` is timed against that framework's naive float32 route.
+# step runs. Each framework's `encode` is timed against that framework's naive float32 route.
 
 # %%
 import os

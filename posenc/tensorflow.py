@@ -6,7 +6,13 @@ before the first import of TensorFlow.
 """
 
 import dataclasses
+import functools
 import math
+import os
+import re
+import sys
+import tempfile
+import threading
 
 import keras
 import numpy as np
@@ -103,15 +109,22 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
     return tf.cast(s, dtype), tf.cast(c, dtype)
 
 
-# XLA fuses the steps into one loop over the output: the float64 angles never exist as
-# full-size tensors (TF's executor would write five of them, 3x the output's memory), and
-# its float32 sin and cos are within 3.3e-8 on [-pi/2, pi/2], inside the premise of part 3.
-@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
 def _half_turns(positions, v, layout=None, width=None):
     """Part 3 of ``_rotation``'s docstring in TF ops: float32 ``(sin, cos)`` of
     ``positions[..., None] * v * pi`` (``v``: the frequencies in half turns, float64), each
     ``(*positions.shape, len(v))``; with ``layout``, the ``width`` table columns instead.
+
+    Compiled by XLA (``_half_turns_xla``), which fuses the steps into one loop over the
+    output: the float64 angles never exist as full-size tensors (TF's executor would write
+    five of them, 3x the output's memory), and its float32 sin and cos are within 3.3e-8 on
+    [-pi/2, pi/2], inside the premise of part 3.
     """
+    _start_xla_quietly()
+    return _half_turns_xla(positions, v, layout, width)
+
+
+@tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
+def _half_turns_xla(positions, v, layout, width):
     u = positions[..., None] * v
     k = tf.round(u)
     reduced = tf.cast((u - k) * math.pi, tf.float32)  # |pi * f| <= pi/2, rounded once
@@ -123,6 +136,57 @@ def _half_turns(positions, v, layout=None, width=None):
 
     s, c = signed(tf.sin(reduced)), signed(tf.cos(reduced))
     return (s, c) if layout is None else _columns(s, c, layout, width)
+
+
+# An absl log line: severity, date, time, thread, file:line]. Before absl is initialised the
+# date reads 0000 and the time counts seconds since 1970.
+_ABSL_LINE = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] ")
+_ABSL_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+_STDERR = threading.Lock()
+
+
+@functools.cache
+def _start_xla_quietly():
+    """Compile one tiny XLA function, holding back the start-up lines TF should have hidden.
+
+    TensorFlow 2.16 to 2.19 (Colab's 2.19 among them) do not initialise absl logging, so the
+    first XLA compile of a process writes INFO lines ("XLA service ... initialized", "Compiled
+    cluster using XLA!") straight to file descriptor 2 whatever ``TF_CPP_MIN_LOG_LEVEL`` says
+    (fixed by tensorflow/tensorflow#102212). They come once per process: compiling once here,
+    with descriptor 2 caught and what ``_visible_log`` keeps passed on to ``sys.stderr``,
+    leaves every later compile quiet. Runs eagerly even while a graph is being traced.
+    """
+    sys.stderr.flush()
+    with _STDERR, tempfile.TemporaryFile() as caught:
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            with tf.init_scope():
+                tf.function(tf.sin, jit_compile=True)(tf.zeros(1))
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            sys.stderr.write(_visible_log(caught.read().decode(errors="replace")))
+
+
+def _visible_log(text):
+    """The lines of ``text`` that ``TF_CPP_MIN_LOG_LEVEL`` lets through.
+
+    absl lines below the level (0 or unset: all, 1: no INFO, 2: no WARNING, 3: no ERROR)
+    are dropped, and from level 1 absl's notice about its own start; other lines are kept.
+    """
+    try:
+        level = int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0"))
+    except ValueError:
+        level = 0
+    kept = []
+    for line in text.splitlines(keepends=True):
+        absl = _ABSL_LINE.match(line)
+        hidden = "IWEF".index(absl[1]) < level if absl else level >= 1 and line.rstrip() == _ABSL_NOTICE
+        if not hidden:
+            kept.append(line)
+    return "".join(kept)
 
 
 def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):

@@ -1,6 +1,8 @@
 """posenc.tensorflow: same numbers as the NumPy core, and the Keras layer's behaviour."""
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -166,3 +168,44 @@ def test_layer_in_a_graph_around_max_len(seq):
     assert out.shape == (2, seq, 6)
     expected = posenc.positional_encoding(seq, 6, base=500.0, layout="cos_sin")
     np.testing.assert_allclose(out, np.broadcast_to(expected, out.shape), rtol=0, atol=2e-7)
+
+
+# XLA's start-up lines on TF 2.16-2.19 (see ptf._start_xla_quietly); quiet on every TF.
+ABSL_INFO = "I0000 00:00:1795443339.365425   30646 service.cc:145] XLA service 0x55c4c27f6380 initialized\n"
+ABSL_WARNING = "W1123 14:15:47.498750   30646 gpu.cc:12] a warning\n"
+NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+
+
+@pytest.mark.parametrize("level, kept", [
+    ("0", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"), ("", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"),
+    ("1", ABSL_WARNING + "other\n"), ("2", "other\n"), ("3", "other\n"), ("loud", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"),
+])
+def test_visible_log_applies_tf_cpp_min_log_level_to_absl_lines(monkeypatch, level, kept):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
+    assert ptf._visible_log(NOTICE + ABSL_INFO + ABSL_WARNING + "other\n") == kept
+
+
+def test_xla_start_passes_on_what_it_does_not_hide_and_gives_descriptor_2_back(monkeypatch, capfd):
+    def noisy_compile(function, jit_compile):
+        os.write(2, (ABSL_INFO + "a real error\n").encode())
+        raise RuntimeError("no XLA here")
+
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.setattr(ptf.tf, "function", noisy_compile)
+    ptf._start_xla_quietly.cache_clear()
+    with pytest.raises(RuntimeError, match="no XLA here"):
+        ptf._start_xla_quietly()
+    monkeypatch.undo()
+    ptf._start_xla_quietly.cache_clear()
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "a real error\nafter\n"
+
+
+def test_encode_in_a_graph_writes_nothing_to_stderr_in_a_fresh_process():
+    # The first XLA compile of the process happens here, where TF 2.16-2.19 would log it.
+    code = ("import numpy as np, tensorflow as tf, posenc.tensorflow as ptf\n"
+            "table = tf.function(lambda p: ptf.encode(p, 16))(tf.constant(np.arange(6.0)))\n"
+            "print(np.abs(table.numpy() - __import__('posenc').encode(np.arange(6.0), 16)).max())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert out.stderr == "" and float(out.stdout) < 2e-7
