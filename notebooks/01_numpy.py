@@ -491,6 +491,7 @@ def draft_table(length, d_model, *, swap=False, per_column=False, base=10000, fi
     return table
 
 
+# %%
 mistakes = {
     "swapped_sin_cos": dict(swap=True),
     "exponent_per_column": dict(per_column=True),

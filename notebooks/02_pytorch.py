@@ -475,6 +475,7 @@ def draft_table(length, d_model, *, integer=False, multiply=False, transpose=Fal
     return table.T if transpose else table  # transpose: (d_model, length)
 
 
+# %%
 mistakes = {
     "integer_division": dict(integer=True),
     "multiplied_not_divided": dict(multiply=True),

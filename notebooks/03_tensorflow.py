@@ -258,12 +258,14 @@ def tiny_model(token_ids, table, w):
     return layer_norm(stream, w["gain2"], w["bias2"]) @ w["head"]
 
 
+# %%
 rng = np.random.default_rng(0)
 shapes = {"embedding": (11, d_model), "gain1": (d_model,), "bias1": (d_model,), "read": (d_model, 32),
           "write": (32, d_model), "gain2": (d_model,), "bias2": (d_model,), "head": (d_model, 3)}
 weights = {name: rng.normal(size=shape) for name, shape in shapes.items()}
 token_ids = rng.integers(0, 11, size=length)
 
+# %%
 # The cos|sin stream s' holds the paper's stream s as s'[:, to_paper] = s.
 moved = np.argsort(to_paper)
 ported = {"embedding": weights["embedding"][:, moved], "read": weights["read"][moved],
@@ -614,6 +616,7 @@ def draft_table(length, depth, *, pairs=None, interleave=False):
     return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)  # all sines, then all cosines
 
 
+# %%
 cases = {
     "concatenated, depth 8": (draft_table(10, 8), ["matches", "layout"]),
     "concatenated, depth 7": (draft_table(10, 7), ["layout", "extra_column"]),

@@ -145,24 +145,18 @@ assert np.array_equal(interleaved[:, perm], posenc.positional_encoding(20, 8, la
 # as the attention heads' own axes or the feed-forward's hidden units, stay as they are.
 #
 # We train the small model of notebook 07 (token embedding, the sinusoidal table, one
-# Transformer encoder layer, a linear head) on its task, copying the previous token, with
-# the interleaved table, then move it to the sin_cos table.
+# Transformer encoder layer, a linear head) on its task from `posenc.copy_task`, copying
+# the previous token, with the interleaved table, then move it to the sin_cos table.
 
 # %%
 import torch
 from torch import nn
 
 import posenc.torch
+from posenc.copy_task import BATCH, STEPS, TRAIN_LENGTH, VOCAB, accuracy, copy_previous_task, predict, train
 
 torch.manual_seed(0)
-VOCAB, LENGTH, WIDTH, IGNORE = 16, 12, 32, -100
-
-
-def copy_previous_task(rng, n):
-    tokens = rng.integers(0, VOCAB, size=(n, LENGTH))
-    targets = np.roll(tokens, 1, axis=1)
-    targets[:, 0] = IGNORE
-    return torch.from_numpy(tokens), torch.from_numpy(targets)
+WIDTH = 32
 
 
 def tiny_transformer(layout):
@@ -171,27 +165,15 @@ def tiny_transformer(layout):
     return nn.Sequential(nn.Embedding(VOCAB, WIDTH), positions, encoder, nn.Linear(WIDTH, VOCAB))
 
 
+def held_out_accuracy(model):
+    return accuracy(predict(model, test_tokens), test_targets)
+
+
+# %%
 model = tiny_transformer("interleaved")
-optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-rng = np.random.default_rng(1)
-for step in range(300):
-    tokens, targets = copy_previous_task(rng, 64)
-    loss = nn.functional.cross_entropy(model(tokens).transpose(1, 2), targets, ignore_index=IGNORE)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-model.eval()
-
-test_tokens, test_targets = copy_previous_task(np.random.default_rng(2), 1000)
-
-
-def accuracy(model):
-    with torch.no_grad():
-        right = model(test_tokens).argmax(-1) == test_targets
-    return right[:, 1:].double().mean().item()
-
-
-assert accuracy(model) > 0.9
+train(model, *copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH), steps=STEPS)
+test_tokens, test_targets = copy_previous_task(np.random.default_rng(2), 1000, TRAIN_LENGTH)
+assert held_out_accuracy(model) > 0.9
 
 # %% [markdown]
 # The port: every parameter named after what it does to the stream. In PyTorch's encoder
@@ -223,10 +205,11 @@ def port(model, source, target):
     return ported.eval()
 
 
+# %%
 ported = port(model, "interleaved", "sin_cos")
 model64, ported64 = model.double(), ported.double()
 with torch.no_grad():
-    logits, ported_logits = model64(test_tokens), ported64(test_tokens)
+    logits, ported_logits = (m(torch.from_numpy(test_tokens)) for m in (model64, ported64))
 largest = (logits - ported_logits).abs().max().item()
 assert largest < 1e-12 and torch.equal(logits.argmax(-1), ported_logits.argmax(-1))
 
@@ -246,8 +229,10 @@ for partial, state in [(table_only, model64.state_dict()),
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(f"trained: {accuracy(model64):.2f}   ported: {accuracy(ported64):.2f}   "
-      f"table only: {accuracy(table_only):.2f}   table and embedding: {accuracy(embedding_only):.2f}")
+accuracies = {name: held_out_accuracy(m) for name, m in
+              [("trained", model64), ("ported", ported64), ("table only", table_only),
+               ("table and embedding", embedding_only)]}
+print("   ".join(f"{name}: {value:.2f}" for name, value in accuracies.items()))
 
 # %% [markdown]
 # The exact values depend on the platform's round-off in training; what they show is
@@ -255,8 +240,8 @@ print(f"trained: {accuracy(model64):.2f}   ported: {accuracy(ported64):.2f}   "
 # agree to $10^{-12}$, above), the two partial ports fall below 0.5.
 
 # %%
-assert accuracy(ported64) == accuracy(model64)
-assert accuracy(table_only) < 0.5 and accuracy(embedding_only) < 0.5
+assert accuracies["ported"] == accuracies["trained"]
+assert accuracies["table only"] < 0.5 and accuracies["table and embedding"] < 0.5
 
 # %% [markdown]
 # ## Odd widths

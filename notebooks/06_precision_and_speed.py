@@ -185,6 +185,7 @@ routes = {
     "float32 route": lambda: float32_table(length),
     "np.empty + fill": lambda: np.empty((length, d_model), np.float32).fill(1.0),
 }
+# %%
 batch = np.random.default_rng(0).integers(0, length, (64, 512)).astype(np.float64)
 
 
@@ -201,6 +202,7 @@ encode_routes = {
 }
 
 
+# %%
 def median_ms(routes, repeats=9):
     # Round robin, so a busy moment of the machine slows every route alike.
     times = {name: [] for name in routes}
@@ -251,6 +253,7 @@ def naive_tf(positions):
     return tf.reshape(tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1), (*positions.shape, d_model))
 
 
+# %%
 encode_tf = tf.function(lambda positions: posenc.tensorflow.encode(positions, d_model))
 framework_routes = {
     "torch, naive float32": lambda: naive_torch(batch_torch),

@@ -341,6 +341,7 @@ assert np.allclose(wavelength["longrope"], long_factor * default, rtol=1e-15)
 assert np.isclose(frequencies["longrope"][1], np.sqrt(1 + np.log(FACTOR) / np.log(L)), rtol=1e-15)
 short = posenc.rotary_frequencies(HEAD, rope_type="longrope", **{**ROPE_TYPES["longrope"], "seq_len": L})[0]
 assert (short == frequencies["default"][0]).all()
+# %%
 keep, stretch = default < L / 4, default > L
 assert (wavelength["llama3"][keep] == default[keep]).all()
 assert np.allclose(wavelength["llama3"][stretch], FACTOR * default[stretch], rtol=1e-15)
@@ -452,6 +453,7 @@ def posenc_route(dtype):
     return cos[:, :64], sin[:, :64]
 
 
+# %%
 errors = {
     "float32 (inv_freq @ positions)": worst_error(*float32_route()),
     "inv_freq in bfloat16": worst_error(*float32_route(inv_freq_dtype=torch.bfloat16)),
@@ -535,6 +537,7 @@ class EncoderLayer(nn.Module):
         return self.norm2(x + self.feed_forward(x))
 
 
+# %%
 ADDED = {
     "none": nn.Identity,
     "learned": lambda: LearnedPositions(D_MODEL, TRAIN_LENGTH),
@@ -670,6 +673,7 @@ cos_sin = {
     "torch": posenc.torch.RotaryEmbedding(64, **yarn)(torch.from_numpy(x), torch.from_numpy(positions)),
     "tensorflow": posenc.tensorflow.RotaryEmbedding(64, **yarn)(tf.constant(x), tf.constant(positions)),
 }
+# %%
 rotated = {
     "numpy": posenc.apply_rotary(x, *cos_sin["numpy"]),
     "torch": posenc.torch.apply_rotary(torch.from_numpy(x), *cos_sin["torch"]).numpy(),
