@@ -242,19 +242,25 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
         and out.dtype == np.finfo(within.dtype).dtype
         and out.strides[-1] == out.itemsize
     )
-    # NumPy's complex multiply releases the GIL, and a fresh output's page faults are taken
-    # by whichever thread writes first: big tables are split in runs of blocks over the
-    # cores. The calling thread does the first run itself; a thread that only waited would
-    # cost switches (a third of the time on two cores, measured).
-    workers = min(os.cpu_count() or 1, 8, blocks) if out.size >= 1 << 20 else 1
-    bounds = [blocks * k // workers for k in range(workers + 1)]
-    runs = [(out, within, steps, rows, layout, direct, a, b) for a, b in zip(bounds, bounds[1:])]
+    _over_cores(blocks, out.size, lambda a, b: _fill_blocks(out, within, steps, rows, layout, direct, a, b))
+    return out
+
+
+def _over_cores(count, size, work):
+    """``work(a, b)`` over runs ``a .. b - 1`` that split ``range(count)``, on up to 8 cores.
+
+    NumPy's ufuncs release the GIL, and a fresh output's page faults are taken by whichever
+    thread writes first, so outputs of ``size >= 2**20`` elements are split in one run per
+    core. The calling thread does the first run itself; a thread that only waited would
+    cost switches (a third of the time on two cores, measured).
+    """
+    workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1
+    bounds = [count * k // workers for k in range(workers + 1)]
     with ThreadPoolExecutor(max(1, workers - 1)) as pool:  # threads start only on submit
-        others = [pool.submit(_fill_blocks, *run) for run in runs[1:]]
-        _fill_blocks(*runs[0])
+        others = [pool.submit(work, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+        work(bounds[0], bounds[1])
         for other in others:
             other.result()
-    return out
 
 
 def _fill_blocks(out, within, steps, rows, layout, direct, first, stop):
@@ -313,8 +319,15 @@ def write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     with ``m <= h`` (an odd width has one cosine fewer), float16, float32 or float64, and
     may be strided views of a table. float64: ``sincos`` (part 1). float32 and float16:
     the reduction of part 3, ``(-1)**k`` times float32 ``sin``/``cos`` of ``pi * f``.
-    Works through blocks of rows, so the extra memory is a few blocks of ``_BLOCK`` angles.
+    Works through blocks of rows, so the extra memory is a few blocks of ``_BLOCK`` angles
+    per core (``_over_cores`` splits the rows of a large output over the cores).
     """
+    size = len(positions) * (sines.shape[-1] + cosines.shape[-1])
+    _over_cores(len(positions), size, lambda a, b: _write_rows(positions[a:b], w_hi, w_lo, sines[a:b], cosines[a:b]))
+
+
+def _write_rows(positions, w_hi, w_lo, sines, cosines):
+    # write_sin_cos on one thread, block by block.
     count, width = len(positions), cosines.shape[-1]
     step = max(1, _BLOCK // max(1, len(w_hi)))
     if sines.dtype == np.float64:

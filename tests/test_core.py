@@ -1,11 +1,14 @@
 """posenc's NumPy core against the lectures' numbers, an independent formula and mpmath."""
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
+from posenc import _rotation
 from lecture_values import (
     CORNERS_20x200,
     DENOMINATORS_D6,
@@ -230,3 +233,20 @@ def test_property_each_pair_lies_on_the_unit_circle(d_model, positions):
     out = posenc.encode(positions, d_model, dtype=np.float64)
     full = out[..., : 2 * (d_model // 2)]
     np.testing.assert_allclose(full[..., 0::2] ** 2 + full[..., 1::2] ** 2, 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cores", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_encode_split_over_cores_writes_what_one_thread_writes(monkeypatch, cores, dtype):
+    # 2**20 elements and more are split in one run of rows per core (_rotation._over_cores).
+    positions = np.random.default_rng(3).uniform(-1e6, 1e6, (3, 1001))
+    one_thread = posenc.encode(positions[:, :7], 512, dtype=dtype)  # below the split
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    runs = []
+    real_write_rows = _rotation._write_rows
+    monkeypatch.setattr(_rotation, "_write_rows", lambda p, *rest: runs.append(len(p)) or real_write_rows(p, *rest))
+    split = posenc.encode(positions, 512, dtype=dtype)
+    assert sorted(runs) == sorted(3003 * k // cores - 3003 * (k - 1) // cores for k in range(1, cores + 1))
+    np.testing.assert_array_equal(split[:, :7], one_thread)
+    for row in [0, 1500, 3002]:
+        np.testing.assert_array_equal(split.reshape(-1, 512)[row], posenc.encode(positions.reshape(-1)[row], 512, dtype=dtype))
