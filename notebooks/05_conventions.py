@@ -165,14 +165,16 @@ def tiny_transformer(layout):
     return nn.Sequential(nn.Embedding(VOCAB, WIDTH), positions, encoder, nn.Linear(WIDTH, VOCAB))
 
 
-def held_out_accuracy(model):
-    return accuracy(predict(model, test_tokens), test_targets)
-
-
 # %%
 model = tiny_transformer("interleaved")
 train(model, *copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH), steps=STEPS)
 test_tokens, test_targets = copy_previous_task(np.random.default_rng(2), 1000, TRAIN_LENGTH)
+
+
+def held_out_accuracy(model):
+    return accuracy(predict(model, test_tokens), test_targets)
+
+
 assert held_out_accuracy(model) > 0.9
 
 # %% [markdown]
