@@ -23,6 +23,7 @@ if "google.colab" in sys.modules:
 
 # %%
 # %matplotlib inline
+import copy
 import time
 
 import matplotlib.pyplot as plt
@@ -110,15 +111,38 @@ assert abs(projected_position_term(5, 2) - projected_position_term(105, 102)) > 
 # ## 2. Rotate queries and keys instead
 #
 # RoPE (Su et al., 2021) adds nothing to the token vectors. It takes the query and the key
-# *after* their projections, splits their channels into pairs, and turns pair $j$ of the
-# vector at position $p$ by the angle $p\,w_j$, with the sinusoidal frequencies
-# $w_j = 10000^{-2j/d}$. A rotation by $a$ followed by the transpose of a rotation by $b$ is a
-# rotation by $a - b$, so
+# of each attention head *after* their projections, splits the head's $d$ channels into
+# pairs, and turns pair $j$ of the vector at position $p$ by the angle $p\,w_j$, with the
+# sinusoidal frequencies $w_j = 10000^{-2j/d}$. Here $d$ is the size of one head
+# (`head_dim`), not `d_model`: every head turns its own channels at the same $d/2$
+# frequencies. As a matrix, the turn is block-diagonal, one $2 \times 2$ rotation per pair
+# and zeros elsewhere:
+#
+# $$R(p\,w) = \begin{pmatrix} R_2(p\,w_0) & & \\ & \ddots & \\ & & R_2(p\,w_{d/2-1}) \end{pmatrix},
+#   \qquad R_2(\theta) = \begin{pmatrix} \cos\theta & -\sin\theta \\ \sin\theta & \cos\theta \end{pmatrix}.$$
+#
+# Block by block, the transpose of a rotation by $a$ followed by a rotation by $b$ is a
+# rotation by $b - a$, so $R(p\,w)^\top R(s\,w) = R((s - p)\,w)$ and
 #
 # $$\big(R(p\,w)\,q\big)\cdot\big(R(s\,w)\,k\big) = q \cdot R\big((s - p)\,w\big)\,k,$$
 #
-# a function of the offset $p - s$ alone. Here is the rotation written out in PyTorch, with
-# the channels $2j$ and $2j + 1$ as pair $j$:
+# a function of the offset $s - p$ alone. Here is the matrix, for one head of $d = 64$:
+
+# %%
+def rotation_matrix(p, d=D, base=10000.0):
+    """R(p w): the (d, d) block-diagonal matrix of the 2x2 rotations by p * w_j."""
+    w = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    c, s = torch.cos(p * w), torch.sin(p * w)
+    blocks = torch.stack([c, -s, s, c], dim=-1).view(-1, 2, 2)  # R_2(p w_j) for each pair j
+    return torch.block_diag(*blocks)
+
+
+torch.testing.assert_close(rotation_matrix(5).T @ rotation_matrix(2), rotation_matrix(-3), rtol=0, atol=1e-14)
+print("R(5w): shape", tuple(rotation_matrix(5).shape), "with", (rotation_matrix(5) != 0).sum().item(), "nonzero entries")
+
+# %% [markdown]
+# Nobody multiplies by that matrix: each pair is turned on its own. Here is the rotation
+# written out in PyTorch, with the channels $2j$ and $2j + 1$ as pair $j$:
 
 # %%
 def rotate(x, positions, d=D, base=10000.0):
@@ -132,8 +156,8 @@ def rotate(x, positions, d=D, base=10000.0):
 # %% [markdown]
 # `posenc.torch.rotary_cos_sin` builds the cos and sin tables and
 # `posenc.torch.apply_rotary` applies them; `layout="interleaved"` is this pairing. They
-# agree with the cell above to float64 round-off, and a rotation keeps the length of every
-# vector.
+# agree with `rotate` and with the matrix to float64 round-off, and a rotation keeps the
+# length of every vector.
 
 # %%
 positions = torch.arange(64)
@@ -143,20 +167,23 @@ rotated_q = posenc.torch.apply_rotary(q.expand(64, D), cos, sin, layout="interle
 rotated_k = posenc.torch.apply_rotary(k.expand(64, D), cos, sin, layout="interleaved")
 
 torch.testing.assert_close(rotated_q, rotate(q.expand(64, D), positions), rtol=0, atol=1e-13)
+torch.testing.assert_close(rotated_q[5], rotation_matrix(5) @ q, rtol=0, atol=1e-13)
 torch.testing.assert_close(rotated_q.norm(dim=-1), q.norm().expand(64), rtol=1e-14, atol=0)
 print("cos, sin:", tuple(cos.shape), " rotated q:", tuple(rotated_q.shape))
 
 # %% [markdown]
-# The scores of the rotated query at every position $p$ against the rotated key at every
-# position $s$ form a $64 \times 64$ matrix. If the score depends on $p - s$ only, every
-# diagonal of that matrix is constant, and equals $q \cdot R((s - p)w)\,k$, the key turned by
-# the offset alone. Both hold to within 1e-12, float64 round-off on scores of this size.
+# The same query and key at all 64 positions give a $64 \times 64$ matrix of scores,
+# `scores[p, s]` for the query at $p$ and the key at $s$. The entries with the same offset
+# $o = s - p$ form one diagonal of it (`torch.diagonal(scores, o)`). If the score depends on
+# the offset only, each diagonal holds one value, $q \cdot R(o\,w)\,k$: the unrotated query
+# against the key turned by the offset alone. Checked for all 127 diagonals, to within
+# 1e-12 (float64 round-off on scores of this size):
 
 # %%
 scores = rotated_q @ rotated_k.T  # scores[p, s]
-offsets = positions[None, :] - positions[:, None]  # s - p
-by_offset = rotate(k.expand(127, D), torch.arange(-63, 64)) @ q  # q · R(o w) k for o = -63..63
-torch.testing.assert_close(scores, by_offset[offsets + 63], rtol=0, atol=1e-12)
+for o in range(-63, 64):
+    expected = q @ rotate(k[None], torch.tensor([o]))[0]  # q · R(o w) k
+    torch.testing.assert_close(torch.diagonal(scores, o), expected.expand(64 - abs(o)), rtol=0, atol=1e-12)
 print(f"scores from {scores.min().item():.1f} to {scores.max().item():.1f}")
 
 # %% [markdown]
@@ -183,23 +210,29 @@ plt.show()
 #
 # Which two channels make a pair is a convention, and both are in use:
 #
-# - **interleaved**: channel $2j$ with $2j + 1$. GPT-J and Meta's reference Llama code (which
-#   treats each pair as one complex number).
-# - **half**: channel $j$ with $j + d/2$. GPT-NeoX and Hugging Face transformers, whose
-#   `rotate_half(x)` is `cat(-x2, x1)` of the two halves of the head.
+# - **interleaved**: channel $2j$ with $2j + 1$. Meta's reference Llama code (which treats
+#   each pair as one complex number), GPT-J and CodeGen (`rotate_every_two`), and in
+#   Hugging Face transformers the Cohere and GLM models, whose own `rotate_half` pairs
+#   neighbours.
+# - **half**: channel $j$ with $j + d/2$. GPT-NeoX and most transformers models (Llama,
+#   Mistral, Qwen2, Gemma, Phi-3, Falcon, ...), whose `rotate_half(x)` is `cat(-x2, x1)` of
+#   the two halves of the head.
 #
-# For a head of 8 channels, the frequency each channel turns at (read back from the sine
-# at position 1, $\sin w_j$):
+# `tests/test_rotary_packages.py` checks each of these functions of the installed
+# transformers against the layout named here.
+#
+# For a head of 8 channels the frequencies are $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.
+# The sine table at position 1 holds $\sin w_j$ on both channels of pair $j$, so it shows
+# which channels pair up:
 
 # %%
-def frequency_of_each_channel(layout, head_dim=8):
-    _, sin1 = posenc.rotary_cos_sin([1], head_dim, layout=layout, dtype=np.float64)
-    w = posenc.rotary_frequencies(head_dim)[0]
-    return np.abs(np.arcsin(sin1[0])[:, None] - w).argmin(axis=1)
-
-
+w = posenc.rotary_frequencies(8)[0]
+assert np.allclose(w, [1, 0.1, 0.01, 0.001], rtol=1e-15)
+pair_of_channel = {"half": np.arange(8) % 4, "interleaved": np.arange(8) // 2}
 for layout in posenc.ROTARY_LAYOUTS:
-    print(f"{layout:>11}: channel -> pair {frequency_of_each_channel(layout)}")
+    _, sin1 = posenc.rotary_cos_sin([1], 8, layout=layout, dtype=np.float64)
+    assert np.array_equal(sin1[0], np.sin(w)[pair_of_channel[layout]])
+    print(f"{layout:>11}: sin at position 1 = {np.round(sin1[0], 4)}, channel -> pair {pair_of_channel[layout]}")
 
 # %% [markdown]
 # The half layout is transformers' formula `x * cos + rotate_half(x) * sin`:
@@ -213,7 +246,6 @@ def rotate_half(x):
 x = torch.randn(10, D, dtype=torch.float64)
 cos, sin = posenc.torch.rotary_cos_sin(torch.arange(10), D, layout="half", dtype=torch.float64)
 torch.testing.assert_close(posenc.torch.apply_rotary(x, cos, sin, layout="half"), x * cos + rotate_half(x) * sin)
-print("apply_rotary(layout='half') == x * cos + rotate_half(x) * sin")
 
 # %% [markdown]
 # The two layouts differ only in the order of the channels within each head. The query and
@@ -260,101 +292,167 @@ print(f"same scores after the permutation; without it they differ by up to {(wro
 # %% [markdown]
 # ## 4. Frequency rules for longer contexts
 #
-# A model trained on sequences of $L$ tokens has seen pair $j$ at angles below $L\,w_j$. The
-# pairs whose wavelength $2\pi / w_j$ is longer than $L$ never made a full turn in training;
-# at positions beyond $L$ they reach angles the model never saw. transformers'
-# `modeling_rope_utils` has one rule per `rope_type` for changing the frequencies (and for
-# some, the size of cos and sin, the *attention factor*); `posenc.rotary_frequencies` takes the
-# same names and parameters. We take a head of 128 channels, base 10000, $L = 4096$ and a
-# target of four times that:
+# A model trained on sequences of $L$ tokens has seen pair $j$ at angles below $L\,w_j$.
+# The pairs whose wavelength $2\pi / w_j$ is longer than $L$ never made a full turn in
+# training; at positions beyond $L$ they reach angles the model never saw. The rules below
+# change the frequencies so that a longer context stays within the angles of training.
+# In transformers, `default` ($w_j = \text{base}^{-2j/d}$) is computed by each model's rotary
+# class, and the other rules are the `rope_type`s of `modeling_rope_utils.ROPE_INIT_FUNCTIONS`
+# (`linear`, `dynamic`, `yarn`, `longrope`, `llama3`, and `proportional`, which is not about
+# longer contexts); `posenc.rotary_frequencies` takes the same names and parameters.
 #
-# - `default`: $w_j = 10000^{-2j/d}$, unchanged;
-# - `linear` (position interpolation): every $w_j$ divided by `factor`;
-# - `dynamic` (NTK-aware): a larger base, from the length actually used (`seq_len`);
-# - `yarn`: pairs turning often within $L$ kept, pairs turning less than once divided by
-#   `factor`, a ramp between; cos and sin scaled up;
-# - `longrope`: each $w_j$ divided by its own factor (here a made-up list rising from 1 to 8);
-#   cos and sin scaled up;
-# - `llama3`: short wavelengths kept, long ones divided by `factor`, a smooth blend between.
+# We take one head of 128 channels, base 10000, $L = 4096$, and a target of 4 times that.
 
 # %%
 HEAD, L, FACTOR = 128, 4096, 4
-long_factor = np.geomspace(1, 8, HEAD // 2)
-ROPE_TYPES = {
-    "default": {},
-    "linear": dict(factor=FACTOR),
-    "dynamic": dict(factor=FACTOR, max_position_embeddings=L, seq_len=FACTOR * L),
-    "yarn": dict(factor=FACTOR, original_max_position_embeddings=L),
-    "longrope": dict(factor=FACTOR, short_factor=[1.0] * (HEAD // 2), long_factor=list(long_factor),
-                     original_max_position_embeddings=L, seq_len=FACTOR * L),
-    "llama3": dict(factor=FACTOR, original_max_position_embeddings=L, low_freq_factor=1, high_freq_factor=4),
-}
-frequencies = {name: posenc.rotary_frequencies(HEAD, rope_type=name, **params) for name, params in ROPE_TYPES.items()}
-wavelength = {name: 2 * np.pi / w for name, (w, _) in frequencies.items()}
-
-# %%
-fig, ax = plt.subplots(figsize=(8, 4.5))
-for name, lengths in wavelength.items():
-    ax.plot(lengths, label=name, linestyle="--" if name == "default" else "-")
-ax.axhline(L, color="gray", linewidth=0.8)
-ax.axhline(FACTOR * L, color="gray", linewidth=0.8, linestyle=":")
-ax.text(0, L * 1.15, "training length L", fontsize=8)
-ax.text(0, FACTOR * L * 1.15, "target 4L", fontsize=8)
-ax.set(yscale="log", xlabel="pair j", ylabel="wavelength 2π / w_j (positions)",
-       title="RoPE frequency rules, head of 128, base 10000, L = 4096, factor 4")
-ax.legend()
-plt.show()
+pairs = np.arange(HEAD // 2)
+wavelength = {"default": 2 * np.pi / posenc.rotary_frequencies(HEAD)[0]}
+default = wavelength["default"]
+turns = L / default  # full turns of each pair within the training length
+print(f"pairs with a wavelength longer than L: {(default > L).sum()} of {HEAD // 2}; "
+      f"turning more than 32 times within L: {(turns > 32).sum()}")
 
 # %% [markdown]
-# What each rule does, checked against the defaults $\lambda_j = 2\pi \cdot 10000^{2j/d}$:
-#
-# - `linear` stretches every wavelength 4 times: position $p$ now turns each pair as far as
-#   position $p/4$ did, so positions up to $4L$ land on angles of positions up to $L$.
-# - `dynamic` keeps the shortest wavelength and stretches pair $j$ by
-#   $c^{2j/(d-2)}$ with $c$ = `factor` · `seq_len` / $L$ − (`factor` − 1) = 13, the longest by 13.
-# - `yarn` keeps every pair that turns more than 32 times within $L$ (`beta_fast`),
-#   stretches every pair that turns less than once (`beta_slow`) by exactly 4, and sets the
-#   attention factor to $0.1 \ln 4 + 1$.
-# - `longrope` stretches pair $j$ by its long factor (the short factors, all 1 here, apply up
-#   to $L$) and sets the attention factor to $\sqrt{1 + \ln 4 / \ln L}$.
-# - `llama3` keeps wavelengths below $L/4$ (`high_freq_factor`), stretches those above $L$
-#   (`low_freq_factor` 1) by 4, and puts the ones between strictly between.
-#
-# Every rule but `linear` keeps the shortest wavelength, $2\pi$, of the pair that turns most
-# often within $L$ and so was seen at every angle; and every rule but `default` stretches each
-# wavelength longer than $L$ at least 4 times, so up to $4L$ those pairs stay within the
-# angles of training.
+# **Position interpolation** (`linear`; Chen et al. 2023, [arXiv 2306.15595](https://arxiv.org/abs/2306.15595))
+# divides every frequency by the factor $s$: position $p$ turns as far as position $p/s$
+# did, so positions up to $sL$ land on the angles of positions up to $L$. The price: two
+# neighbours are now $1/s$ of a position apart, and the fast pairs, which tell neighbours
+# apart, turn between them by angles the model never saw. It needs some fine-tuning
+# (section 6 shows both on a small model).
 
 # %%
-default = wavelength["default"]
-pairs = np.arange(HEAD // 2)
-turns = L / default  # full turns of each pair within the training length
-
+wavelength["linear"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="linear", factor=FACTOR)[0]
 assert np.allclose(wavelength["linear"], FACTOR * default, rtol=1e-15)
-c = FACTOR * (FACTOR * L) / L - (FACTOR - 1)  # factor * seq_len / L - (factor - 1)
-assert c == 13 and np.allclose(wavelength["dynamic"], default * c ** (2 * pairs / (HEAD - 2)), rtol=1e-13)
-assert wavelength["dynamic"][0] == default[0]
+
+# %% [markdown]
+# **NTK-aware scaling** (bloc97's 2023 post on Reddit's r/LocalLLaMA, "NTK-Aware Scaled
+# RoPE"; its account in the YaRN paper below) changes the base instead:
+# $b' = b \cdot s^{d/(d-2)}$. Then $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$: pair 0, the
+# fastest, keeps its frequency exactly, the slowest pair ($j = d/2 - 1$) is divided by $s$,
+# and in between the divisor grows geometrically, so the fast pairs change little (pair 1 by
+# 2.2% here). `dynamic` is this rule with $s$ taken from the current length, $s$ =
+# `factor` · `seq_len` / $L$ − (`factor` − 1): 1 up to $L$, and 13 at $4L$ with `factor` 4.
+
+# %%
+ntk = posenc.rotary_frequencies(HEAD, base=10000 * FACTOR ** (HEAD / (HEAD - 2)))[0]
+wavelength["NTK-aware"] = 2 * np.pi / ntk
+assert wavelength["NTK-aware"][0] == default[0]
+assert np.allclose(wavelength["NTK-aware"], default * FACTOR ** (2 * pairs / (HEAD - 2)), rtol=1e-13)
+assert np.isclose(wavelength["NTK-aware"][-1], FACTOR * default[-1], rtol=1e-13)
+assert round(wavelength["NTK-aware"][1] / default[1], 3) == 1.022
+
+dynamic = dict(factor=FACTOR, max_position_embeddings=L, seq_len=FACTOR * L)
+wavelength["dynamic"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="dynamic", **dynamic)[0]
+s = FACTOR * (FACTOR * L) / L - (FACTOR - 1)
+assert s == 13 and np.allclose(wavelength["dynamic"], default * s ** (2 * pairs / (HEAD - 2)), rtol=1e-13)
+at_L = posenc.rotary_frequencies(HEAD, rope_type="dynamic", **{**dynamic, "seq_len": L})[0]
+assert np.array_equal(2 * np.pi / at_L, default)
+
+# %% [markdown]
+# **The attention factor.** YaRN and LongRoPE also return a number $a$ that multiplies cos
+# and sin. The rotated query and key are then both $a$ times longer, so every score
+# $q \cdot k$ is multiplied by $a^2$: attention computes softmax$(a^2 \cdot \text{scores})$,
+# a softmax at temperature $1/a^2$, sharper for $a > 1$. Checked on a random query and key
+# with YaRN's rule, once with its attention factor and once with `attention_factor=1`:
+
+# %%
+yarn = dict(factor=FACTOR, original_max_position_embeddings=L)
+a = posenc.rotary_frequencies(HEAD, rope_type="yarn", **yarn)[1]
+query, key = np.random.default_rng(5).standard_normal((2, 100, HEAD))
+
+
+def yarn_scores(**extra):
+    cos, sin = posenc.rotary_cos_sin(np.arange(100), HEAD, rope_type="yarn", dtype=np.float64, **yarn, **extra)
+    return posenc.apply_rotary(query, cos, sin) @ posenc.apply_rotary(key, cos, sin).T
+
+
+assert np.allclose(yarn_scores(), a**2 * yarn_scores(attention_factor=1.0), rtol=1e-13)
+print(f"YaRN's attention factor at s = {FACTOR}: a = {a:.4f}, every score times a² = {a**2:.4f}")
+
+# %% [markdown]
+# **YaRN** (Peng et al. 2023, [arXiv 2309.00071](https://arxiv.org/abs/2309.00071)) decides
+# per pair by how often it turns within $L$: pairs turning more than `beta_fast` = 32 times
+# keep their frequency, pairs turning less than `beta_slow` = 1 time are divided by $s$ as in
+# position interpolation, with a linear ramp over the pairs between. Its attention factor is
+# $a = 0.1 \ln s + 1$.
+
+# %%
+wavelength["yarn"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="yarn", **yarn)[0]
 assert (wavelength["yarn"][turns > 32] == default[turns > 32]).all()
 assert np.allclose(wavelength["yarn"][turns < 1], FACTOR * default[turns < 1], rtol=1e-15)
-assert np.isclose(frequencies["yarn"][1], 0.1 * np.log(FACTOR) + 1, rtol=1e-15)
-assert np.allclose(wavelength["longrope"], long_factor * default, rtol=1e-15)
-assert np.isclose(frequencies["longrope"][1], np.sqrt(1 + np.log(FACTOR) / np.log(L)), rtol=1e-15)
-short = posenc.rotary_frequencies(HEAD, rope_type="longrope", **{**ROPE_TYPES["longrope"], "seq_len": L})[0]
-assert (short == frequencies["default"][0]).all()
+assert np.isclose(a, 0.1 * np.log(FACTOR) + 1, rtol=1e-15)
+
+# %% [markdown]
+# **Llama 3.1's rule** (`llama3`; `apply_scaling` in Meta's reference code,
+# meta-llama/llama-models; the models are described in Grattafiori et al. 2024,
+# [arXiv 2407.21783](https://arxiv.org/abs/2407.21783)) decides by wavelength: below
+# $L$ / `high_freq_factor` kept, above $L$ / `low_freq_factor` divided by $s$, a smooth
+# blend between. Llama 3.1 uses $s = 8$, 1 and 4 with $L = 8192$; here 1 and 4 with our $L$.
+# Llama 4 Scout sets both factors to 1 and $s = 16$ (`models/llama4` of the same
+# repository): the blend is gone, and the rule is a step at $L$.
+
 # %%
+llama3 = dict(factor=FACTOR, original_max_position_embeddings=L, low_freq_factor=1, high_freq_factor=4)
+wavelength["llama3"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="llama3", **llama3)[0]
 keep, stretch = default < L / 4, default > L
 assert (wavelength["llama3"][keep] == default[keep]).all()
 assert np.allclose(wavelength["llama3"][stretch], FACTOR * default[stretch], rtol=1e-15)
 between = ~keep & ~stretch
 assert between.any() and (default[between] < wavelength["llama3"][between]).all()
 assert (wavelength["llama3"][between] < FACTOR * default[between]).all()
-for name in ROPE_TYPES:
-    if name != "linear":
-        assert wavelength[name][0] == default[0], name
-    if name != "default":
-        assert (wavelength[name][default > L] >= FACTOR * default[default > L] * (1 - 1e-15)).all(), name
-print(f"pairs with a wavelength longer than L: {(default > L).sum()} of {HEAD // 2}; "
-      f"turning more than 32 times within L: {(turns > 32).sum()}")
+
+step = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="llama3", **{**llama3, "high_freq_factor": 1})[0]
+assert (step[default < L] == default[default < L]).all()
+assert np.allclose(step[default > L], FACTOR * default[default > L], rtol=1e-15)
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 4.5))
+for name, lengths in wavelength.items():
+    ax.plot(lengths, label=name, linestyle="--" if name == "default" else "-")
+for level, text in [(L, "training length L"), (FACTOR * L, "target 4L")]:
+    ax.axhline(level, color="gray", linewidth=0.8)
+    ax.text(0, level * 1.15, text, fontsize=8)
+ax.set(yscale="log", xlabel="pair j", ylabel="wavelength 2π / w_j (positions)",
+       title="RoPE frequency rules, head of 128, base 10000, L = 4096, factor 4")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# In the figure: position interpolation shifts every wavelength up by the same factor;
+# NTK-aware scaling and `dynamic` leave the fastest pair where it is and tilt the line
+# upwards; YaRN and `llama3` keep the short wavelengths (their lines hide the dashed
+# default there), stretch the long ones by exactly 4, and blend between. Every rule but NTK-aware scaling with a fixed $s = 4$ stretches each
+# wavelength longer than $L$ at least 4 times, so up to $4L$ those pairs stay within the
+# angles of training; with a fixed $s$ only the slowest pair gets the full factor.
+
+# %%
+for name in ["linear", "dynamic", "yarn", "llama3"]:
+    assert (wavelength[name][default > L] >= FACTOR * default[default > L] * (1 - 1e-15)).all(), name
+assert (wavelength["NTK-aware"][default > L][:-1] < FACTOR * default[default > L][:-1]).all()
+for name in ["NTK-aware", "dynamic", "yarn", "llama3"]:
+    assert wavelength[name][0] == default[0], name
+
+# %% [markdown]
+# **LongRoPE** (Ding et al. 2024, [arXiv 2402.13753](https://arxiv.org/abs/2402.13753))
+# divides each frequency by its own factor, found by a search: `short_factor` for sequences
+# up to $L$, `long_factor` beyond, and an attention factor
+# $a = \sqrt{1 + \ln s / \ln L}$. Published lists need not start at 1, so LongRoPE may slow
+# even the fastest pair. The config of Microsoft's Phi-3-vision-128k-instruct (head of 96,
+# $L = 4096$, 131072 positions, so $s = 32$) has 48 long factors from 1.03 to 64.81:
+
+# %%
+PHI3_VISION_LONG_FACTOR = [  # rounded to 2 decimals (the config stores their float32 values)
+    1.03, 1.05, 1.05, 1.08, 1.23, 1.23, 1.30, 1.45, 1.60, 1.65, 1.90, 2.86, 3.69, 5.42, 5.49, 5.49,
+    9.09, 11.58, 15.66, 15.77, 15.79, 18.36, 21.99, 23.08, 30.01, 32.35, 32.59, 35.56, 39.95, 53.84, 56.20, 57.95,
+    59.29, 59.77, 59.92, 61.19, 61.96, 62.50, 63.37, 63.48, 63.48, 63.66, 63.85, 64.08, 64.76, 64.80, 64.81, 64.81,
+]
+phi3 = dict(long_factor=PHI3_VISION_LONG_FACTOR, short_factor=[1.0] * 48,  # short: used up to L only, not the config's
+            original_max_position_embeddings=4096, max_position_embeddings=131072, seq_len=131072)
+w_phi3, a_phi3 = posenc.rotary_frequencies(96, rope_type="longrope", **phi3)
+w_96 = posenc.rotary_frequencies(96)[0]
+assert np.isclose(w_96[0] / w_phi3[0], 1.03, rtol=1e-15) and w_phi3[0] < w_96[0]
+assert np.isclose(a_phi3, np.sqrt(1 + np.log(32) / np.log(4096)), rtol=1e-15)
+print(f"fastest pair: wavelength {2 * np.pi / w_96[0]:.3f} -> {2 * np.pi / w_phi3[0]:.3f}; attention factor {a_phi3:.4f}")
 
 # %% [markdown]
 # ## 5. Precision at long positions
@@ -388,50 +486,58 @@ print(f"posenc in float16, same table: largest error {posenc_error_fp16:.1e}")
 # %% [markdown]
 # **inv_freq rounded to bfloat16** (sgl-project/sglang-jax issue 1472): the frequencies were
 # cast to the model's bfloat16 before the product with float32 positions. bfloat16 keeps 8
-# significant bits, so $w_j$ is off by up to 1 part in 256, and at position 4095 the angles
-# are off by radians:
+# significant bits, so each $w_j$ moves by up to 1 part in 256. At position 4095 that
+# moves the angle of pair 0 ($w_0 = 1$, exact in bfloat16) not at all, but others by up to
+# 5 radians, almost a full turn:
 
 # %%
-inv_freq = float32_frequencies(128)
-angles = 4095 * inv_freq.bfloat16().float()
-exact = 4095 * posenc.rotary_frequencies(128)[0]
-cos_sin_error = np.abs(np.concatenate([np.cos(angles.numpy()) - np.cos(exact), np.sin(angles.numpy()) - np.sin(exact)]))
-relative = (inv_freq.bfloat16().double() / inv_freq.double() - 1).abs().max().item()
-assert relative <= 2.0**-8 and np.abs(angles.numpy() - exact).max() > 1
+w = posenc.rotary_frequencies(128)[0]  # float64
+w_bf16 = float32_frequencies(128).bfloat16().double().numpy()
+assert np.abs(w_bf16 / w - 1).max() <= 2.0**-8
+angle_error = np.abs(4095 * w_bf16 - 4095 * w)
+assert angle_error[0] == 0 and round(angle_error.max()) == 5
+
+cos_sin_error = np.abs(np.concatenate([np.cos(4095 * w_bf16) - np.cos(4095 * w), np.sin(4095 * w_bf16) - np.sin(4095 * w)]))
 print(f"of the 128 values of cos and sin at position 4095, {(cos_sin_error > 0.01).sum()} are off by more than 0.01,")
-print(f"the worst by {cos_sin_error.max():.2f}; the largest angle error is {np.abs(angles.numpy() - exact).max():.1f} rad")
+print(f"the worst by {cos_sin_error.max():.2f}")
 
 # %% [markdown]
-# **Positions in a half-precision type** (as in huggingface/candle issue 3520): position ids
-# cast to the model's dtype before the product. From 16 384 on, float16 holds only every
-# 16th integer; bfloat16 holds every 64th between 8192 and 16 384 and every 128th above,
-# and only every 16th already between 2048 and 4096.
+# **Everything in bfloat16** (huggingface/candle pull request 3520): candle's Qwen2 model
+# cast `inv_freq` *and* the positions to the model's dtype (bfloat16), multiplied them and
+# took sin and cos in bfloat16; the pull request keeps all of that in float32 and casts
+# only the result. A position in a half-precision type is already rounded. Between $2^k$
+# and $2^{k+1}$ float16 (11 significant bits) holds every $2^{k-10}$-th integer and bfloat16
+# (8 bits) every $2^{k-7}$-th: from 16 384 to 32 768 every 16th and every 128th, from
+# 32 768 to 65 536 every 32nd and every 256th. float16 ends at 65 504: larger positions
+# round to 65 504 and, from 65 520 on, to infinity. bfloat16 has float32's range, so
+# 15 962 becomes 15 936 but nothing overflows.
 
 # %%
-def representable(start, stop, dtype):
-    """The integers of [start, stop) that survive a round trip through dtype."""
-    values = torch.arange(start, stop, dtype=torch.float64)
-    return values[values.to(dtype).double() == values].long()
+def spacing(start, stop, dtype):
+    """The gaps between the integers of [start, stop] that survive a round trip through dtype."""
+    values = torch.arange(start, stop + 1, dtype=torch.float64)
+    return torch.diff(values[values.to(dtype).double() == values]).unique().tolist()
 
 
-assert (torch.diff(representable(16384, 32768, torch.float16)) == 16).all()
-assert (torch.diff(representable(8192, 16385, torch.bfloat16)) == 64).all()
-assert (torch.diff(representable(16384, 32769, torch.bfloat16)) == 128).all()
-assert (torch.diff(representable(2048, 4097, torch.bfloat16)) == 16).all()
-print("positions near 16384:", representable(16200, 16700, torch.bfloat16).tolist(), "in bfloat16")
+for start, (fp16, bf16) in {2048: (2, 16), 8192: (8, 64), 16384: (16, 128), 32768: (32, 256)}.items():
+    assert spacing(start, 2 * start, torch.float16) == [fp16] and spacing(start, 2 * start, torch.bfloat16) == [bf16]
+assert torch.tensor([65519.0, 65520.0]).half().tolist() == [65504.0, float("inf")]
+assert torch.tensor(15962.0).bfloat16().item() == 15936
 
 # %% [markdown]
-# **posenc's error against position.** transformers computes the table in float32
-# (`inv_freq @ position_ids`, then cos and sin), the first line below. posenc carries each
-# angle in two float64 numbers (about twice float64's digits) and promises cos and sin within
-# 2e-7 of the exact value in float32, and within one rounding of such a value in float16 and
-# bfloat16. We compare with an exact mpmath reference at positions from 1 to $10^6$, head
-# size 128, over all 64 pairs:
+# **posenc's error against position.** transformers computes the table in float32: Llama's
+# rotary module (and the many models that copy it) multiplies `position_ids[..., None].float()`
+# by `inv_freq` element-wise, then takes cos and sin, the first line below (`torch.outer`
+# here: the same products). posenc carries each angle in two float64 numbers (about twice
+# float64's digits) and promises cos and sin within 2e-7 of the exact value in float32, and
+# within one rounding of such a value in float16 and bfloat16. We compare with a reference
+# computed by mpmath with 40 significant digits, at positions from 1 to $10^6$, head size
+# 128, over all 64 pairs:
 
 # %%
 sample = np.unique(np.geomspace(1, 1e6, 49).round()).astype(np.int64)
-w_exact = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * j) / 128) for j in range(64)]
-with mpmath.workdps(40):
+with mpmath.workdps(40):  # the frequencies too: at mpmath's default precision they would carry float64's rounding
+    w_exact = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * j) / 128) for j in range(64)]
     exact_cos = np.array([[float(mpmath.cos(int(p) * w)) for w in w_exact] for p in sample])
     exact_sin = np.array([[float(mpmath.sin(int(p) * w)) for w in w_exact] for p in sample])
 
@@ -442,9 +548,10 @@ def worst_error(cos, sin):
     return np.maximum(np.abs(cos - exact_cos), np.abs(sin - exact_sin)).max(axis=1)
 
 
-def float32_route(positions_dtype=torch.float32, inv_freq_dtype=torch.float32):
-    inv_freq = float32_frequencies(128).to(inv_freq_dtype).float()
-    angles = torch.outer(torch.from_numpy(sample).to(positions_dtype).float(), inv_freq)
+def float32_route(positions_dtype=torch.float32, inv_freq_dtype=torch.float32, dtype=torch.float32):
+    """cos, sin from positions and inv_freq rounded to their dtypes, multiplied and turned in dtype."""
+    inv_freq = float32_frequencies(128).to(inv_freq_dtype).to(dtype)
+    angles = torch.outer(torch.from_numpy(sample).to(positions_dtype).to(dtype), inv_freq)
     return angles.cos(), angles.sin()
 
 
@@ -455,9 +562,10 @@ def posenc_route(dtype):
 
 # %%
 errors = {
-    "float32 (inv_freq @ positions)": worst_error(*float32_route()),
+    "float32 (transformers)": worst_error(*float32_route()),
     "inv_freq in bfloat16": worst_error(*float32_route(inv_freq_dtype=torch.bfloat16)),
     "positions in bfloat16": worst_error(*float32_route(positions_dtype=torch.bfloat16)),
+    "all in bfloat16 (candle before 3520)": worst_error(*float32_route(torch.bfloat16, torch.bfloat16, torch.bfloat16)),
     "posenc, float32": worst_error(*posenc_route(torch.float32)),
     "posenc, bfloat16": worst_error(*posenc_route(torch.bfloat16)),
 }
@@ -474,21 +582,22 @@ plt.show()
 # %% [markdown]
 # posenc keeps that promise at every sampled position up to $10^6$: within 2e-7 in
 # float32, and in bfloat16 within half a unit in its last place ($2^{-9}$ on values of size
-# at most 1) plus 2e-7. The float32 route is off by more than 1e-3 at every sampled
-# position from $10^5$ on, and by more than 1e-2 at $10^6$; with the frequencies or the
-# positions in bfloat16 the error reaches the size of cos and sin themselves (above 0.5)
-# by position 4096.
+# at most 1) plus 2e-7. The float32 route is off by about 5e-3 at $10^5$ and 5e-2 at
+# $10^6$, and by more than 1e-3 at every sampled position from $10^5$ on; with the
+# frequencies or the positions in bfloat16, or everything, the error reaches the size of
+# cos and sin themselves (above 0.5) by position 4096.
 
 # %%
 assert errors["posenc, float32"].max() <= 2e-7
 assert errors["posenc, bfloat16"].max() <= 2.0**-9 + 2e-7
-assert (errors["float32 (inv_freq @ positions)"][sample >= 1e5] > 1e-3).all()
-assert errors["float32 (inv_freq @ positions)"][sample == 10**6] > 1e-2
-assert errors["inv_freq in bfloat16"][sample <= 4096].max() > 0.5
-assert errors["positions in bfloat16"][sample <= 4096].max() > 0.5
-print(f"{'position':>30}" + "".join(f"{p:>11,}" for p in [10**3, 10**4, 10**5, 10**6]))
+float32_error = errors["float32 (transformers)"]
+assert 4e-3 < float32_error[sample == 10**5] < 6e-3 and 4e-2 < float32_error[sample == 10**6] < 6e-2
+assert (float32_error[sample >= 1e5] > 1e-3).all()
+for name in ["inv_freq in bfloat16", "positions in bfloat16", "all in bfloat16 (candle before 3520)"]:
+    assert errors[name][sample <= 4096].max() > 0.5, name
+print(f"{'position':>36}" + "".join(f"{p:>11,}" for p in [10**3, 10**4, 10**5, 10**6]))
 for name, error in errors.items():
-    print(f"{name:>30}" + "".join(f"{error[sample == p][0]:11.1e}" for p in [10**3, 10**4, 10**5, 10**6]))
+    print(f"{name:>36}" + "".join(f"{error[sample == p][0]:11.1e}" for p in [10**3, 10**4, 10**5, 10**6]))
 
 # %% [markdown]
 # ## 6. In a Transformer: copy the previous token
@@ -506,34 +615,53 @@ ceilings = {n: order_blind_ceiling(tokens) for n, (tokens, _) in test_sets.items
 
 # %% [markdown]
 # PyTorch's `nn.TransformerEncoderLayer` gives no access to the queries and keys, so we
-# write the same layer out (post-norm, 4 heads, feed-forward of 64, ReLU, no dropout) with
-# one switch: rotate queries and keys with RoPE or not. All four models use it; the other
-# three add their positions to the token embeddings as in notebook 07. RoPE's cos and sin
-# come from `posenc.torch.RotaryEmbedding`, a module like transformers' rotary embeddings:
-# `forward(x, position_ids)` returns `(cos, sin)`.
+# write the same layer out (post-norm, 4 heads of 8 channels, feed-forward of 64, ReLU, no
+# dropout), in two steps. `self_attention` projects the input to queries, keys and values,
+# splits each into the 4 heads, turns the queries and keys with RoPE if it is given a rotary
+# module, and attends. RoPE's cos and sin come from `posenc.torch.RotaryEmbedding`, a module
+# like transformers' rotary embeddings: `forward(x, position_ids)` returns `(cos, sin)`. It
+# is built for one head (`HEAD_DIM` = 8), so its frequencies are $10000^{-2j/8}$ = 1, 0.1,
+# 0.01, 0.001, not those of `d_model` = 32, and every head uses the same cos and sin.
 
 # %%
 D_MODEL, HEADS = 32, 4
 HEAD_DIM = D_MODEL // HEADS
 
 
+def heads(t):
+    """(batch, length, D_MODEL) -> (batch, HEADS, length, HEAD_DIM): the channels of each head."""
+    return t.view(*t.shape[:2], HEADS, HEAD_DIM).transpose(1, 2)
+
+
+def self_attention(x, qkv, out, rotary=None):
+    """Multi-head self-attention of x (batch, length, D_MODEL); `rotary` (if given) turns q and k."""
+    q, k, v = (heads(t) for t in qkv(x).chunk(3, dim=-1))
+    if rotary is not None:
+        cos, sin = rotary(q, torch.arange(x.shape[1])[None])  # (1, length, HEAD_DIM)
+        cos, sin = cos[:, None], sin[:, None]  # (1, 1, length, HEAD_DIM): the same for every head
+        q, k = posenc.torch.apply_rotary(q, cos, sin), posenc.torch.apply_rotary(k, cos, sin)
+    attended = nn.functional.scaled_dot_product_attention(q, k, v)  # (batch, HEADS, length, HEAD_DIM)
+    return out(attended.transpose(1, 2).flatten(2))
+
+
+assert np.allclose(posenc.torch.RotaryEmbedding(HEAD_DIM).inv_freq.numpy(), [1, 0.1, 0.01, 0.001], rtol=1e-15)
+
+# %% [markdown]
+# The layer adds the attention to its input and normalises, then does the same with a
+# feed-forward network. All four models use it; the other three add their positions to the
+# token embeddings as in notebook 07.
+
+# %%
 class EncoderLayer(nn.Module):
-    def __init__(self, rotary=False):
+    def __init__(self, rotary=None):
         super().__init__()
         self.qkv, self.out = nn.Linear(D_MODEL, 3 * D_MODEL), nn.Linear(D_MODEL, D_MODEL)
         self.norm1, self.norm2 = nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)
         self.feed_forward = nn.Sequential(nn.Linear(D_MODEL, 64), nn.ReLU(), nn.Linear(64, D_MODEL))
-        self.rotary = posenc.torch.RotaryEmbedding(HEAD_DIM) if rotary else None
+        self.rotary = rotary  # a posenc.torch.RotaryEmbedding, or None
 
     def forward(self, x):
-        batch, length, _ = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, HEADS, HEAD_DIM).permute(2, 0, 3, 1, 4)
-        if self.rotary is not None:
-            cos, sin = self.rotary(q, torch.arange(length)[None])
-            cos, sin = cos[:, None], sin[:, None]  # the same for every head
-            q, k = posenc.torch.apply_rotary(q, cos, sin), posenc.torch.apply_rotary(k, cos, sin)
-        attended = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(batch, length, D_MODEL)
-        x = self.norm1(x + self.out(attended))
+        x = self.norm1(x + self_attention(x, self.qkv, self.out, self.rotary))
         return self.norm2(x + self.feed_forward(x))
 
 
@@ -549,7 +677,7 @@ COLORS = {"none": "C0", "learned": "C1", "sinusoidal": "C2", "rotary": "C3"}
 
 def tiny_transformer(positions):
     torch.manual_seed(0)
-    layer = EncoderLayer(rotary=positions == "rotary")
+    layer = EncoderLayer(posenc.torch.RotaryEmbedding(HEAD_DIM) if positions == "rotary" else None)
     return nn.Sequential(nn.Embedding(VOCAB, D_MODEL), ADDED[positions](), layer, nn.Linear(D_MODEL, VOCAB))
 
 
@@ -569,12 +697,11 @@ curves = {name: train(model, train_tokens, train_targets, steps=STEPS)[1] for na
 # learned table has no rows past position 11, so that model runs at length 12 only.
 
 # %%
-def accuracy_by_position(model, length):
-    tokens, targets = test_sets[length]
+def accuracy_by_position(model, tokens, targets):
     return (predict(model, tokens)[:, 1:] == targets[:, 1:]).mean(axis=0)  # positions 1..length-1
 
 
-by_position = {(name, n): accuracy_by_position(model, n) for name, model in models.items()
+by_position = {(name, n): accuracy_by_position(model, *test_sets[n]) for name, model in models.items()
                for n in test_sets if name != "learned" or n == TRAIN_LENGTH}
 seen, unseen = slice(0, TRAIN_LENGTH - 1), slice(TRAIN_LENGTH - 1, None)
 
@@ -592,9 +719,9 @@ print("above 0.9 on a training batch from step:", {name: first_step_above(curve)
 
 # %% [markdown]
 # At the training length, all three position methods solve the task and the model without
-# positions stays at the order-blind ceiling. Past it, the sinusoidal model fails at the
-# positions it never saw (below 0.5), as in notebook 07. The RoPE model is above 0.95 at
-# every position of sequences four times as long: it only has to attend to the offset −1,
+# positions stays within 0.05 of the order-blind ceiling. Past it, the sinusoidal model fails
+# at the positions it never saw (below 0.5), as in notebook 07. The RoPE model is above 0.95
+# at every position of sequences four times as long: it only has to attend to the offset −1,
 # and with RoPE the score of that offset is the same at every position.
 
 # %%
@@ -604,8 +731,6 @@ assert abs(by_position["none", 12].mean() - ceilings[12]) < 0.05
 assert by_position["sinusoidal", 24][unseen].mean() < 0.5 and by_position["sinusoidal", 48][unseen].mean() < 0.5
 assert (by_position["rotary", 24] > 0.95).all() and (by_position["rotary", 48] > 0.95).all()
 assert abs(by_position["rotary", 48].mean() - by_position["rotary", 12].mean()) < 0.02
-print("length 12: learned, sinusoidal, rotary > 0.9; no positions within 0.05 of the ceiling")
-print("lengths 24, 48: sinusoidal < 0.5 at unseen positions; rotary > 0.95 at every position")
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.5))
@@ -617,19 +742,59 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## Position interpolation
+# ### Eight times the training length, and two frequency rules
 #
+# At 96 tokens the RoPE model is right at every position from 34 to 63, and near 0.6
+# elsewhere. The other offsets are to blame: pair 1 has a wavelength of $2\pi \cdot 10
+# \approx 62.8$, so a key 64 places back, or 62 ahead, is turned within 0.17 rad of the
+# neighbour's turn in both fast pairs (the slow pairs turn little over any offset), and the
+# model mixes the two up. Positions 1 to 33 have a key 62 places ahead, positions 64 to 95
+# one 64 places back, and the positions between have neither.
+
+# %%
+long_test = copy_previous_task(np.random.default_rng(96), 1000, 96)
+at_96 = {"default": accuracy_by_position(models["rotary"], *long_test)}  # index i: position i + 1
+aliased = np.r_[0:33, 63:95]  # positions 1..33 and 64..95
+assert at_96["default"][33:63].min() > 0.99 and at_96["default"][aliased].mean() < 0.7
+
+w = posenc.rotary_frequencies(HEAD_DIM)[0]
+for offset in (62, -64):
+    turn = np.angle(np.exp(1j * (offset - (-1)) * w))  # angle between the turns of the two offsets
+    assert (np.abs(turn[:2]) < 0.17).all(), offset
+
+# %% [markdown]
+# NTK-aware scaling by 4 (the base becomes $10000 \cdot 4^{8/6}$) keeps pair 0 as it was and
+# stretches pair 1 to a wavelength of about 99.7, longer than the sequence. Swapped into the
+# trained model, without any training, it lifts the accuracy at length 96 above 0.9 at every
+# position, and keeps the training length above 0.99.
+
+# %%
+ntk_model = copy.deepcopy(models["rotary"])  # a copy: models["rotary"] stays as trained
+ntk_model[2].rotary = posenc.torch.RotaryEmbedding(HEAD_DIM, base=10000 * 4 ** (HEAD_DIM / (HEAD_DIM - 2)))
+assert ntk_model[2].rotary.inv_freq[0] == 1 and round(2 * np.pi / ntk_model[2].rotary.inv_freq[1].item(), 1) == 99.7
+at_96["NTK-aware, s = 4"] = accuracy_by_position(ntk_model, *long_test)
+assert at_96["NTK-aware, s = 4"].min() > 0.9 and accuracy_by_position(ntk_model, *test_sets[12]).mean() > 0.99
+
+fig, ax = plt.subplots(figsize=(9, 3))
+for name, accuracies in at_96.items():
+    ax.plot(range(1, 96), accuracies, marker=".", label=f"RoPE, {name}")
+ax.axvline(TRAIN_LENGTH - 0.5, color="gray", linestyle="--", label="training length")
+ax.set(xlabel="position", ylabel="accuracy", ylim=(0, 1.05), title="copy the previous token, 8 times the training length")
+ax.legend()
+plt.show()
+
+# %% [markdown]
 # Position interpolation (`rope_type="linear"`) divides the frequencies by a factor, the same
 # as dividing the positions by it, so that a sequence twice as long is turned like one of
 # the training length (positions 0 to 23 become 0 to 11.5). It changes the offsets too:
-# neighbours are now half a position apart, an angle the model never saw. Applied to the
-# trained RoPE model with a factor of 2 and no more training, it breaks the model, even at
-# the training length. Fine-tuning with the interpolated positions on 50 batches of length
-# 24 repairs it at every length, and a training batch is above 0.9 after fewer steps than
-# the model needed from scratch.
+# neighbours are now half a position apart, an angle the model never saw, in every pair.
+# Applied to a copy of the trained RoPE model with a factor of 2 and no more training, it
+# breaks the model, even at the training length. Fine-tuning with the interpolated positions
+# on 50 batches of length 24 repairs it at every length, and a training batch is above 0.9
+# after fewer steps than the model needed from scratch.
 
 # %%
-interpolated = models["rotary"]
+interpolated = copy.deepcopy(models["rotary"])  # fine-tuned below; models["rotary"] stays as trained
 interpolated[2].rotary = posenc.torch.RotaryEmbedding(HEAD_DIM, rope_type="linear", factor=2)
 before = {n: accuracy(predict(interpolated, tokens), targets) for n, (tokens, targets) in test_sets.items()}
 _, fine_tuning = train(interpolated, *copy_previous_task(np.random.default_rng(3), 50 * BATCH, 24), steps=50)
@@ -646,7 +811,6 @@ print(f"fine-tuning above 0.9 from step {first_step_above(fine_tuning)}; "
 assert all(before[n] < 0.5 for n in test_sets)
 assert all(after[n] > 0.95 for n in test_sets)
 assert first_step_above(fine_tuning) < first_step_above(curves["rotary"])
-print("factor 2 without fine-tuning: < 0.5 at every length; after 50 batches: > 0.95 at every length")
 
 # %% [markdown]
 # ## 7. NumPy and TensorFlow agree with PyTorch
@@ -667,11 +831,10 @@ import posenc.tensorflow
 
 positions = np.array([[0, 1, 4095, 65536, 999_999]])
 x = np.random.default_rng(4).standard_normal((1, 5, 64)).astype(np.float32)
-yarn = dict(rope_type="yarn", **ROPE_TYPES["yarn"])
 cos_sin = {
-    "numpy": posenc.rotary_cos_sin(positions, 64, **yarn),
-    "torch": posenc.torch.RotaryEmbedding(64, **yarn)(torch.from_numpy(x), torch.from_numpy(positions)),
-    "tensorflow": posenc.tensorflow.RotaryEmbedding(64, **yarn)(tf.constant(x), tf.constant(positions)),
+    "numpy": posenc.rotary_cos_sin(positions, 64, rope_type="yarn", **yarn),
+    "torch": posenc.torch.RotaryEmbedding(64, rope_type="yarn", **yarn)(torch.from_numpy(x), torch.from_numpy(positions)),
+    "tensorflow": posenc.tensorflow.RotaryEmbedding(64, rope_type="yarn", **yarn)(tf.constant(x), tf.constant(positions)),
 }
 # %%
 rotated = {
@@ -683,24 +846,27 @@ for name in ["torch", "tensorflow"]:
     for ours, theirs in zip(cos_sin["numpy"], cos_sin[name]):
         np.testing.assert_array_equal(np.asarray(theirs), ours)
     np.testing.assert_allclose(rotated[name], rotated["numpy"], rtol=0, atol=1e-6)
-print("cos, sin: identical in NumPy, PyTorch and TensorFlow; rotated vectors within 1e-6")
 
 # %% [markdown]
 # ## Summary
 #
 # - An added position vector puts content·position cross terms into every attention score,
 #   so the score of two tokens depends on where they sit, not only on their distance.
-# - RoPE rotates queries and keys by $p\,w_j$ instead; the score then depends on the offset
-#   alone, to float64 round-off.
-# - Interleaved (GPT-J, Meta) and half (GPT-NeoX, Hugging Face) pair different channels;
-#   permuting the rows of $W_q$, $W_k$ per head moves a checkpoint between them exactly.
-# - The rope types stretch the long wavelengths for longer contexts, each by its own rule;
-#   all but `linear` keep the shortest.
+# - RoPE rotates the queries and keys of each head by $R(p\,w)$, block-diagonal 2×2
+#   rotations at the head's frequencies; the score then depends on the offset alone, to
+#   float64 round-off.
+# - Interleaved (Meta's reference, GPT-J, CodeGen, Cohere, GLM) and half (GPT-NeoX, Llama
+#   and most transformers models) pair different channels; permuting the rows of $W_q$,
+#   $W_k$ per head moves a checkpoint between them exactly.
+# - For longer contexts, position interpolation slows every pair, NTK-aware scaling and
+#   `dynamic` raise the base, YaRN and `llama3` stretch only the slow pairs, LongRoPE scales
+#   each pair by its own factor (Phi-3-vision's first is 1.03); YaRN and LongRoPE also
+#   multiply every score by $a^2$.
 # - Angles of long positions need more precision than float16 or bfloat16 give, and float32
-#   is off by more than 1e-3 from position $10^5$; posenc is within 2e-7 in float32 up to
-#   $10^6$.
+#   is off by about 5e-3 at position $10^5$; posenc is within 2e-7 in float32 up to $10^6$.
 # - On the copy task RoPE is the one position method that is as good at four times the
-#   training length, and position interpolation needs a short fine-tuning.
+#   training length; at eight times, NTK-aware scaling fixes it without training, and
+#   position interpolation needs a short fine-tuning.
 #
 # This run's time:
 

@@ -6,18 +6,23 @@ RoPE turns each pair of query/key channels ``(a, b)`` of position ``p`` by the a
     a' = a * cos(p w_j) - b * sin(p w_j)
     b' = b * cos(p w_j) + a * sin(p w_j)
 
-so the score ``q_p . k_s`` depends on ``p - s`` only. ``w_j = base ** (-2j / rotary_dim)``
-are the frequencies of the sinusoidal table; the rope types of Hugging Face transformers'
-``modeling_rope_utils`` (``linear``, ``dynamic``, ``yarn``, ``longrope``, ``llama3``,
-``proportional``) rescale them per channel, and two of them scale cos and sin by an
-attention factor. Parameters keep transformers' names.
+that is, the head's vector is multiplied by ``R(p w)``, the block-diagonal matrix of the
+2x2 rotations by ``p * w_j``, so the score ``q_p . k_s`` depends on ``p - s`` only.
+``w_j = base ** (-2j / rotary_dim)`` are the frequencies of the sinusoidal table over the
+channels of one head (``head_dim``, not ``d_model``). ``"default"`` is that; the other rope
+types are the ones of Hugging Face transformers' ``modeling_rope_utils.ROPE_INIT_FUNCTIONS``
+(``linear``, ``dynamic``, ``yarn``, ``longrope``, ``llama3``, ``proportional``; the default
+lives on each model's rotary class), which rescale the frequencies per channel; yarn and
+longrope also scale cos and sin by an attention factor. Parameters keep transformers' names.
 
 Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_dim`` channels:
 
-- ``"half"`` (GPT-NeoX, Hugging Face): channel ``j`` with ``j + rotary_dim // 2``; cos and
-  sin are ``concat(f, f)`` of the per-frequency values ``f``.
-- ``"interleaved"`` (GPT-J, Meta's reference): channel ``2j`` with ``2j + 1``; cos and sin
-  hold each frequency twice in a row.
+- ``"half"``: channel ``j`` with ``j + rotary_dim // 2``; cos and sin are ``concat(f, f)``
+  of the per-frequency values ``f``. GPT-NeoX and most transformers models (Llama, Mistral,
+  Qwen2, Gemma, Phi-3, ...: ``rotate_half(x) = cat(-x2, x1)``).
+- ``"interleaved"``: channel ``2j`` with ``2j + 1``; cos and sin hold each frequency twice
+  in a row. Meta's reference Llama code (complex numbers), GPT-J and CodeGen
+  (``rotate_every_two``), and in transformers the ``rotate_half`` of Cohere and GLM.
 
 Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
 ``_rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
@@ -25,8 +30,9 @@ double-float64 angle of ``_rotation`` (``_rotation.sin_cos``; ``_sin_cos`` in
 ``posenc.torch`` and ``posenc.tensorflow``): float32 within 2e-7 of the exact value at
 positions up to 10**7, float16 and bfloat16 one rounding of that, float64 within ~2e-16.
 With an attention factor other than 1 (yarn, longrope) they are computed in float64,
-multiplied there and rounded once. The float32 route of transformers
-(``inv_freq @ position_ids`` in float32) is off by about 1e-2 at position 10**5.
+multiplied there and rounded once. transformers' float32 route (the Llama family's
+``position_ids[..., None].float() * inv_freq``, then cos and sin in float32) is off by
+about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
 """
 
 import math
@@ -219,15 +225,7 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
     if rope_type in ("linear", "proportional"):
         hi, lo = _over(hi, lo, factor)
     elif rope_type == "llama3":
-        low, high = _positive(params, "low_freq_factor", rope_type), _positive(params, "high_freq_factor", rope_type)
-        if high <= low:
-            raise ValueError(
-                f"rope_type='llama3' needs high_freq_factor > low_freq_factor, got {high!r} and {low!r}"
-            )
-        wavelength = 2 * math.pi / hi
-        smooth = (original / wavelength - low) / (high - low)
-        ramp = np.where(wavelength > original / low, 1.0, np.where(wavelength < original / high, 0.0, 1.0 - smooth))
-        hi, lo = _blend(hi, lo, ramp, factor)
+        hi, lo = _llama3(hi, lo, factor, original, params)
     elif rope_type == "yarn":
         hi, lo, attention = _yarn(hi, lo, dim, base, factor, original, params)
     elif rope_type == "longrope":
@@ -250,6 +248,28 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
         if attention is None:
             attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
     return hi, lo, attention
+
+
+def _llama3(hi, lo, factor, original, params):
+    """Llama 3.1: wavelengths above ``original / low_freq_factor`` divided by ``factor``, below
+    ``original / high_freq_factor`` kept, a blend between; equal factors make it a step at
+    ``original / low_freq_factor`` (Llama-4-Scout: factor 16, both factors 1)."""
+    rope_type = "llama3"
+    low, high = _positive(params, "low_freq_factor", rope_type), _positive(params, "high_freq_factor", rope_type)
+    if high < low:
+        raise ValueError(f"rope_type='llama3' needs high_freq_factor >= low_freq_factor, got {high!r} and {low!r}")
+    wavelength = 2 * math.pi / hi
+    stretched, kept = wavelength > original / low, wavelength < original / high
+    between = ~stretched & ~kept
+    if high == low and between.any():
+        # Meta's reference asserts here and transformers divides 0 by 0.
+        raise ValueError(
+            f"rope_type='llama3' with low_freq_factor == high_freq_factor == {low!r} leaves the wavelength "
+            f"{wavelength[between][0]!r}, equal to original_max_position_embeddings / low_freq_factor, undefined"
+        )
+    ramp = stretched.astype(np.float64)
+    ramp[between] = 1.0 - (original / wavelength[between] - low) / (high - low)
+    return _blend(hi, lo, ramp, factor)
 
 
 def _yarn(hi, lo, dim, base, factor, original, params):
@@ -302,7 +322,8 @@ def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params)
       ``original_max_position_embeddings``); attention factor
       ``sqrt(1 + ln(factor) / ln(original_max_position_embeddings))``.
     - ``llama3``: wavelengths beyond ``original / low_freq_factor`` get ``w / factor``,
-      below ``original / high_freq_factor`` keep ``w``, smoothly blended between.
+      below ``original / high_freq_factor`` keep ``w``, smoothly blended between
+      (``high_freq_factor >= low_freq_factor``; equal factors: a step, as Llama-4-Scout's).
     - ``proportional``: exponents over all of ``head_dim``, the pairs beyond
       ``partial_rotary_factor`` at frequency 0, all divided by ``factor``.
 
