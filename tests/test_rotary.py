@@ -109,6 +109,41 @@ def test_blends():
     assert attention == pytest.approx(0.1 * math.log(8) + 1, rel=1e-15)
 
 
+def meta_llama_scaling(w, factor, low, high, original):
+    """Meta's rule for Llama 3.1 and Llama 4, re-expressed here (vectorised, float64).
+
+    Source: ``apply_scaling`` in meta-llama/llama-models, models/llama4/model.py at commit
+    408c577168a187941f9359c916004fa3b21fbc3b: a frequency whose wavelength is below
+    original / high is kept, above original / low divided by factor, between blended with
+    weight (original / wavelength - low) / (high - low) on the kept one; it asserts low != high
+    when a wavelength is in between. Llama 3.1 uses factor 8, low 1, high 4, original 8192;
+    Llama-4-Scout factor 16, low 1, high 1 (models/llama4/args.py at commit
+    00bb6d68619544d84e504f5323b4119258ebb60f).
+    """
+    wavelength = 2 * np.pi / w
+    kept, divided = wavelength < original / high, wavelength > original / low
+    between = ~kept & ~divided
+    assert low != high or not between.any()
+    weight = np.zeros_like(w)
+    weight[between] = (original / wavelength[between] - low) / (high - low)
+    return np.where(kept, w, np.where(divided, w / factor, weight * w + (1 - weight) * w / factor))
+
+
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+@pytest.mark.parametrize(("factor", "low", "high"), [(8.0, 1.0, 4.0), (16.0, 1.0, 1.0), (32.0, 1.0, 8.0), (4.0, 2.0, 2.0)])
+def test_llama3_is_metas_rule(base, factor, low, high):
+    params = {"factor": factor, "low_freq_factor": low, "high_freq_factor": high, "original_max_position_embeddings": 8192}
+    ours, attention = posenc.rotary_frequencies(128, base, rope_type="llama3", **params)
+    expected = meta_llama_scaling(posenc.rotary_frequencies(128, base)[0], factor, low, high, 8192)
+    # A few float64 roundings in Meta's blend; the rounding of its weight, near 0, is
+    # magnified up to `factor` times (the result is then near w / factor).
+    np.testing.assert_allclose(ours, expected, rtol=factor * 2.0**-50, atol=0)
+    assert attention == 1.0
+    if low == high:  # a step: every frequency kept or divided by factor, exactly
+        ratio = posenc.rotary_frequencies(128, base)[0] / ours
+        assert set(np.unique(ratio)) <= {1.0, factor} and (ratio == 1).any() and (ratio == factor).any()
+
+
 @pytest.mark.parametrize("rope_type", ["llama3", "yarn"])
 def test_blends_keep_twice_float64(rope_type):
     # Each blended frequency is the exact w_j times a float64 multiplier (1 - r) + r / factor,
@@ -188,7 +223,7 @@ def test_numpy_cos_sin_accurate_at_a_million(exact_tables, rope_type, dtype):
 
 def test_float32_error_at_a_million():
     # The claim in numbers: float32 within 2e-7 at positions up to 10**6, where the float32
-    # route (float32 product of position and frequency) is off by about 3e-2.
+    # route (float32 product of position and frequency) is off by about 2e-2.
     cos, _ = exact_cos_sin(POSITIONS, "default", {})
     ours, _ = posenc.rotary_cos_sin(POSITIONS, HEAD_DIM)
     assert np.max(np.abs(ours[:, : HEAD_DIM // 2] - cos)) <= 2e-7
@@ -304,6 +339,14 @@ def test_partial_rotation_permutes_the_rotated_channels_only():
             lambda: posenc.rotary_frequencies(64, rope_type="llama3", **dict(CASES["llama3"], high_freq_factor=0.5)),
             ValueError,
             ["'llama3'", "high_freq_factor", "low_freq_factor"],
+        ),
+        (
+            # low == high with a wavelength (2 pi, pair 0) exactly at original / low: neither side of the step.
+            lambda: posenc.rotary_frequencies(
+                64, rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=1.0, original_max_position_embeddings=2 * math.pi
+            ),
+            ValueError,
+            ["'llama3'", "low_freq_factor == high_freq_factor", "6.28"],
         ),
         (
             lambda: posenc.rotary_frequencies(64, rope_type="yarn", beta_fast=1, beta_slow=4, **CASES["yarn"]),

@@ -15,7 +15,12 @@ torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+from transformers.models.cohere import modeling_cohere  # noqa: E402
+from transformers.models.codegen import modeling_codegen  # noqa: E402
+from transformers.models.glm import modeling_glm  # noqa: E402
+from transformers.models.gpt_neox import modeling_gpt_neox  # noqa: E402
 from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding  # noqa: E402
+from transformers.models.gptj import modeling_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama  # noqa: E402
 
 import posenc.torch as pt  # noqa: E402
@@ -38,6 +43,9 @@ CONFIGS = [
     ("longrope", {"original_max_position_embeddings": 4096, "factor": 8.0, "attention_factor": 1.1}, 131072),
     ("llama3", {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}, 131072),
     ("llama3", {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0, "original_max_position_embeddings": 8192}, 131072),
+    # Llama-4-Scout's values: equal factors, a step at the original wavelength (transformers
+    # logs a warning for high <= low but computes it).
+    ("llama3", {"factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}, 131072),
     ("proportional", {"partial_rotary_factor": 0.25}, 2048),
 ]
 
@@ -146,3 +154,45 @@ def test_permutation_is_the_llama_conversion_script():
     weight = torch.randn(heads * head_dim, d_model)
     script = weight.view(heads, head_dim // 2, 2, d_model).transpose(1, 2).reshape(heads * head_dim, d_model)
     torch.testing.assert_close(posenc.convert_rotary_layout(weight, "interleaved", "half", heads=heads), script, rtol=0, atol=0)
+
+
+def test_rope_types_are_transformers_rope_init_functions_and_default():
+    # default lives on each model's rotary class, not in modeling_rope_utils; proportional does.
+    assert set(ROPE_INIT_FUNCTIONS) == set(posenc.ROPE_TYPES) - {"default"}
+
+
+# Which channels each family's rotate function pairs, as notebook 08 and posenc.rotary's
+# docstring say: rotating every pair by 90 degrees (cos 0, sin 1) is that function.
+PAIRINGS = [
+    (modeling_llama.rotate_half, "half"),
+    (modeling_gpt_neox.rotate_half, "half"),
+    (modeling_gptj.rotate_every_two, "interleaved"),
+    (modeling_codegen.rotate_every_two, "interleaved"),
+    (modeling_cohere.rotate_half, "interleaved"),
+    (modeling_glm.rotate_half, "interleaved"),
+]
+
+
+@pytest.mark.parametrize(("rotate", "layout"), PAIRINGS, ids=[f"{f.__module__.split('.')[-1]}-{layout}" for f, layout in PAIRINGS])
+def test_each_family_pairs_channels_as_documented(rotate, layout):
+    x = torch.randn(2, 3, 5, 16)
+    quarter_turn = pt.apply_rotary(x, torch.zeros(5, 16), torch.ones(5, 16), layout=layout)
+    torch.testing.assert_close(rotate(x), quarter_turn, rtol=0, atol=0)
+    other = "interleaved" if layout == "half" else "half"
+    assert not torch.equal(rotate(x), pt.apply_rotary(x, torch.zeros(5, 16), torch.ones(5, 16), layout=other))
+
+
+def test_float32_route_is_llamas_forward():
+    # Notebook 08's float32 route (torch.outer of float32 positions and inv_freq, then cos)
+    # gives the numbers of LlamaRotaryEmbedding's element-wise product, and is off by about
+    # 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128), as posenc.rotary's docstring says.
+    config, _ = llama_config("default", {}, 2048, 128, 10000.0)
+    positions = torch.tensor([[10**3, 10**4, 10**5, 10**6]])
+    cos, sin = modeling_llama.LlamaRotaryEmbedding(config)(torch.zeros(1), positions)
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, 128, 2, dtype=torch.int64).float() / 128))
+    angles = torch.outer(positions[0].float(), inv_freq)
+    torch.testing.assert_close(cos[0, :, :64], angles.cos(), rtol=0, atol=0)
+    torch.testing.assert_close(sin[0, :, :64], angles.sin(), rtol=0, atol=0)
+    exact = pt.rotary_cos_sin(positions[0], 128, dtype=torch.float64)
+    error = torch.maximum(*[(theirs[0].double() - ours).abs().amax(-1) for theirs, ours in zip((cos, sin), exact)])
+    assert 4e-3 < error[2] < 6e-3 and 4e-2 < error[3] < 6e-2
