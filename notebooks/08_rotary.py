@@ -298,8 +298,9 @@ print(f"same scores after the permutation; without it they differ by up to {(wro
 # change the frequencies so that a longer context stays within the angles of training.
 # In transformers, `default` ($w_j = \text{base}^{-2j/d}$) is computed by each model's rotary
 # class, and the other rules are the `rope_type`s of `modeling_rope_utils.ROPE_INIT_FUNCTIONS`
-# (`linear`, `dynamic`, `yarn`, `longrope`, `llama3`, and `proportional`, which is not about
-# longer contexts); `posenc.rotary_frequencies` takes the same names and parameters.
+# (`linear`, `dynamic`, `yarn`, `longrope`, `llama3`, and `proportional`, for heads that
+# rotate only part of their channels, left out here); `posenc.rotary_frequencies` takes the
+# same names and parameters.
 #
 # We take one head of 128 channels, base 10000, $L = 4096$, and a target of 4 times that.
 
@@ -329,9 +330,13 @@ assert np.allclose(wavelength["linear"], FACTOR * default, rtol=1e-15)
 # RoPE"; its account in the YaRN paper below) changes the base instead:
 # $b' = b \cdot s^{d/(d-2)}$. Then $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$: pair 0, the
 # fastest, keeps its frequency exactly, the slowest pair ($j = d/2 - 1$) is divided by $s$,
-# and in between the divisor grows geometrically, so the fast pairs change little (pair 1 by
-# 2.2% here). `dynamic` is this rule with $s$ taken from the current length, $s$ =
-# `factor` · `seq_len` / $L$ − (`factor` − 1): 1 up to $L$, and 13 at $4L$ with `factor` 4.
+# and in between the divisor $s^{2j/(d-2)}$ grows geometrically, so the fast pairs change
+# little (pair 1 by 2.2% here). That is the point: the fast pairs turn many times within
+# $L$, so the model has seen them at every angle and at every offset between neighbours, and
+# they keep those angles; the slow pairs, which never made a full turn, are stretched
+# almost like position interpolation. `dynamic` is this rule with $s$ taken from the
+# current length, $s$ = `factor` · `seq_len` / $L$ − (`factor` − 1): 1 up to $L$, and 13 at
+# $4L$ with `factor` 4.
 
 # %%
 ntk = posenc.rotary_frequencies(HEAD, base=10000 * FACTOR ** (HEAD / (HEAD - 2)))[0]
