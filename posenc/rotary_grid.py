@@ -94,7 +94,7 @@ def check_axis_positions(shape, axes):
         )
 
 
-def axis_sin_cos(sin_cos, concatenate, positions, w_hi, w_lo, axes, dtype):
+def axis_sin_cos(sin_cos, concatenate, axes, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
 
     ``sin_cos`` is a framework's accurate kernel (``_rotation.sin_cos``, ``posenc.torch._sin_cos``)
@@ -119,7 +119,7 @@ def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
     positions = _core.as_positions(positions)
 
     def sin_cos(p, hi, lo, dt):
-        return axis_sin_cos(_rotation.sin_cos, np.concatenate, p, hi, lo, axes, dt)
+        return axis_sin_cos(_rotation.sin_cos, np.concatenate, axes, p, hi, lo, dt)
 
     s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
     return rotary._spread(c, "half", dtype), rotary._spread(s, "half", dtype)
