@@ -106,7 +106,8 @@ for ax, picture, p in zip(axs, maps, (first, second)):
     image = ax.imshow(picture, cmap="RdBu_r", vmin=-np.abs(scores).max(), vmax=np.abs(scores).max())
     ax.plot(ids[1, p], ids[0, p], "k*", markersize=12)
     ax.set(title=f"query patch (row {ids[0, p]}, column {ids[1, p]})", xlabel="column", ylabel="row")
-fig.colorbar(image, ax=axs, label="score q · k");
+fig.colorbar(image, ax=axs, label="score q · k")
+plt.show()
 
 # %% [markdown]
 # ## 2. M-RoPE: three position rows for text, images and video
@@ -148,8 +149,10 @@ for row, name, marker in zip(rows, ["time", "height", "width"], "os^"):
 for start, stop, kind in [(4, 10, "image"), (13, 25, "video")]:
     ax.axvspan(start - 0.5, stop - 0.5, color="0.9")
     ax.text((start + stop - 1) / 2, rows.max() + 0.3, kind, ha="center")
-ax.set(xlabel="token", ylabel="position id", title="M-RoPE position ids: text, image, text, video, text")
-ax.legend(loc="upper left");
+ax.set(xlabel="token", ylabel="position id", ylim=(-0.5, rows.max() + 1.5),
+       title="M-RoPE position ids: text, image, text, video, text")
+ax.legend(loc="lower right")
+plt.show()
 
 # %% [markdown]
 # Which pair reads which row: Qwen2-VL splits the pairs into consecutive sections

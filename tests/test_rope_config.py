@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
-transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
+transformers = pytest.importorskip(
+    "transformers", minversion="5.0", reason="install the conventions extra: pip install -e '.[conventions]'"
+)
 
 import posenc.torch as pt  # noqa: E402
 from posenc import rope_config  # noqa: E402

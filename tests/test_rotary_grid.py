@@ -14,7 +14,9 @@ import posenc
 from posenc import rotary_grid as rg
 
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
-transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
+transformers = pytest.importorskip(
+    "transformers", minversion="5.0", reason="install the conventions extra: pip install -e '.[conventions]'"
+)
 from transformers import PixtralVisionConfig, Qwen2VLConfig, Qwen2VLModel  # noqa: E402
 from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding  # noqa: E402
 from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig, Qwen2VLVisionConfig  # noqa: E402
