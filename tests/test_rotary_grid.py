@@ -21,8 +21,10 @@ from transformers import PixtralVisionConfig, Qwen2VLConfig, Qwen2VLModel  # noq
 from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding  # noqa: E402
 from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig, Qwen2VLVisionConfig  # noqa: E402
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding, Qwen2VLVisionRotaryEmbedding  # noqa: E402
-from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig  # noqa: E402
-from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding  # noqa: E402
+from transformers.models.qwen2_5_vl.configuration_qwen2_5_vl import Qwen2_5_VLVisionConfig  # noqa: E402
+from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLVisionRotaryEmbedding  # noqa: E402
+from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig, Qwen3VLVisionConfig  # noqa: E402
+from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding, Qwen3VLVisionRotaryEmbedding  # noqa: E402
 from transformers.vision_utils import get_vision_position_ids  # noqa: E402
 
 import posenc.torch as pt  # noqa: E402
@@ -47,16 +49,26 @@ def test_pixtral_rotary_equals_transformers(height, width):
         close(reference, ours)
 
 
+# The vision towers of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (the same rotary formulas in three modules).
+VISION = [
+    (Qwen2VLVisionConfig, Qwen2VLVisionRotaryEmbedding, {"embed_dim": 64, "num_heads": 2, "hidden_size": 64}),
+    (Qwen2_5_VLVisionConfig, Qwen2_5_VLVisionRotaryEmbedding, {"hidden_size": 64, "num_heads": 2, "out_hidden_size": 64}),
+    (Qwen3VLVisionConfig, Qwen3VLVisionRotaryEmbedding, {"hidden_size": 64, "num_heads": 2, "out_hidden_size": 64}),
+]
+
+
+@pytest.mark.parametrize(("config_class", "module_class", "sizes"), VISION, ids=lambda v: getattr(v, "__name__", ""))
 @pytest.mark.parametrize("grids", [[(1, 4, 6)], [(1, 6, 4), (2, 2, 4)]])
-def test_qwen2_vl_vision_rotary_and_positions_equal_transformers(grids):
-    config = Qwen2VLVisionConfig(embed_dim=64, num_heads=2, depth=1, hidden_size=64)
+def test_qwen_vl_vision_rotary_and_positions_equal_transformers(grids, config_class, module_class, sizes):
+    config = config_class(depth=1, **sizes)
     merge = config.spatial_merge_size
     theirs_ids = get_vision_position_ids(torch.tensor(grids), merge)
     ours_ids = np.concatenate([rg.grid_position_ids(h, w, spatial_merge_size=merge, frames=t) for t, h, w in grids], 1)
     np.testing.assert_array_equal(ours_ids, theirs_ids.T.numpy())
-    module = Qwen2VLVisionRotaryEmbedding(config)
+    module = module_class(config)
+    head_dim = 4 * len(module.inv_freq)  # a quarter of the head per axis, then cos/sin doubled
     base = config.rope_parameters["rope_theta"]
-    for ours, reference in zip(pt.axial_cos_sin(torch.from_numpy(ours_ids), 32, base=base), module(torch.zeros(1), theirs_ids)):
+    for ours, reference in zip(pt.axial_cos_sin(torch.from_numpy(ours_ids), head_dim, base=base), module(torch.zeros(1), theirs_ids)):
         assert ours.dtype == torch.float32 and ours.shape == reference.shape
         close(reference, ours)
 
