@@ -198,6 +198,7 @@ def test_what_from_config_reads():
     assert arguments["head_dim"] == 16 and arguments["rope_type"] == "longrope" and arguments["base"] == 10000.0
     assert arguments["original_max_position_embeddings"] == 32 and arguments["max_position_embeddings"] == 256
     assert arguments["layout"] == "half" and arguments["form"] == "channels" and len(arguments["short_factor"]) == 8
+    assert rope_config.rotary_arguments(config.to_dict()) == arguments  # a config.json read as a dict
     module = pt.RotaryEmbedding.from_config(config)
     assert module.attention_factor == pytest.approx(math.sqrt(1 + math.log(256 / 32) / math.log(32)), rel=1e-15)
     neox = rope_config.rotary_arguments(gpt_neox().config)
