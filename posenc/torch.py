@@ -234,7 +234,9 @@ class PositionalEncoding(nn.Module):
 
 
 # Rotary position embedding (RoPE): posenc.rotary's functions on tensors, and a module.
-from . import rotary  # noqa: E402  (appended section: the RoPE API)
+import functools  # noqa: E402
+
+from . import rope_config, rotary, rotary_grid  # noqa: E402  (appended section: the RoPE API)
 from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
     ROPE_TYPES,
     ROTARY_LAYOUTS,
@@ -244,10 +246,18 @@ from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
 )
 
 
-def _rope_cos_sin(positions, parts, layout, dtype):
+def _rope_cos_sin(positions, parts, layout, dtype, axes=None, form="channels"):
     # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
+    # axes: the coordinate each pair reads (positions (axes, ...), posenc.rotary_grid); form: see RotaryEmbedding.
     w_hi, w_lo, attention = parts
-    s, c = rotary.scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
+    sin_cos = _sin_cos if axes is None else functools.partial(rotary_grid.axis_sin_cos, _sin_cos, torch.cat, axes)
+    if form == "complex":
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, wide, torch.float64)
+        return torch.complex(c.to(wide), s.to(wide))
+    s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
+    if form == "pairs":
+        return c.to(dtype), s.to(dtype)
     if layout == "half":
         return torch.cat([c, c], -1).to(dtype), torch.cat([s, s], -1).to(dtype)
     return c.repeat_interleave(2, -1).to(dtype), s.repeat_interleave(2, -1).to(dtype)
@@ -264,6 +274,21 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     dtype = _check_dtype(dtype)
     parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
     return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+
+
+def axial_cos_sin(positions, head_dim, *, base=10000.0, convention="qwen2_vl", dtype=None):
+    """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
+    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
+    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
+    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), axes)
+
+
+def mrope_cos_sin(position_ids, head_dim, *, mrope_section, interleaved=False, base=10000.0, rope_type="default",
+                  dtype=None, **params):
+    """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
+    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
+    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), axes)
 
 
 def apply_rotary(x, cos, sin, *, layout="half"):
@@ -311,16 +336,46 @@ class RotaryEmbedding(nn.Module):
     frequencies until the length falls back under ``max_position_embeddings``; posenc does
     not keep state). The frequencies are NumPy float64, not buffers, so ``.to(bfloat16)``
     cannot round them (the failure of rounding ``inv_freq`` to bf16).
+
+    ``mrope_section`` (M-RoPE, ``posenc.rotary_grid.mrope_axes``; ``mrope_interleaved`` for
+    Qwen3-VL): ``position_ids`` of shape ``(3, batch, seq)`` (time, height, width; a
+    ``(batch, seq)`` one stands for three equal rows, as in transformers), and pair ``j`` turns
+    by the row ``mrope_axes[j]``. ``form``: ``"channels"`` (cos and sin per channel of
+    ``layout``), ``"pairs"`` (one per pair, ``(..., rotary_dim // 2)``, as GPT-OSS), or
+    ``"complex"`` (``cos + i sin`` per pair, complex64, Llama 4's ``freqs_cis``).
+    ``from_config`` builds one from a transformers config.
     """
 
-    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", **params):
+    FORMS = ("channels", "pairs", "complex")
+
+    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", form="channels",
+                 mrope_section=None, mrope_interleaved=False, **params):
         super().__init__()
         self.layout = rotary.check_rotary_layout(layout)
+        if form not in self.FORMS:
+            raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
+        self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
         # rotary_parts of a call without a sequence length (this also checks the parameters),
         # and of the last length a dynamic/longrope call saw.
         self._parts = {None: rotary.rotary_parts(head_dim, base, rope_type, **params)}
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+        self.mrope_section, self.axes = mrope_section, None
+        if mrope_section is not None:
+            self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+
+    @classmethod
+    def from_config(cls, config, *, layer_type=None):
+        """The module for a transformers ``config`` (``posenc.rope_config.rotary_arguments``):
+        ``rope_parameters`` read whole, the head size, the family's layout and output form.
+
+        A config with rope parameters per layer type (Gemma 3) gives, without ``layer_type``, a
+        ``RotaryEmbeddingPerLayerType`` (``forward(x, position_ids, layer_type)``, as the model calls it).
+        """
+        types = rope_config.layer_types(config)
+        if types is not None and layer_type is None:
+            return RotaryEmbeddingPerLayerType({t: cls.from_config(config, layer_type=t) for t in types})
+        return cls(**rope_config.rotary_arguments(config, layer_type=layer_type))
 
     @property
     def inv_freq(self):
@@ -336,14 +391,29 @@ class RotaryEmbedding(nn.Module):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)
         positions = _as_positions(position_ids).to(x.device)
+        if self.axes is not None and positions.ndim == 2:
+            positions = positions.expand(3, *positions.shape)
         seq_len = None
         if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
             seq_len = int(positions.max()) + 1
         if seq_len not in self._parts:
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
             self._parts = {None: self._parts[None], seq_len: parts}
-        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype)
+        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self.axes, self.form)
 
     def extra_repr(self):
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        return f"head_dim={self.head_dim}, base={self.base:g}, rope_type={self.rope_type!r}, layout={self.layout!r}{params}"
+        extra = "" if self.form == "channels" else f", form={self.form!r}"
+        extra += "" if self.mrope_section is None else f", mrope_section={self.mrope_section!r}"
+        return f"head_dim={self.head_dim}, base={self.base:g}, rope_type={self.rope_type!r}, layout={self.layout!r}{extra}{params}"
+
+
+class RotaryEmbeddingPerLayerType(nn.ModuleDict):
+    """One ``RotaryEmbedding`` per layer type: ``forward(x, position_ids, layer_type)`` calls
+    that type's module, as Gemma 3's rotary module is called (sliding and full attention
+    turn at different bases)."""
+
+    def forward(self, x, position_ids, layer_type):
+        if layer_type not in self:
+            raise ValueError(f"layer_type must be one of {', '.join(map(repr, self))}, got {layer_type!r}")
+        return self[layer_type](x, position_ids)

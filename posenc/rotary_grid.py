@@ -1,0 +1,226 @@
+"""RoPE on image grids and in video: each rotary pair turns by one coordinate of a position.
+
+A 1-D rotary pair ``j`` turns by ``p * w_j``. On a grid a position has several coordinates
+(height and width; time, height and width), and each pair reads one of them, its *axis*
+``a_j``: the angle is ``p[a_j] * w_j``. Which pair reads which axis, and with which
+frequency, is all that tells the models apart (transformers 5.23, the pinned version):
+
+- ``axial_parts(head_dim, convention="pixtral")`` (``PixtralVisionRotaryEmbedding``): the
+  ``head_dim // 2`` frequencies ``w_j = base ** (-2j / head_dim)`` of 1-D RoPE, the even-``j``
+  ones for the height (first quarter of the head), the odd-``j`` ones for the width.
+- ``axial_parts(head_dim, convention="qwen2_vl")`` (``Qwen2VLVisionRotaryEmbedding``, the
+  vision tower of Qwen2-VL, Qwen2.5-VL and Qwen3-VL): ``w_i = base ** (-4i / head_dim)``,
+  ``i < head_dim // 4``, once for the height and again for the width.
+- ``mrope_axes(mrope_section)`` (M-RoPE, ``Qwen2VLRotaryEmbedding``): the 1-D frequencies
+  split in consecutive sections read time, height and width; ``interleaved=True``
+  (``Qwen3VLTextRotaryEmbedding``): pairs ``1, 4, 7, ...`` read the height, ``2, 5, 8, ...``
+  the width (the first ``3 * mrope_section[1]`` and ``3 * mrope_section[2]`` pairs), the rest time.
+
+Cos and sin then go out in the "half" layout (``concat(f, f)``). Positions come with the
+axis first, as transformers' M-RoPE ``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``.
+Since each pair sees one coordinate, the score of two tokens depends on the offset of their
+coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
+"""
+
+import numpy as np
+
+from . import _checks, _core, _rotation, layouts, rotary
+
+__all__ = [
+    "AXIAL_CONVENTIONS",
+    "axial_cos_sin",
+    "axial_parts",
+    "grid_position_ids",
+    "mrope_axes",
+    "mrope_cos_sin",
+    "mrope_position_ids",
+]
+
+AXIAL_CONVENTIONS = ("pixtral", "qwen2_vl")
+
+
+def axial_parts(head_dim, base=10000.0, *, convention="qwen2_vl"):
+    """``(w_hi, w_lo, axes)``: the ``head_dim // 2`` frequencies as float64 + remainder, and
+    the axis each pair reads (0 height, 1 width; the first ``head_dim // 4`` pairs the height).
+
+    ``"pixtral"``: ``w = base ** (-2j / head_dim)``, even ``j`` for the height, odd for the
+    width. ``"qwen2_vl"``: ``w_i = base ** (-4i / head_dim)`` for each axis. ``head_dim`` a
+    multiple of 4.
+    """
+    head_dim = rotary.check_head_dim(head_dim)
+    base = _checks.check_base(base)
+    if convention not in AXIAL_CONVENTIONS:
+        raise ValueError(f"convention must be one of {', '.join(map(repr, AXIAL_CONVENTIONS))}; got {convention!r}")
+    if head_dim % 4:
+        raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter per axis and cos/sin half), got {head_dim}")
+    quarter = head_dim // 4
+    if convention == "pixtral":
+        hi, lo = _rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
+        hi, lo = (np.concatenate([w[0::2], w[1::2]]) for w in (hi, lo))
+    else:
+        hi, lo = (np.tile(w, 2) for w in _rotation.geometric_parts(quarter, base, quarter))
+    return hi, lo, np.repeat([0, 1], quarter)
+
+
+def mrope_axes(mrope_section, *, interleaved=False):
+    """The axis (0 time, 1 height, 2 width) of each of the ``sum(mrope_section)`` pairs of M-RoPE.
+
+    Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``.
+    ``interleaved`` (Qwen3-VL): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 *
+    mrope_section[1]``, axis 2 if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0.
+    """
+    sections = list(mrope_section) if isinstance(mrope_section, (list, tuple, np.ndarray)) else None
+    if not sections or not all(_checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
+        raise ValueError(
+            "mrope_section must be a list of non-negative ints (pairs per axis: time, height, width"
+            f"{'; exactly three when interleaved' if interleaved else ''}), got {mrope_section!r}"
+        )
+    if not interleaved:
+        return np.repeat(np.arange(len(sections)) % 3, sections)
+    j = np.arange(sum(sections))
+    axes = np.zeros(len(j), dtype=np.int64)
+    for axis in (1, 2):
+        axes[(j % 3 == axis) & (j < 3 * sections[axis])] = axis
+    return axes
+
+
+def check_axis_positions(shape, axes):
+    """The positions' leading axis must hold a row for every axis a pair reads."""
+    needed = int(np.max(axes)) + 1
+    if len(shape) < 1 or shape[0] < needed:
+        raise ValueError(
+            f"positions must have their {needed} coordinates first (shape ({needed}, ...), as M-RoPE position_ids "
+            f"(3, batch, seq)), got shape {tuple(shape)}"
+        )
+
+
+def axis_sin_cos(sin_cos, concatenate, axes, positions, w_hi, w_lo, dtype):
+    """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
+
+    ``sin_cos`` is a framework's accurate kernel (``_rotation.sin_cos``, ``posenc.torch._sin_cos``)
+    and ``concatenate(parts, axis)`` its concatenation: the pairs of each axis are computed
+    together, then put back in their order.
+    """
+    check_axis_positions(tuple(positions.shape), axes)
+    axes = np.asarray(axes)
+    order = np.argsort(axes, kind="stable")
+    sines, cosines = [], []
+    for axis in np.unique(axes):
+        pairs = order[axes[order] == axis]
+        s, c = sin_cos(positions[int(axis)], w_hi[pairs], w_lo[pairs], dtype)
+        sines.append(s)
+        cosines.append(c)
+    back = np.argsort(order)
+    return tuple(layouts.gather(concatenate(parts, -1), back, -1) for parts in (sines, cosines))
+
+
+def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
+    dtype = _core.check_dtype(dtype)
+    positions = _core.as_positions(positions)
+
+    def sin_cos(p, hi, lo, dt):
+        return axis_sin_cos(_rotation.sin_cos, np.concatenate, axes, p, hi, lo, dt)
+
+    s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
+    return rotary._spread(c, "half", dtype), rotary._spread(s, "half", dtype)
+
+
+def axial_cos_sin(positions, head_dim, *, base=10000.0, convention="qwen2_vl", dtype=np.float32):
+    """``(cos, sin)``, each ``(*positions.shape[1:], head_dim)``, of 2-D RoPE at ``positions``.
+
+    ``positions``: ``(2, ...)``, row 0 the height (row index of a patch), row 1 the width
+    (column index), e.g. ``grid_position_ids``. Pair ``j`` turns by ``positions[axes[j]] *
+    w_j`` (``axial_parts``); cos and sin in the half layout, as transformers' Pixtral and
+    Qwen2-VL vision rotary modules return them for ``apply_rotary`` (``rotate_half``).
+    """
+    w_hi, w_lo, axes = axial_parts(head_dim, base, convention=convention)
+    return _numpy_cos_sin(positions, w_hi, w_lo, axes, 1.0, dtype)
+
+
+def mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params):
+    """``(w_hi, w_lo, attention, axes)`` of M-RoPE: ``rotary.rotary_parts`` and ``mrope_axes``, checked to fit."""
+    w_hi, w_lo, attention = rotary.rotary_parts(head_dim, base, rope_type, **params)
+    axes = mrope_axes(mrope_section, interleaved=interleaved)
+    if len(axes) != len(w_hi):
+        raise ValueError(
+            f"mrope_section must add up to the {len(w_hi)} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
+            f"(sum {len(axes)})"
+        )
+    return w_hi, w_lo, attention, axes
+
+
+def mrope_cos_sin(position_ids, head_dim, *, mrope_section, interleaved=False, base=10000.0, rope_type="default",
+                  dtype=np.float32, **params):
+    """``(cos, sin)``, each ``(*position_ids.shape[1:], rotary_dim)``, of M-RoPE.
+
+    ``position_ids``: ``(3, ...)`` time, height and width rows (``mrope_position_ids``;
+    text tokens have three equal rows, and there M-RoPE is 1-D RoPE). Frequencies and
+    attention factor as ``posenc.rotary_frequencies`` (``rope_type``, ``params``); pair
+    ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
+    interleaved=...)``. Half layout, as ``Qwen2VLRotaryEmbedding`` / ``Qwen3VLTextRotaryEmbedding``.
+    """
+    w_hi, w_lo, attention, axes = mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _numpy_cos_sin(position_ids, w_hi, w_lo, axes, attention, dtype)
+
+
+def _check_merge(name, size, merge):
+    if not _checks._is_int(size) or size < 1 or size % merge:
+        raise ValueError(f"{name} must be a positive int divisible by spatial_merge_size={merge}, got {size!r}")
+
+
+def grid_position_ids(height, width, *, spatial_merge_size=1, frames=1):
+    """int64 ``(2, frames * height * width)``: the (row, column) of each patch, in token order.
+
+    ``spatial_merge_size`` 1 (Pixtral): row by row. ``m`` > 1 (the Qwen2-VL vision tower, whose
+    merger later joins each ``m x m`` block into one token): block by block, row by row within
+    a block, so a block's patches are neighbours in the sequence. The grid repeats for each of
+    ``frames`` (a video's temporal patches).
+    """
+    merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
+    if merge < 1:
+        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    _check_merge("height", height, merge)
+    _check_merge("width", width, merge)
+    if not _checks._is_int(frames) or frames < 1:
+        raise ValueError(f"frames must be an int >= 1, got {frames!r}")
+    rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    blocks = (height // merge, merge, width // merge, merge)
+    ids = [g.reshape(blocks).transpose(0, 2, 1, 3).reshape(-1) for g in (rows, columns)]
+    return np.tile(np.stack(ids), (1, frames))
+
+
+def mrope_position_ids(segments, *, spatial_merge_size=2):
+    """int64 ``(3, length)``: M-RoPE's (time, height, width) position of each token, as Qwen2-VL.
+
+    ``segments``: in sequence order, an int ``n`` for ``n`` text tokens, or ``(t, h, w)`` for
+    an image (``t = 1``) or video of ``t x h x w`` patches, which the model merges into
+    ``t * (h / m) * (w / m)`` tokens (``m = spatial_merge_size``). Text token ``k`` after
+    position ``s`` gets ``s + k`` on all three rows. A vision block starting at ``s`` gets
+    ``(s + frame, s + row, s + column)`` over its merged grid (frame outermost, then rows),
+    and the text after it starts at ``s + max(h, w) / m``: the next position after the
+    block's largest on the longer side, not after its token count. (Nor after its last frame:
+    the text after a video of more frames than ``max(h, w) / m`` shares time positions with
+    it, as in transformers 5.23's ``get_rope_index``.)
+    """
+    merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
+    if merge < 1:
+        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    start, rows = 0, []
+    for segment in segments:
+        if _checks._is_int(segment) and segment >= 0:
+            rows.append(np.broadcast_to(start + np.arange(segment), (3, segment)))
+            start += segment
+            continue
+        if not (isinstance(segment, (tuple, list)) and len(segment) == 3 and all(_checks._is_int(s) and s >= 1 for s in segment)):
+            raise ValueError(
+                f"segments must hold ints (text lengths) or (t, h, w) tuples of positive ints (vision grids), got {segment!r}"
+            )
+        t, h, w = segment
+        _check_merge("h", h, merge)
+        _check_merge("w", w, merge)
+        grid = np.meshgrid(np.arange(t), np.arange(h // merge), np.arange(w // merge), indexing="ij")
+        rows.append(start + np.stack([g.reshape(-1) for g in grid]))
+        start += max(h, w) // merge
+    if not rows:
+        return np.zeros((3, 0), dtype=np.int64)
+    return np.concatenate(rows, axis=1).astype(np.int64)
