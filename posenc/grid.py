@@ -245,7 +245,9 @@ def grid_encoding(shape, d, *, convention="mae", dtype=np.float32, positions=Non
     ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
     class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
     to encode instead of the source's own (e.g. fractional ones). float32 within 2e-7 of
-    the exact value, float64 ~2e-16, float16 one rounding of float32. DETR's own output
+    the exact value; float64 ~2e-16 for integer positions (fractional ones, e.g. DETR's
+    normalised, carry their own float64 rounding: ~1e-16 times the angle); float16 one
+    rounding of float32. DETR's own output
     ``(batch, d, H, W)`` is ``table.T.reshape(d, H, W)``.
     """
     convention = _check_convention(convention)
@@ -390,7 +392,7 @@ def identify_grid(table, shape):
     d = body.shape[1]
     candidates = _candidates(shape, d) if d % 4 == 0 else []
     ratio = _diffusers_scale(body, shape, d) if d % 4 == 0 else None
-    if ratio is not None and not math.isclose(ratio, 16.0):
+    if ratio is not None and not math.isclose(ratio, 16.0, rel_tol=1e-5):  # 16: diffusers' default, tried already
         table_d = grid_encoding(shape, d, convention="diffusers", base_size=ratio, dtype=np.float64)
         candidates.append((f"diffusers, base_size / interpolation_scale={ratio:.6g}", {}, table_d))
     if not candidates:
