@@ -47,7 +47,6 @@ class GridConvention:
     """
 
     name: str
-    source: str
     columns: tuple
     flatten: tuple = AXES_2D
     span: str = "D/4"
@@ -59,29 +58,29 @@ def _sin_cos_blocks(first, second):
     return ((first, "sin"), (first, "cos"), (second, "sin"), (second, "cos"))
 
 
-# Each preset: (description, source, allowed options with defaults, builder of the GridConvention).
+# Each builder takes the source's options (with its defaults) and returns (GridConvention, prefix rows);
+# temperature, normalize, scale, base_size, ... are read from the options where they act
+# (_frequencies, _axis_positions).
 def _mae(cls_token=False):
-    return GridConvention("mae", "facebookresearch/mae util/pos_embed.py", _sin_cos_blocks("x", "y")), cls_token
+    return GridConvention("mae", _sin_cos_blocks("x", "y")), cls_token
 
 
 def _moco(temperature=10000.0, cls_token=True):
-    conv = GridConvention("moco-v3", "facebookresearch/moco-v3 vits.py", _sin_cos_blocks("x", "y"), flatten=("x", "y"))
+    conv = GridConvention("moco-v3", _sin_cos_blocks("x", "y"), flatten=("x", "y"))
     return conv, cls_token
 
 
 def _rt_detr(temperature=10000.0, cls_token=False):
-    conv = GridConvention(
-        "rt-detr", "transformers build_2d_sinusoidal_position_embedding (5.x)", _sin_cos_blocks("y", "x")
-    )
+    conv = GridConvention("rt-detr", _sin_cos_blocks("y", "x"))
     return conv, cls_token
 
 
 def _big_vision(temperature=10000.0):
-    return GridConvention("big_vision", "google-research/big_vision models/vit.py", _sin_cos_blocks("x", "y"), span="D/4-1"), 0
+    return GridConvention("big_vision", _sin_cos_blocks("x", "y"), span="D/4-1"), 0
 
 
 def _simple_vit(temperature=10000.0):
-    conv = GridConvention("simple-vit", "lucidrains/vit-pytorch simple_vit.py", _sin_cos_blocks("x", "y"), span="D/4-1")
+    conv = GridConvention("simple-vit", _sin_cos_blocks("x", "y"), span="D/4-1")
     return conv, 0
 
 
@@ -91,26 +90,25 @@ def _timm(temperature=10000.0, reverse_coord=False, interleave_sin_cos=False):
         columns = _sin_cos_blocks(first, second)
     else:
         columns = ((first, "sin"), (second, "sin"), (first, "cos"), (second, "cos"))
-    return GridConvention("timm", "timm layers/pos_embed_sincos.py", columns, flatten=(first, second)), 0
+    return GridConvention("timm", columns, flatten=(first, second)), 0
 
 
 def _detr(temperature=10000.0, normalize=False, scale=None):
     if scale is not None and not normalize:
         raise ValueError(f"convention 'detr': scale={scale!r} needs normalize=True (DETR raises the same)")
-    conv = GridConvention("detr", "facebookresearch/detr models/position_encoding.py",
-                          (("y", "interleaved"), ("x", "interleaved")), positions="detr")
+    conv = GridConvention("detr", (("y", "interleaved"), ("x", "interleaved")), positions="detr")
     return conv, 0
 
 
 def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0):
-    conv = GridConvention("diffusers", "diffusers get_2d_sincos_pos_embed", _sin_cos_blocks("x", "y"), positions="diffusers")
+    conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
     # diffusers prepends the extra rows only when both are given.
     return conv, extra_tokens if cls_token and extra_tokens > 0 else 0
 
 
 def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=1.0):
     columns = (("t", "sin"), ("t", "cos"), *_sin_cos_blocks("x", "y"))
-    conv = GridConvention("diffusers", "diffusers get_3d_sincos_pos_embed", columns, flatten=AXES_3D,
+    conv = GridConvention("diffusers", columns, flatten=AXES_3D,
                           positions="diffusers-3d", widths=(("t", 0.25), ("y", 0.375), ("x", 0.375)))
     return conv, 0
 
@@ -260,6 +258,11 @@ def grid_encoding(shape, d, *, convention="mae", dtype=np.float32, positions=Non
         why = ("diffusers' get_3d_sincos_pos_embed splits d into D/4 (time) and 3D/4 (space), each half of "
                "which must be even (ValueError otherwise)") if multiple == 16 else _NOT_DIVISIBLE[convention]
         raise ValueError(f"d must be a multiple of {multiple} for convention {convention!r} ({why}); got d={d}")
+    return _table(conv, opts, shape, d, dtype, prefix, positions)
+
+
+def _table(conv, opts, shape, d, dtype, prefix=0, positions=None):
+    """The table ``conv`` and its options ``opts`` describe, with ``prefix`` zero rows first."""
     sizes = dict(zip(AXES_3D if len(shape) == 3 else AXES_2D, shape))
     values = _axis_positions(conv, sizes, opts) if positions is None else _check_positions(positions, sizes)
     parts = _frequencies(conv, d, opts.get("temperature", 10000.0))
@@ -409,15 +412,9 @@ def _shape_swapped(name, shape, d, options):
 
 
 def _variant(name, shape, d, options, change):
-    conv, prefix, opts = _options(name, len(shape), dict(options))
-    conv = change(conv)
-    sizes = dict(zip(AXES_2D, shape))
-    parts = _frequencies(conv, d, opts.get("temperature", 10000.0))
-    values = _axis_positions(conv, sizes, opts)
-    trig = {axis: _rotation.sin_cos(values[axis], *parts[axis], np.float64) for axis in sizes}
-    out = np.zeros((math.prod(shape), d))
-    _fill(out.reshape(*(sizes[a] for a in conv.flatten), d), conv, trig)
-    return out
+    # The convention's table with one of its fields changed by ``change`` (no prefix rows).
+    conv, _, opts = _options(name, len(shape), dict(options))
+    return _table(change(conv), opts, shape, d, np.float64)
 
 
 def _swap_axes(axes):

@@ -226,6 +226,12 @@ def test_timm_options(options):
                                timm_reference(3, 7, 16, **options), rtol=0, atol=2e-7)
 
 
+def test_half_precision_is_one_rounding_of_float32():
+    single = posenc.grid_encoding((5, 7), 32, convention="detr", normalize=True)
+    half = posenc.grid_encoding((5, 7), 32, convention="detr", normalize=True, dtype=np.float16)
+    assert half.dtype == np.float16 and np.array_equal(half, single.astype(np.float16))
+
+
 def test_mae_class_row_and_detr_options():
     np.testing.assert_allclose(posenc.grid_encoding((3, 5), 16, convention="mae", cls_token=True),
                                mae_reference(3, 5, 16, cls_token=True), atol=2e-7)
