@@ -324,13 +324,13 @@ for name, score in scores.items():
     print(f"{name:>30}: {score:.2f} of the patches found")
 
 # %% [markdown]
-# The model finds every patch on the grid it was trained on, and on the new grid when the
-# table is recomputed in the same order. Walked down the columns, most tokens claim another
+# The model finds the marked patch on the grid it was trained on, and
+# just as well on the new grid when the table is recomputed in the same order. Walked down the columns, most tokens claim another
 # patch's position, and the model answers with that patch. The resized table does no
 # better: the stretched positions of section 4 point between the trained ones.
 
 # %%
-assert scores["training grid 8 x 12"] == 1.0 and scores["recomputed, row by row"] == 1.0
+assert scores["training grid 8 x 12"] >= 0.95 and scores["recomputed, row by row"] >= 0.95
 assert scores["recomputed, down the columns"] < 0.2
 assert scores["training table resized"] < 0.5
 
