@@ -4,7 +4,8 @@
     python benchmarks/bench.py --quick           # tiny sizes: checks that everything runs
     python benchmarks/bench.py --length 1000000 --d-model 256 --frameworks numpy
 
-With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py).
+With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py), then 2-D
+sin-cos tables against transformers' and diffusers' own code (benchmarks/grid_tables.py).
 
 Times are medians over repeats taken round-robin (every implementation once per round), so
 the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
+import grid_tables  # noqa: E402
 import rotary  # noqa: E402
 import routes  # noqa: E402
 from timing import time_all  # noqa: E402
@@ -293,10 +295,11 @@ def main():
             encoded[f"{framework} {shape} d_model {d_model}"] = rows
             show_encode(framework, shape, span, d_model, rows)
     rope = rotary.section(args.frameworks.split(","), args.quick, args.repeats)
+    grids = grid_tables.section(args.frameworks.split(","), args.quick, args.repeats)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
-    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope}
+    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "grid": grids}
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")

@@ -18,6 +18,7 @@ from ._core import (
 from .conventions import Convention, list_conventions
 from .diagnosis import Diagnosis, diagnose
 from .geometry import shift_matrix, wavelengths
+from .grid import diagnose_grid, grid_encoding, identify_grid, list_grid_conventions
 from .identification import Identification, identify
 from .layouts import convert_layout, layout_permutation
 from .rotary import (
@@ -46,12 +47,16 @@ __all__ = [
     "convert_rotary_layout",
     "denominators",
     "diagnose",
+    "diagnose_grid",
     "encode",
     "frequencies",
+    "grid_encoding",
+    "identify_grid",
     "identify",
     "interleave",
     "layout_permutation",
     "list_conventions",
+    "list_grid_conventions",
     "positional_encoding",
     "rotary_cos_sin",
     "rotary_frequencies",

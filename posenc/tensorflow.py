@@ -18,7 +18,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from . import _checks, _core, _rotation, conventions
+from . import _checks, _core, _rotation, conventions, grid
+from .grid import diagnose_grid, identify_grid, list_grid_conventions  # noqa: F401  (re-exported: framework-free)
 from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
 
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
@@ -417,3 +418,19 @@ class RotaryEmbedding(keras.layers.Layer):
             "layout": self.layout,
             **self.params,
         }
+
+
+# Sin-cos tables on image grids (posenc.grid), as tensors.
+
+
+def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
+    """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``, float32 by default.
+
+    NumPy builds the table (same conventions, options and accuracy: float32 within 2e-7):
+    it depends on the shape only, so inside ``tf.function`` it is a constant of the graph.
+    bfloat16 is rounded from float32.
+    """
+    dtype = _check_dtype(dtype)
+    built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
+    table = grid.grid_encoding(shape, d, convention=convention, dtype=built.as_numpy_dtype, **options)
+    return tf.cast(tf.constant(table), dtype)

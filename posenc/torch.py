@@ -9,7 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _checks, _core, _rotation, conventions
+from . import _checks, _core, _rotation, conventions, grid
+from .grid import diagnose_grid, identify_grid, list_grid_conventions  # noqa: F401  (re-exported: they accept tensors)
 from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -417,3 +418,61 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
         if layer_type not in self:
             raise ValueError(f"layer_type must be one of {', '.join(map(repr, self))}, got {layer_type!r}")
         return self[layer_type](x, position_ids)
+
+
+# Sin-cos tables on image grids (posenc.grid), as tensors, and resampling a grid's table.
+
+def grid_encoding(shape, d, *, convention="mae", dtype=None, device=None, **options):
+    """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``, on ``device``.
+
+    NumPy builds the table (same conventions, options and accuracy: float32 within 2e-7);
+    on the CPU the tensor shares its memory. ``dtype`` defaults to torch's default dtype
+    (bfloat16 is rounded from float32); ``device`` to torch's default device.
+    """
+    dtype = _check_dtype(dtype)
+    table = grid.grid_encoding(shape, d, convention=convention, dtype=_NUMPY.get(dtype, np.float32), **options)
+    device = torch.get_default_device() if device is None else device
+    return torch.from_numpy(table).to(device=device, dtype=dtype)
+
+
+def resample_abs_pos_embed(posemb, new_size, old_size=None, *, num_prefix_tokens=1, interpolation="bicubic", antialias=True):
+    """A grid's position table resampled to ``new_size`` as timm's ``resample_abs_pos_embed`` does.
+
+    ``posemb``: ``(1, prefix + H*W, d)`` or ``(prefix + H*W, d)`` tensor, its grid rows
+    row-major; ``old_size``: ``(H, W)`` (None: a square grid, as timm assumes). The first
+    ``num_prefix_tokens`` rows (class tokens) are kept as they are; the grid, as a
+    ``(1, d, H, W)`` image in float32, goes through ``torch.nn.functional.interpolate(...,
+    size=new_size, mode=interpolation, antialias=antialias)`` (bicubic with antialiasing by
+    default, ``align_corners=False``) and back, in the input's dtype and rank. Same calls as
+    timm (huggingface/pytorch-image-models, timm/layers/pos_embed.py); one difference:
+    timm returns the table unchanged whenever the token count is unchanged and ``new_size``
+    is square (a 4 x 9 table asked for 6 x 6), here only when the sizes are equal.
+    Interpolating a sin-cos table only approximates the encoding at the stretched
+    positions; ``grid_encoding`` at the new grid (or at those positions) is exact.
+    """
+    if not isinstance(posemb, torch.Tensor):
+        raise TypeError(f"posemb must be a torch.Tensor, got {type(posemb).__name__}")
+    if posemb.ndim not in (2, 3) or (posemb.ndim == 3 and posemb.shape[0] != 1):
+        raise ValueError(f"posemb must have shape (1, tokens, d) or (tokens, d), got {tuple(posemb.shape)}")
+    new_size = tuple(_checks.check_int_at_least(n, "each size in new_size", 1) for n in new_size)
+    num_prefix_tokens = _checks.check_int_at_least(num_prefix_tokens, "num_prefix_tokens", 0)
+    table = posemb if posemb.ndim == 2 else posemb[0]
+    tokens = table.shape[0] - num_prefix_tokens
+    if old_size is None:
+        side = math.isqrt(max(tokens, 0))
+        if side * side != tokens:
+            raise ValueError(
+                f"old_size is needed: {tokens} grid tokens (after {num_prefix_tokens} prefix) are not a square grid"
+            )
+        old_size = (side, side)
+    old_size = tuple(_checks.check_int_at_least(n, "each size in old_size", 1) for n in old_size)
+    if old_size[0] * old_size[1] != tokens:
+        raise ValueError(f"old_size {old_size} holds {old_size[0] * old_size[1]} tokens, posemb has {tokens} after the prefix")
+    if old_size == new_size:
+        return posemb
+    prefix, body = table[:num_prefix_tokens], table[num_prefix_tokens:]
+    image = body.float().reshape(1, *old_size, -1).permute(0, 3, 1, 2)
+    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, antialias=antialias)
+    body = image.permute(0, 2, 3, 1).reshape(-1, table.shape[-1]).to(table.dtype)
+    out = torch.cat([prefix, body], dim=0)
+    return out if posemb.ndim == 2 else out[None]

@@ -1,0 +1,427 @@
+"""posenc.grid: sin-cos tables on grids, against the installed packages and our own re-expressions.
+
+Installed (the `conventions` extra): transformers' 5.x builder (RT-DETR after #41380; ViTMAE
+builds with it and swaps the halves), ViTMAE's stored table, RTDetrSinePositionEmbedding,
+DetrSinePositionEmbedding, diffusers' get_2d/3d_sincos_pos_embed. Re-expressed below in our
+own code, cited (repository, path, commit): MAE, MoCo v3, big_vision, simple ViT, timm's
+builder and timm's resample_abs_pos_embed (timm needs torchvision, which does not import
+here). The re-expressions run in float64 (the formula exactly); the sources' own float32
+arithmetic is off from it by up to about |angle| * 1e-7.
+"""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import posenc
+from posenc import grid
+
+torch = pytest.importorskip("torch")
+
+NON_SQUARE = [(3, 5), (5, 3), (2, 7), (6, 8), (1, 4)]
+DS = [16, 32, 48]
+
+
+def grid_yx(h, w):
+    # Row-major patch coordinates: token k is (k // w, k % w).
+    return np.repeat(np.arange(h), w).astype(np.float64), np.tile(np.arange(w), h).astype(np.float64)
+
+
+# --- re-expressions of the sources (our code; facts from theirs) --------------------------
+
+
+def mae_reference(h, w, d, cls_token=False):
+    """facebookresearch/mae, util/pos_embed.py @ a9f5c70165c6ec81ce4036d9c2296ab70b7042f9:
+    meshgrid(grid_w, grid_h) (xy indexing, so (h, w) arrays), grid[0] is the column x; the half
+    named emb_h encodes grid[0]; each half is [sin, cos] of pos * 1/10000**(j/(D/4)). MAE takes
+    a square grid_size; (h, w) as its issue #151 and diffusers generalise it."""
+    x, y = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
+    omega = 1.0 / 10000.0 ** (np.arange(d // 4) / (d / 4))
+
+    def half(pos):
+        angle = pos.reshape(-1)[:, None] * omega
+        return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+
+    table = np.concatenate([half(x), half(y)], axis=1)  # "emb_h" first: it holds x
+    return np.concatenate([np.zeros((1, d)), table]) if cls_token else table
+
+
+def moco_reference(h, w, d, temperature=10000.0):
+    """facebookresearch/moco-v3, vits.py @ 1c6b717e5591bc11ce8a0c093dcdedcd6dc07ca6
+    (build_2d_sincos_position_embedding): torch.meshgrid(grid_w, grid_h) with the default ij
+    indexing, flattened: the width index is the outer loop. [sin w, cos w, sin h, cos h],
+    omega = 1/T**(arange(D/4)/(D/4)); a zero class row first."""
+    gw, gh = torch.meshgrid(torch.arange(w, dtype=torch.float64), torch.arange(h, dtype=torch.float64), indexing="ij")
+    omega = 1.0 / temperature ** (torch.arange(d // 4, dtype=torch.float64) / (d // 4))
+    out_w = gw.flatten()[:, None] * omega
+    out_h = gh.flatten()[:, None] * omega
+    table = torch.cat([out_w.sin(), out_w.cos(), out_h.sin(), out_h.cos()], dim=1)
+    return torch.cat([torch.zeros(1, d, dtype=torch.float64), table]).numpy()
+
+
+def big_vision_reference(h, w, d, temperature=10000.0):
+    """google-research/big_vision, big_vision/models/vit.py @ 0b73d7b02f47d030d61362ef920fed15f36e7bba
+    (posemb_sincos_2d, in JAX; here NumPy): y, x = mgrid[:h, :w]; omega = arange(D/4) / (D/4 - 1);
+    [sin x, cos x, sin y, cos y]."""
+    y, x = np.mgrid[:h, :w]
+    omega = 1.0 / temperature ** (np.arange(d // 4) / (d // 4 - 1))
+    y = y.reshape(-1)[:, None] * omega
+    x = x.reshape(-1)[:, None] * omega
+    return np.concatenate([np.sin(x), np.cos(x), np.sin(y), np.cos(y)], axis=1)
+
+
+def simple_vit_reference(h, w, d, temperature=10000.0):
+    """lucidrains/vit-pytorch, vit_pytorch/simple_vit.py @ bdaf2d14916500e2978c49833795ed3b599e220d
+    (posemb_sincos_2d): meshgrid(arange(h), arange(w), indexing="ij") -> y, x; omega =
+    arange(D/4) / (D/4 - 1); cat(x.sin, x.cos, y.sin, y.cos)."""
+    y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    omega = 1.0 / temperature ** (torch.arange(d // 4, dtype=torch.float64) / (d // 4 - 1))
+    y = y.flatten()[:, None] * omega[None, :]
+    x = x.flatten()[:, None] * omega[None, :]
+    return torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1).numpy()
+
+
+def timm_reference(h, w, d, temperature=10000.0, reverse_coord=False, interleave_sin_cos=False):
+    """huggingface/pytorch-image-models, timm/layers/pos_embed_sincos.py @ 0647e283021a2a7b0c7dc989d10564aa55bbf5e7
+    (build_sincos2d_pos_embed): bands 1/T**(arange(D/4)/(D/4)); feat_shape [h, w] (reversed
+    by reverse_coord), ndgrid (ij) stacked and flattened to (N, 2); stack([sin, cos]) on dim 1
+    (sin sin cos cos) or dim 2 (interleave_sin_cos), flattened."""
+    feat_shape = [w, h] if reverse_coord else [h, w]
+    bands = 1.0 / temperature ** (torch.arange(d // 4, dtype=torch.float64) / (d // 4))
+    axes = torch.meshgrid([torch.arange(s, dtype=torch.float64) for s in feat_shape], indexing="ij")
+    coords = torch.stack(axes).flatten(1).transpose(0, 1)
+    pos2 = coords.unsqueeze(-1) * bands.unsqueeze(0)
+    return torch.stack([pos2.sin(), pos2.cos()], dim=2 if interleave_sin_cos else 1).flatten(1).numpy()
+
+
+def timm_resample_reference(posemb, new_size, old_size, num_prefix_tokens=1, interpolation="bicubic", antialias=True):
+    """huggingface/pytorch-image-models, timm/layers/pos_embed.py @ 170a5b6e277c55ca5553bea60d0b34b4f219f966
+    (resample_abs_pos_embed): prefix rows split off and kept, the rest reshaped to
+    (1, H, W, d), permuted to (1, d, H, W), F.interpolate(size, mode, antialias) in float32,
+    permuted back and flattened, prefix concatenated in front."""
+    prefix, rest = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
+    d = rest.shape[-1]
+    image = rest.float().reshape(1, old_size[0], old_size[1], -1).permute(0, 3, 1, 2)
+    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, antialias=antialias)
+    rest = image.permute(0, 2, 3, 1).reshape(1, -1, d).to(posemb.dtype)
+    return torch.cat([prefix, rest], dim=1)
+
+
+def detr_reference(h, w, d, temperature=10000.0, normalize=False, scale=2 * math.pi):
+    """facebookresearch/detr, models/position_encoding.py (PositionEmbeddingSine), in float64 and
+    with an all-valid mask: y, x = cumsum of the mask (1 .. n), optionally / (n + 1e-6) * scale;
+    dim_t = T**(2 (i // 2) / F), F = d / 2; sin of the even, cos of the odd channels, stacked and
+    flattened (interleaved); cat(pos_y, pos_x) on the channel axis. Returned as (h*w, d)."""
+    f = d // 2
+    y, x = np.meshgrid(np.arange(1, h + 1.0), np.arange(1, w + 1.0), indexing="ij")
+    if normalize:
+        y, x = y / (h + 1e-6) * scale, x / (w + 1e-6) * scale
+    dim_t = temperature ** (2 * (np.arange(f) // 2) / f)
+
+    def block(pos):
+        angle = pos[..., None] / dim_t
+        return np.stack([np.sin(angle[..., 0::2]), np.cos(angle[..., 1::2])], axis=-1).reshape(h, w, f)
+
+    return np.concatenate([block(y), block(x)], axis=-1).reshape(h * w, d)
+
+
+# --- against the installed packages ------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", NON_SQUARE)
+@pytest.mark.parametrize("d", DS)
+def test_rt_detr_is_transformers_builder(shape, d):
+    from transformers.models.rt_detr.modeling_rt_detr import RTDetrSinePositionEmbedding, build_2d_sinusoidal_position_embedding
+
+    h, w = shape
+    ours = posenc.grid_encoding(shape, d, convention="rt-detr", cls_token=True, temperature=20.0)
+    theirs = build_2d_sinusoidal_position_embedding(h, w, d, temperature=20.0, cls_token=True)
+    np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=2e-7)  # float64 cast once: one rounding
+    module = RTDetrSinePositionEmbedding(d)(w, h, torch.device("cpu"), torch.float32)
+    np.testing.assert_allclose(posenc.grid_encoding(shape, d, convention="rt-detr"), module[0].numpy(), rtol=0, atol=2e-7)
+
+
+def test_vit_mae_model_stores_mae_table():
+    # transformers' ViTMAE builds h first, then swaps the halves: its stored table is MAE's.
+    from transformers import ViTMAEConfig
+    from transformers.models.vit_mae.modeling_vit_mae import ViTMAEEmbeddings
+
+    config = ViTMAEConfig(hidden_size=32, image_size=40, patch_size=8)
+    embeddings = ViTMAEEmbeddings(config)
+    embeddings.initialize_weights()  # what loading a model runs (a fresh model skips it here)
+    stored = embeddings.position_embeddings[0].detach().numpy()
+    np.testing.assert_allclose(posenc.grid_encoding((5, 5), 32, convention="mae", cls_token=True), stored, atol=2e-7)
+    # ... which on a square grid is the h-first builder's table with the blocks swapped, not the same table.
+    assert np.abs(stored - posenc.grid_encoding((5, 5), 32, convention="rt-detr", cls_token=True)).max() > 0.5
+
+
+@pytest.mark.parametrize("shape", NON_SQUARE)
+@pytest.mark.parametrize("normalize", [False, True])
+def test_detr_is_transformers_detr(shape, normalize):
+    from transformers.models.detr.modeling_detr import DetrSinePositionEmbedding
+
+    h, w, d = *shape, 32
+    build = DetrSinePositionEmbedding.build_sine_position_embedding
+    for mask in (None, torch.ones(1, h, w)):  # positions are the cumulative sum of the mask
+        theirs = build(torch.Size((1, 3, h, w)), torch.device("cpu"), torch.float32, d // 2,
+                       normalize=normalize, scale=2 * math.pi, temperature=100, mask=mask)
+        ours = posenc.grid_encoding(shape, d, convention="detr", normalize=normalize, temperature=100)
+        np.testing.assert_allclose(ours, theirs[0].reshape(d, h * w).T.numpy(), rtol=0, atol=2e-6)  # float32 source
+        np.testing.assert_allclose(ours.T.reshape(d, h, w), theirs[0].numpy(), rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("shape", NON_SQUARE)
+def test_diffusers_2d(shape):
+    from diffusers.models.embeddings import get_2d_sincos_pos_embed
+
+    for options in ({}, {"base_size": 7, "interpolation_scale": 2.0}, {"cls_token": True, "extra_tokens": 2},
+                    {"cls_token": True}, {"extra_tokens": 3}):
+        theirs = get_2d_sincos_pos_embed(24, shape, **options).numpy()
+        ours = posenc.grid_encoding(shape, 24, convention="diffusers", **options)
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)  # positions rounded to float32 there
+
+
+def test_diffusers_3d():
+    from diffusers.models.embeddings import get_3d_sincos_pos_embed
+
+    t, h, w, d = 3, 4, 6, 32
+    theirs = get_3d_sincos_pos_embed(d, (w, h), t, spatial_interpolation_scale=1.5, temporal_interpolation_scale=0.5)
+    ours = posenc.grid_encoding((t, h, w), d, convention="diffusers", spatial_interpolation_scale=1.5,
+                                temporal_interpolation_scale=0.5)
+    np.testing.assert_allclose(ours, theirs.numpy().reshape(t * h * w, d), rtol=0, atol=2e-7)
+    # the first quarter encodes the frame only: equal across the h * w tokens of a frame
+    frames = ours.reshape(t, h * w, d)[..., : d // 4]
+    assert np.array_equal(frames, np.broadcast_to(frames[:, :1], frames.shape))
+
+
+# --- against our re-expressions ----------------------------------------------------------
+
+REEXPRESSED = {
+    "mae": lambda h, w, d: mae_reference(h, w, d),
+    "moco-v3": moco_reference,
+    "big_vision": big_vision_reference,
+    "simple-vit": simple_vit_reference,
+    "timm": timm_reference,
+    "detr": detr_reference,
+}
+
+
+@pytest.mark.parametrize("name", sorted(REEXPRESSED))
+@pytest.mark.parametrize("shape", NON_SQUARE + [(4, 4), (16, 12)])
+@pytest.mark.parametrize("d", DS)
+def test_reexpressed_sources(name, shape, d):
+    reference = REEXPRESSED[name](*shape, d)
+    np.testing.assert_allclose(posenc.grid_encoding(shape, d, convention=name), reference, rtol=0, atol=2e-7)
+    np.testing.assert_allclose(posenc.grid_encoding(shape, d, convention=name, dtype=np.float64), reference,
+                               rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("options", [{"reverse_coord": True}, {"interleave_sin_cos": True},
+                                     {"reverse_coord": True, "interleave_sin_cos": True}, {"temperature": 50.0}])
+def test_timm_options(options):
+    np.testing.assert_allclose(posenc.grid_encoding((3, 7), 16, convention="timm", **options),
+                               timm_reference(3, 7, 16, **options), rtol=0, atol=2e-7)
+
+
+def test_half_precision_is_one_rounding_of_float32():
+    single = posenc.grid_encoding((5, 7), 32, convention="detr", normalize=True)
+    half = posenc.grid_encoding((5, 7), 32, convention="detr", normalize=True, dtype=np.float16)
+    assert half.dtype == np.float16 and np.array_equal(half, single.astype(np.float16))
+
+
+def test_mae_class_row_and_detr_options():
+    np.testing.assert_allclose(posenc.grid_encoding((3, 5), 16, convention="mae", cls_token=True),
+                               mae_reference(3, 5, 16, cls_token=True), atol=2e-7)
+    np.testing.assert_allclose(posenc.grid_encoding((3, 5), 16, convention="detr", normalize=True, scale=1.0),
+                               detr_reference(3, 5, 16, normalize=True, scale=1.0), atol=2e-7)
+    assert posenc.grid_encoding((3, 5), 16, convention="moco-v3", cls_token=False).shape == (15, 16)
+
+
+def test_accuracy_against_mpmath():
+    # Entries of large grids, float32 against 40 digits: within 2e-7. float64: within 1e-13, as the
+    # fractional positions are themselves rounded to float64 (angles up to 300: 300 * 2**-53 each).
+    rng = np.random.default_rng(0)
+    h, w, d = 150, 200, 64
+    tables = {dt: posenc.grid_encoding((h, w), d, convention="detr", normalize=True, scale=300.0, dtype=dt)
+              for dt in (np.float32, np.float64)}
+    mae = posenc.grid_encoding((h, w), d, convention="mae")
+    for k, c in zip(rng.integers(0, h * w, 300).tolist(), rng.integers(0, d, 300).tolist()):
+        y, x = divmod(k, w)
+        with mpmath.workdps(40):
+            # DETR: channel c < d/2 encodes y; frequency T^(-2 (i // 2) / F), sin at even i.
+            i, pos, n = (c, y, h) if c < d // 2 else (c - d // 2, x, w)
+            p = mpmath.mpf(pos + 1) / (n + mpmath.mpf("1e-6")) * 300
+            angle = p / mpmath.power(10000, mpmath.mpf(2 * (i // 2)) / (d // 2))
+            exact = float(mpmath.sin(angle) if i % 2 == 0 else mpmath.cos(angle))
+            # MAE: [sin x, cos x, sin y, cos y], F = d/4 frequencies 10000^(-j/F).
+            block, j = divmod(c, d // 4)
+            q = mpmath.mpf(x if block < 2 else y) / mpmath.power(10000, mpmath.mpf(j) / (d // 4))
+            exact_mae = float(mpmath.sin(q) if block % 2 == 0 else mpmath.cos(q))
+        assert abs(tables[np.float32][k, c] - exact) <= 2e-7
+        assert abs(tables[np.float64][k, c] - exact) <= 1e-13
+        assert abs(mae[k, c] - exact_mae) <= 2e-7
+
+
+# --- the known bugs ----------------------------------------------------------------------
+
+
+def test_mae_emb_h_encodes_the_width():
+    # MAE's first half ("emb_h") is the same for every patch of a column: it encodes x.
+    h, w, d = 3, 5, 16
+    first_half = mae_reference(h, w, d)[:, : d // 2].reshape(h, w, d // 2)
+    assert np.array_equal(first_half, np.broadcast_to(first_half[:1], first_half.shape))
+    assert not np.allclose(first_half[:, 0], first_half[:, 1])
+    # transformers' 5.x builder puts h first: on a 2 x 3 grid at d 8 the two differ by up to 1.42
+    diff = posenc.grid_encoding((2, 3), 8, convention="mae") - posenc.grid_encoding((2, 3), 8, convention="rt-detr")
+    assert round(float(np.abs(diff).max()), 2) == 1.42
+
+
+def x_positions(table, d):
+    # The position each token's x block claims (frequency 1: column 0 sine, column d/4 cosine).
+    return np.round(np.arctan2(table[:, 0], table[:, d // 4])).astype(int)
+
+
+@pytest.mark.parametrize(("shape", "first_four"), [((3, 4), [0, 0, 0, 1]), ((3, 2), [0, 0, 0, 1])])
+def test_buggy_flattening_on_non_square_grids(shape, first_four):
+    # transformers #41380: the first four pixels of a 3 x 4 grid (width 4) got x 0, 0, 0, 1.
+    h, w = shape
+    buggy = moco_reference(h, w, 16)[1:]  # MoCo v3's and RT-DETR's old code
+    assert list(x_positions(buggy, 16)[:4]) == first_four
+    assert list(x_positions(posenc.grid_encoding(shape, 16, convention="mae"), 16)) == list(grid_yx(h, w)[1].astype(int))
+    # the same table is what posenc's "moco-v3" writes, and identify names it
+    np.testing.assert_allclose(posenc.grid_encoding(shape, 16, convention="moco-v3")[1:], buggy, atol=2e-7)
+
+
+def test_buggy_flattening_is_invisible_on_square_grids():
+    # On a square grid the width-outer flattening is a valid table: RT-DETR's fixed one exactly.
+    buggy = moco_reference(6, 6, 32)[1:]
+    np.testing.assert_allclose(posenc.grid_encoding((6, 6), 32, convention="rt-detr"), buggy, atol=2e-7)
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(posenc.grid_encoding((4, 9), 32, convention="rt-detr"), moco_reference(4, 9, 32)[1:], atol=1e-3)
+
+
+# --- identify and diagnose ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(grid.list_grid_conventions()))
+@pytest.mark.parametrize("prefix", [0, 1])
+def test_identify_every_convention_on_a_non_square_grid(name, prefix):
+    table = posenc.grid_encoding((5, 7), 32, convention=name)
+    table = table[-35:]
+    if prefix:
+        table = np.concatenate([np.zeros((1, 32), np.float32), table])
+    found = posenc.identify_grid(torch.from_numpy(table)[None], (5, 7))
+    assert name in found.matches[0] or name in " ".join(found.matches)
+    assert (found.prefix_rows, found.prefix_zeros) == (prefix, True)
+    # the same-number twins are named together; nothing else is
+    twins = {"big_vision": {"big_vision", "simple-vit"}, "simple-vit": {"big_vision", "simple-vit"},
+             "moco-v3": {"moco-v3", "timm, reverse_coord=True, interleave_sin_cos=True"},
+             "rt-detr": {"rt-detr", "timm, interleave_sin_cos=True"}}
+    assert set(found.matches) == twins.get(name, {name})
+
+
+def test_identify_options_and_source_tables():
+    found = posenc.identify_grid(timm_reference(4, 6, 16, interleave_sin_cos=False), (4, 6))
+    assert found.matches == ("timm",)
+    assert posenc.identify_grid(detr_reference(4, 6, 16, normalize=True), (4, 6)).matches == ("detr, normalize=True",)
+    from diffusers.models.embeddings import get_2d_sincos_pos_embed
+
+    scaled = get_2d_sincos_pos_embed(16, (4, 6), base_size=3, interpolation_scale=2.0).numpy()
+    assert posenc.identify_grid(scaled, (4, 6)).matches == ("diffusers, base_size / interpolation_scale=1.5",)
+    assert str(posenc.identify_grid(mae_reference(4, 6, 16, cls_token=True), (4, 6))).startswith(
+        "mae after 1 prefix row (zeros); max deviation ")
+    none = posenc.identify_grid(np.ones((24, 16)), (4, 6))
+    assert none.matches == () and str(none).startswith("none (closest:")
+
+
+def test_diagnose_grid_mistakes():
+    h, w, d = 4, 6, 16
+    swapped_shape = posenc.grid_encoding((w, h), d, convention="mae")
+    findings = posenc.diagnose_grid(swapped_shape, (h, w), "mae").findings
+    assert findings == ("mae: height and width swapped: the table was built for a 6 x 4 grid: (width, height) "
+                        "passed where (height, width) was meant",)
+    flattened = moco_reference(h, w, d)[1:]  # MAE's blocks, flattened width-outer
+    assert [f.split(":")[1].strip() for f in posenc.diagnose_grid(flattened, (h, w), "mae").findings] == [
+        "wrong flattening order"]
+    blocks = posenc.grid_encoding((h, w), d, convention="rt-detr")  # y first where MAE has x first
+    assert [f.split(":")[1].strip() for f in posenc.diagnose_grid(blocks, (h, w), "mae").findings] == [
+        "axes stacked in the wrong order"]
+    assert posenc.diagnose_grid(posenc.grid_encoding((h, w), d), (h, w), "mae").findings == ()
+    # on a square grid the wrong flattening and the swapped blocks are the same table
+    square = posenc.diagnose_grid(moco_reference(5, 5, d)[1:], (5, 5), "mae").findings
+    assert len(square) == 3 and square[-1].endswith("a non-square grid tells them apart")
+
+
+# --- resampling --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new"), [((4, 6), (8, 12)), ((6, 8), (3, 5)), ((5, 5), (7, 3))])
+@pytest.mark.parametrize("interpolation", ["bicubic", "bilinear"])
+def test_resample_equals_timm(old, new, interpolation):
+    from posenc.torch import resample_abs_pos_embed
+
+    table = torch.randn(1, 1 + old[0] * old[1], 16, generator=torch.Generator().manual_seed(0))
+    ours = resample_abs_pos_embed(table, new, old, interpolation=interpolation)
+    assert torch.equal(ours, timm_resample_reference(table, new, old, interpolation=interpolation))
+    assert torch.equal(ours[:, 0], table[:, 0])  # the class token's row is kept
+    assert torch.equal(resample_abs_pos_embed(table[0], new, old, interpolation=interpolation), ours[0])
+    double = resample_abs_pos_embed(table[:, 1:].double(), new, old, num_prefix_tokens=0, antialias=False)
+    assert double.dtype == torch.float64
+    assert torch.equal(double, timm_resample_reference(table[:, 1:].double(), new, old, 0, antialias=False))
+
+
+def test_recomputing_is_exact_where_interpolating_is_not():
+    from posenc.torch import resample_abs_pos_embed
+
+    old, new, d = (6, 8), (12, 16), 32
+    table = posenc.torch.grid_encoding(old, d, convention="mae", dtype=torch.float64)
+    interpolated = resample_abs_pos_embed(table, new, old, num_prefix_tokens=0).numpy()
+    # interpolate (align_corners=False) samples the old grid at (i + 0.5) * old / new - 0.5
+    stretched = [(np.arange(n) + 0.5) * o / n - 0.5 for o, n in zip(old, new)]
+    exact = posenc.grid_encoding(new, d, convention="mae", dtype=np.float64, positions=stretched)
+    error = np.abs(interpolated - exact).max(axis=0)
+    assert error.max() > 0.05  # the highest frequencies (1 radian per patch) are worst
+    assert error[d // 4 - 1] < 1e-3  # the slowest are nearly right
+    assert np.abs(posenc.grid_encoding(new, d, convention="mae", positions=stretched) - exact).max() < 2e-7
+
+
+# --- fronts and errors -------------------------------------------------------------------
+
+
+def test_torch_and_tensorflow_fronts():
+    import posenc.torch
+
+    ours = posenc.grid_encoding((3, 5), 16, convention="detr", normalize=True)
+    assert torch.equal(posenc.torch.grid_encoding((3, 5), 16, convention="detr", normalize=True), torch.from_numpy(ours))
+    assert posenc.torch.grid_encoding((3, 5), 16, dtype=torch.bfloat16).dtype == torch.bfloat16
+    tf = pytest.importorskip("tensorflow")
+    import posenc.tensorflow
+
+    out = posenc.tensorflow.grid_encoding((3, 5), 16, convention="detr", normalize=True)
+    assert out.dtype == tf.float32 and np.array_equal(out.numpy(), ours)
+    assert posenc.tensorflow.grid_encoding((2, 3, 5), 32, convention="diffusers", dtype=tf.float64).shape == (30, 32)
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: posenc.grid_encoding((3, 5), 18), ValueError, "d must be a multiple of 4 for convention 'mae' (MAE asserts"),
+    (lambda: posenc.grid_encoding((3, 5), 18, convention="detr"), ValueError, "DETR's torch.stack"),
+    (lambda: posenc.grid_encoding((2, 3, 5), 24, convention="diffusers"), ValueError, "multiple of 16"),
+    (lambda: posenc.grid_encoding((2, 3, 5), 32), ValueError, "convention 'mae' is 2-D only"),
+    (lambda: posenc.grid_encoding((3, 5), 4, convention="big_vision"), ValueError, "needs d >= 8"),
+    (lambda: posenc.grid_encoding(5, 16), TypeError, "shape must be a tuple (height, width)"),
+    (lambda: posenc.grid_encoding((5,), 16), ValueError, "got (5,)"),
+    (lambda: posenc.grid_encoding((0, 5), 16), ValueError, "each size in shape must be an int >= 1, got 0"),
+    (lambda: posenc.grid_encoding((3, 5), 16.0), TypeError, "d must be an int >= 1, got 16.0"),
+    (lambda: posenc.grid_encoding((3, 5), 16, convention="vit"), ValueError, "convention must be one of 'mae'"),
+    (lambda: posenc.grid_encoding((3, 5), 16, temperature=5.0), TypeError, "takes the options cls_token; got temperature"),
+    (lambda: posenc.grid_encoding((3, 5), 16, convention="detr", scale=3.0), ValueError, "needs normalize=True"),
+    (lambda: posenc.grid_encoding((3, 5), 16, positions=[np.arange(3)]), ValueError, "one array per axis"),
+    (lambda: posenc.identify_grid(np.zeros((10, 16)), (3, 5)), ValueError, "fewer than the 15 tokens"),
+])
+def test_bad_arguments(call, error, message):
+    with pytest.raises(error) as caught:
+        call()
+    assert message in str(caught.value)
