@@ -496,7 +496,9 @@ def _offsets(explanation, entries):
         x = entries.values[:, k]
         partner = np.flatnonzero(~is_sine & (exponent == exponent[k]))
         if len(partner):
-            angle, usable = np.arctan2(x, entries.values[:, partner[0]]), np.ones(len(x), bool)
+            # Unwrapped down the rows: an angle crossing pi inside the table (position 100 and
+            # on at base 500) would otherwise split the reading in two.
+            angle, usable = np.unwrap(np.arctan2(x, entries.values[:, partner[0]])), np.ones(len(x), bool)
         else:
             angle, usable = np.arcsin(np.clip(x, -1, 1)), np.abs(x) < 0.9
         if usable.any():
@@ -710,33 +712,29 @@ def _named_conventions(entries):
 
 
 def _unknown(entries, nearest):
-    """"unknown": the nearest explanation, and the entry where the table departs most from it
-    (as the table lies: row, column, its value, the nearest's and the paper's), with the
-    tolerance there (the data's rounding plus the drift allowance) and what it is made of."""
+    """"unknown": where the table departs most from the paper's (row, column, its value and the
+    paper's, as the table lies), the tolerance there (the data's rounding plus the drift
+    allowance, and what they are made of), and how far even the nearest explanation is."""
+    paper = Explanation()
+    departure = np.abs(_deviation(paper, entries))
+    a, b = np.unravel_index(np.argmax(departure), departure.shape)
+    where = entries.take(np.array([a]), np.array([b]))
+    row, column = int(where.rows[0]), int(where.columns[0])
+    angle = paper.angles(where.rows, where.columns, entries.shape[1])
+    allowed = float(_allowed(where, angle)[0, 0])
+    value, expected = float(where.values[0, 0]), float(paper.table(where.rows, where.columns, entries.shape[1])[0, 0])
     oriented = entries.transposed() if nearest.transposed else entries
-    deviation = _deviation(nearest, oriented)
-    a, b = np.unravel_index(np.argmax(np.abs(deviation)), deviation.shape)
-    angle = float(nearest.angles(oriented.rows[[a]], oriented.columns[[b]], oriented.shape[1])[0, 0])
-    allowed = float(_allowed(oriented.take(np.array([a]), np.array([b])), np.array([[angle]]))[0, 0])
-    row, column = int(oriented.rows[a]), int(oriented.columns[b])
-    if nearest.transposed:
-        row, column = column, row
-        a, b = b, a
-    value = float(entries.values[a, b])
-    paper = float(Explanation().table(np.array([row]), np.array([column]), entries.shape[1])[0, 0])
-    largest = float(np.abs(deviation).max())
+    largest = float(np.abs(_deviation(nearest, oriented)).max())
     codes = nearest.codes(oriented.shape[1])
-    described = ", ".join(codes) if codes else "the paper's table"
-    rounding = float(entries.tolerance[a, b]) + CLEAN
+    rounding = float(where.tolerance[0, 0]) + CLEAN
     constant, per_radian = _drift(entries)
-    arithmetic = entries.dtype or "float32"
-    message = (f"no explanation in the catalog reproduces it: the nearest ({described}) is off by up to "
-               f"{largest:.2g}, most at row {row}, column {column}: the table holds {value:.6g}, the nearest "
-               f"{value - float(deviation.flat[np.argmax(np.abs(deviation))]):.6g}, the paper's formula "
-               f"{paper:.6g}; allowed there: {allowed:.2g} (the data's rounding {rounding:.1g} + {arithmetic} "
-               f"drift {constant:.0e} + {per_radian:.0e} * |angle| {abs(angle):.3g})")
+    message = (f"no explanation in the catalog reproduces it; it departs most from the paper's table at row {row}, "
+               f"column {column}: {value:.6g} where the paper's formula gives {expected:.6g}, beyond the "
+               f"{allowed:.2g} allowed there (the data's rounding {rounding:.1g} + {entries.dtype or 'float32'} drift "
+               f"{constant:.0e} + {per_radian:.0e} * |angle| {abs(float(angle[0, 0])):.3g}); the nearest explanation "
+               f"in the catalog ({', '.join(codes) if codes else 'the paper itself'}) is off by up to {largest:.2g}")
     details = {"nearest": codes, "max_deviation": largest, "tolerance": float((entries.tolerance + CLEAN).max()),
-               "row": row, "column": column, "value": value, "paper_value": paper, "allowed": allowed}
+               "row": row, "column": column, "value": value, "paper_value": expected, "allowed": allowed}
     return Diagnosis((Finding("unknown", message, details),), tuple(entries.shape), largest)
 
 
