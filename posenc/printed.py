@@ -118,20 +118,28 @@ def parse_printed(text, shape=None):
 
 
 def _half_dtype(text, shown):
-    """"float16" or "bfloat16" when the text says so, "float16" when every value is printed as
-    the shortest repr of a float16 (NumPy's ``print`` names no dtype), else None."""
+    """"float16" or "bfloat16" when the text says so; "float16" when every value printed is a
+    float16 value to the digits shown (NumPy's ``print`` of a float16 array names no dtype) and
+    that is no accident: a value printed to ``u`` (its last digit) lands within ``u / 2`` of a
+    float16 by chance with odds ``u / spacing``; together the odds must fall below 1e-4."""
     named = _HALF_DTYPE.search(text)
     if named:
         return "float16" if named.group(1) in ("float16", "half") else "bfloat16"
-    tokens = [token for row in shown for token in row]
-    digits = [len(token.lower().partition("e")[0].replace("-", "").replace(".", "").lstrip("0")) for token in tokens]
-    if max(digits, default=0) < 3:
-        return None  # 0., 1., 0.5: any dtype prints these
-    for token in tokens:
-        value = float(token)
-        if abs(value) > 65504 or float(np.format_float_positional(np.float16(value))) != value:
+    log_odds = 0.0
+    for token in (token for row in shown for token in row):
+        value, digit = float(token), _last_digit(token)
+        if abs(value) > 65504 or abs(float(np.float16(value)) - value) > digit / 2:
             return None
-    return "float16"
+        if abs(value) >= 2.0**-14:  # float16's normal numbers: spacing 2**(e - 10) in [2**e, 2**(e+1))
+            spacing = 2.0 ** (np.floor(np.log2(abs(value))) - 10)
+            log_odds += min(0.0, np.log10(digit / spacing))
+    return "float16" if log_odds < -4 else None
+
+
+def _last_digit(token):
+    """The unit of the last digit printed in ``token`` ("0.8413": 1e-4; "8.4131e-01": 1e-5)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
 
 
 def _largest_array(text):
@@ -190,12 +198,12 @@ def _two_axes(shape):
         dims = [int(n) for n in shape]
     except (TypeError, ValueError):
         raise TypeError(f"shape must be a tuple of ints (length, d_model), got {shape!r}") from None
-    while len(dims) > 2 and dims[0] == 1:
-        dims.pop(0)
+    if len(dims) > 2:  # (1, L, d) and (L, 1, d)
+        dims = [n for n in dims if n != 1] or [1]
     if len(dims) == 1:
         dims = [1, *dims]
     if len(dims) != 2 or min(dims) < 1:
-        raise ValueError(f"shape must be (length, d_model) with leading 1s allowed, got {tuple(shape)!r}")
+        raise ValueError(f"shape must be (length, d_model), axes of length 1 allowed, got {tuple(shape)!r}")
     return tuple(dims)
 
 
@@ -226,12 +234,10 @@ def _printed_tolerance(rows):
     for row in rows:
         line = []
         for token in row:
-            mantissa, _, exponent = token.lower().partition("e")
-            decimals = len(mantissa.partition(".")[2])
-            if exponent:
-                line.append(0.5 * 10.0 ** (int(exponent) - decimals))
+            if "e" in token.lower():
+                line.append(0.5 * _last_digit(token))
             else:
-                fixed_decimals = max(fixed_decimals, decimals)
+                fixed_decimals = max(fixed_decimals, len(token.partition(".")[2]))
                 line.append(np.nan)
         tolerance.append(line)
     tolerance = np.array(tolerance, dtype=np.float64)

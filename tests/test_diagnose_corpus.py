@@ -1,0 +1,66 @@
+"""posenc.diagnose on tables computed the way published code computes them (tests/published_tables.py).
+
+Every source is diagnosed as NumPy, torch and TF tensors and from the prints a learner would
+paste (NumPy's repr and print, torch's and TF's reprs, summarised past 1000 entries), at the
+lecture's 10x6 and at a larger size, and once more held in float16. The tensor and its print
+must get the same finding, and the finding must be the one the source's bug calls for.
+"""
+
+import numpy as np
+import pytest
+
+import posenc
+from published_tables import SOURCES
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("tensorflow")
+
+
+def _prints(table, every):
+    """``(label, text, shape)`` a learner could paste; all of them when ``every``, else three."""
+    shape = table.shape
+    with np.printoptions(precision=4, suppress=True):  # the lectures' rounded prints
+        rounded = str(table)
+    texts = [("numpy print", str(table), shape), ("torch repr", repr(torch.from_numpy(table)), shape),
+             ("tf repr", repr(tf.constant(table)), None)]
+    if every:
+        texts += [("numpy repr", repr(table), shape), ("numpy rounded", rounded, shape),
+                  ("tf print", str(tf.constant(table)), None)]
+        torch.set_printoptions(sci_mode=False)
+        try:
+            texts.append(("torch sci_mode=False", repr(torch.from_numpy(table)), shape))
+        finally:
+            torch.set_printoptions(profile="default")
+    return texts
+
+
+CASES = [(source, size) for source in SOURCES for size in source.sizes]
+
+
+@pytest.mark.parametrize("source, size", CASES, ids=[f"{s.name}-{n}x{d}" for s, (n, d) in CASES])
+def test_published_tables(source, size):
+    table = source.table(*size)
+    expected = list(source.codes)
+    found = posenc.diagnose(table)
+    assert found.codes == expected, f"{source.cite}\n{found}"
+    if expected != ["unknown"]:
+        assert found.max_deviation < 0.05
+    assert posenc.diagnose(torch.from_numpy(table)).codes == expected
+    assert posenc.diagnose(tf.constant(table)).codes == expected
+    for label, text, shape in _prints(table, every=size == source.sizes[0]):
+        assert posenc.diagnose(text, shape=shape).codes == expected, f"{label}:\n{text}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[s.name for s in SOURCES])
+def test_published_tables_held_in_float16(source):
+    # The same table cast to float16 (a model run in half precision): the same finding, and
+    # half_precision, from the array, both tensors and their prints (which name the dtype, or,
+    # NumPy's print, show float16's shortest digits).
+    table = source.table(*source.sizes[0]).astype(np.float16)
+    expected = [*source.codes, "half_precision"] if source.codes != ("unknown",) else ["unknown"]
+    expected = list(dict.fromkeys(expected))
+    assert posenc.diagnose(table).codes == expected, f"{source.cite}\n{posenc.diagnose(table)}"
+    assert posenc.diagnose(torch.from_numpy(table)).codes == expected
+    assert posenc.diagnose(tf.constant(table)).codes == expected
+    for text in (repr(table), str(table), repr(torch.from_numpy(table)), repr(tf.constant(table))):
+        assert posenc.diagnose(text).codes == expected, text
