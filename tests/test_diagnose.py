@@ -559,3 +559,50 @@ def test_inner_axes_of_length_one(shape):
     table = learner_paper(10, 6).reshape(shape)  # the PyTorch tutorial's (max_len, 1, d_model)
     assert posenc.diagnose(table).codes == ["matches"]
     assert posenc.diagnose(repr(table)).codes == ["matches"]
+
+
+# --- robustness --------------------------------------------------------------------------------
+
+
+def test_the_table_that_overflowed_math_exp():
+    # The Stack Overflow question's powers of the position at 100 x 512: reading a base off it
+    # overflowed math.exp on main. Now it is an honest unknown.
+    assert posenc.diagnose(_by_name("stackoverflow_power", 100, 512)).codes == ["unknown"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 24),
+       st.sampled_from([1e-300, 1e-6, 1.0, 1e6, 1e300]))
+def test_no_exception_on_any_finite_table(seed, length, width, scale):
+    table = np.random.default_rng(seed).standard_normal((length, width)) * scale
+    assert posenc.diagnose(table).codes
+    assert posenc.diagnose(np.zeros((length, width))).codes
+    assert posenc.diagnose(np.full((length, width), scale)).codes
+
+
+@pytest.mark.parametrize("base", [10.0, 1e6, 1e8])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_10x6_table_far_from_10000_is_read_from_its_values(base, dtype):
+    # At 10 x 6 the slow columns of base 1e6 turn by under 0.02 per row: read off the angle
+    # of each sine and its cosine, not off second differences.
+    found = posenc.diagnose(_interleave(_angles(10, 6, dtype, base=base)))
+    assert found.codes == ["exponent_scaled" if base == 1e8 else "wrong_base"], str(found)
+    assert found.findings[0].details["base"] == base
+
+
+def test_bfloat16_tensors_and_prints():
+    torch = pytest.importorskip("torch")
+    for table, codes in [(learner_paper(10, 6), ["matches"]), (learner_swapped(50, 64), ["swapped_sin_cos"])]:
+        tensor = torch.from_numpy(table).to(torch.bfloat16)
+        expected = [*codes, "half_precision"]
+        assert posenc.diagnose(tensor).codes == expected
+        assert posenc.diagnose(repr(tensor), shape=table.shape).codes == expected
+        assert posenc.diagnose(tensor).findings[-1].details["dtype"] == "bfloat16"
+
+
+def test_float16_print_without_dtype_is_told_by_its_digits():
+    half = learner_paper(10, 6).astype(np.float16)
+    assert parse_printed(str(half)).dtype == "float16"  # NumPy's print names no dtype
+    assert parse_printed(str(half.astype(np.float32))).dtype is None
+    with np.printoptions(precision=4, suppress=True):  # a rounded float32 print is not float16
+        assert parse_printed(str(learner_paper(10, 6, np.float32))).dtype is None

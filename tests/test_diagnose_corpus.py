@@ -45,9 +45,11 @@ def test_published_tables(source, size):
     assert found.codes == expected, f"{source.cite}\n{found}"
     if expected != ["unknown"]:
         assert found.max_deviation < 0.05
-    assert posenc.diagnose(torch.from_numpy(table)).codes == expected
-    assert posenc.diagnose(tf.constant(table)).codes == expected
-    for label, text, shape in _prints(table, every=size == source.sizes[0]):
+    first = size == source.sizes[0]
+    if first:  # tensors reach diagnose as their arrays: one size shows the way in works
+        assert posenc.diagnose(torch.from_numpy(table)).codes == expected
+        assert posenc.diagnose(tf.constant(table)).codes == expected
+    for label, text, shape in _prints(table, every=first):
         assert posenc.diagnose(text, shape=shape).codes == expected, f"{label}:\n{text}"
 
 
@@ -62,5 +64,5 @@ def test_published_tables_held_in_float16(source):
     assert posenc.diagnose(table).codes == expected, f"{source.cite}\n{posenc.diagnose(table)}"
     assert posenc.diagnose(torch.from_numpy(table)).codes == expected
     assert posenc.diagnose(tf.constant(table)).codes == expected
-    for text in (repr(table), str(table), repr(torch.from_numpy(table)), repr(tf.constant(table))):
+    for text in (str(table), repr(torch.from_numpy(table)), repr(tf.constant(table))):
         assert posenc.diagnose(text).codes == expected, text
