@@ -36,6 +36,7 @@ nearest explanation and the entry where the table departs most from it.
 """
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -102,6 +103,7 @@ class Explanation:
     base: float = PAPER_BASE
     offset: int = 0
 
+    @functools.lru_cache(maxsize=4096)  # the fit asks each candidate several times; read-only
     def columns(self, width):
         """``(is_sine, exponent)`` of every column: bool and float64, shape ``(width,)``."""
         k = np.arange(width)
@@ -250,9 +252,12 @@ def diagnose(table, *, shape=None):
     rounding and gets a "half_precision" finding.
     """
     entries = _entries(table, shape)
-    found = _diagnose(entries)
-    if found.codes == ["unknown"]:
-        found = _repaired(entries) or found
+    # Values near the float64 limits (a finite table may hold 1e300) overflow squares and
+    # products: those readings come out inf or NaN and fit nothing, which is the answer.
+    with np.errstate(all="ignore"):
+        found = _diagnose(entries)
+        if found.codes == ["unknown"]:
+            found = _repaired(entries) or found
     if entries.dtype in HALF_PRECISION and "unknown" not in found.codes:
         found = dataclasses.replace(found, findings=(*found.findings, _half_finding(entries, found)))
     return found
@@ -354,7 +359,9 @@ def _excess(explanation, entries):
     ``|deviation|``."""
     worst, largest, informative = 0.0, 0.0, 0
     for start in range(0, len(entries.rows), 2048):
-        part = entries.take(np.arange(start, min(start + 2048, len(entries.rows))), np.arange(len(entries.columns)))
+        whole = len(entries.rows) <= 2048
+        part = entries if whole else entries.take(np.arange(start, min(start + 2048, len(entries.rows))),
+                                                  np.arange(len(entries.columns)))
         allowed = _allowed(part, explanation.angles(part.rows, part.columns, part.shape[1]))
         deviation = np.abs(part.values - explanation.table(part.rows, part.columns, part.shape[1]))
         worst = max(worst, float((deviation / allowed).max()))
@@ -381,24 +388,27 @@ def _probe(entries):
 
 
 def _fit(entries):
-    """``(fits, nearest)``: the explanations that fit, best first, and the nearest one."""
-    scored = []
+    """``(fits, nearest)``: the explanations that fit, best first, and the nearest one (None
+    when something fits). Candidates are tried cheapest first; once one fits, dearer ones are
+    not tried."""
+    candidates = []
     for transposed in (False, True):
         oriented = entries.transposed() if transposed else entries
-        probe = _probe(oriented)
-        frequencies = _column_frequencies(oriented)
-        for candidate in _candidates(oriented, frequencies, transposed):
-            scored.append((candidate.cost(oriented.shape[1]), *_excess(candidate, probe), candidate))
-    scored.sort(key=lambda s: s[:2])
-    fits = []
-    for cost, excess, _, candidate in scored:
-        if excess > 1 or (fits and cost > fits[0].cost(_width(fits[0], entries))):
-            continue
-        oriented = entries.transposed() if candidate.transposed else entries
-        if _excess(candidate, oriented)[0] <= 1:
-            fits.append(candidate)
+        probe, frequencies = _probe(oriented), _column_frequencies(oriented)
+        candidates += [(candidate.cost(oriented.shape[1]), candidate, oriented, probe)
+                       for candidate in _candidates(oriented, frequencies, transposed)]
+    candidates.sort(key=lambda c: c[0])  # stable: the order of _candidates among equals
+    scored, fits = [], []
+    for cost, candidate, oriented, probe in candidates:
+        if fits and cost > fits[0][0]:
+            break
+        excess, largest = _excess(candidate, probe)
+        scored.append((cost, excess, largest, candidate))
+        if excess <= 1 and _excess(candidate, oriented)[0] <= 1:
+            fits.append((cost, excess, candidate))
+    fits.sort(key=lambda f: f[:2])
     nearest = min((s for s in scored if s[1] < math.inf), key=lambda s: (s[2], s[0]), default=scored[0])[3]
-    return fits, nearest
+    return [f[2] for f in fits], nearest
 
 
 def _width(explanation, entries):
@@ -466,7 +476,7 @@ def _bases(structure, entries, frequencies):
             # Printed digits blur the reading: round numbers near it come first.
             for base in (float(f"{read:.1g}"), float(f"{read:.2g}"), float(f"{read:.3g}"), read,
                          _refined_base(structure, entries, read)):
-                if base > 1.0 and base not in bases:
+                if base > 1.0 and all(abs(base / known - 1) > 1e-12 for known in bases):
                     bases.append(base)
     return bases
 

@@ -53,14 +53,13 @@ class Entries:
     dtype: str | None = None
 
     def transposed(self):
-        return dataclasses.replace(self, values=self.values.T, rows=self.columns, columns=self.rows,
-                                   shape=self.shape[::-1], tolerance=self.tolerance.T)
+        return Entries(self.values.T, self.columns, self.rows, self.shape[::-1], self.tolerance.T, self.dtype)
 
     def take(self, rows, columns):
         """The sub-grid at positions ``rows`` and ``columns`` of ``values`` (index arrays)."""
         grid = np.ix_(rows, columns)
-        return dataclasses.replace(self, values=self.values[grid], rows=self.rows[rows],
-                                   columns=self.columns[columns], tolerance=self.tolerance[grid])
+        return Entries(self.values[grid], self.rows[rows], self.columns[columns], self.shape,
+                       self.tolerance[grid], self.dtype)
 
     @property
     def complete(self):
