@@ -355,8 +355,7 @@ def _allowed(entries, angles):
 
 def _excess(explanation, entries):
     """``(ratio, deviation)``: the largest ``|deviation| / allowed`` over the known entries
-    (<= 1: it fits; inf when under two thirds of the entries are informative) and the largest
-    ``|deviation|``."""
+    (<= 1: it fits; inf when too few entries are informative) and the largest ``|deviation|``."""
     worst, largest, informative = 0.0, 0.0, 0
     for start in range(0, len(entries.rows), 2048):
         whole = len(entries.rows) <= 2048
@@ -367,8 +366,11 @@ def _excess(explanation, entries):
         worst = max(worst, float((deviation / allowed).max()))
         largest = max(largest, float(deviation.max()))
         informative += int((allowed < UNINFORMATIVE).sum())
-    # Two thirds: half let a far offset turn half a float16 table uninformative and fit the rest.
-    return (worst if informative * 3 >= 2 * entries.values.size else math.inf), largest
+    # Half of them; two thirds in half precision, whose drift let a far offset make half of a
+    # float16 table uninformative and fit the rest (a float32 table multiplied where it should
+    # divide needs half: its fast columns turn by 1e5 radians and say nothing).
+    needed = 2 / 3 if entries.dtype in HALF_PRECISION else 1 / 2
+    return (worst if informative >= needed * entries.values.size else math.inf), largest
 
 
 def _deviation(explanation, entries):
