@@ -23,7 +23,7 @@ Every combination is tried; the base is read off each column's frequency (three
 consecutive rows give it: ``x[r-1] + x[r+1] = 2 cos(w) x[r]``; a sine and its cosine give
 it too, through the slope of ``atan2(sin, cos)``), the offset off the slowest sine. A
 combination explains the table when every known entry is within what the data's own
-rounding allows plus what float32 arithmetic drifts by (``1e-5 + 6e-7 |angle|``; for a
+rounding allows plus what float32 arithmetic drifts by (``1e-5 + 1e-6 |angle|``; for a
 float16 or bfloat16 table, its rounding ``u`` and ``4 u |angle|``). Among those, the one
 with the fewest and smallest mistakes is reported.
 
@@ -72,8 +72,10 @@ PAPER_BASE = 10000.0
 CLEAN = 2e-6
 # float32 drift smaller than this (invisible at the 4 or 5 decimals lectures print) is not reported.
 VISIBLE = 1e-5
-# What float32 code drifts by: its angle p * w is rounded, and w through a float32 exponent.
-DRIFT, DRIFT_PER_RADIAN = 1e-5, 6e-7
+# What float32 code drifts by: its angle p * w is rounded, and w through a float32 exponent;
+# exp(2i/d * ln 10000) rounds its argument (up to 9.2) to 5e-7, which a position multiplied
+# by w (up to 10000) carries into the angle: 1e-6 per radian.
+DRIFT, DRIFT_PER_RADIAN = 1e-5, 1e-6
 # A half-precision table drifts by its own rounding u, and by about 4 u per radian of angle
 # when the angles themselves were computed in that precision.
 HALF_DRIFT_PER_UNIT = 4

@@ -165,7 +165,7 @@ def _funasr_angles(length, d_model, dtype):
 
 
 def funasr_fp16(length, d_model):
-    # FunASR's encoder as served with --dtype float16 before the fix: every step in float16, [sin | cos].
+    # FunASR's encoder as served with --dtype float16 before the fix: every step in float16, [sin, cos].
     angles = _funasr_angles(length, d_model, np.float16)
     return np.concatenate([np.sin(angles), np.cos(angles)], axis=1).astype(np.float16)
 
@@ -177,7 +177,7 @@ def funasr_fixed(length, d_model):
 
 
 def fsmt(length, d_model, padding_idx=1):
-    # fairseq's rule: exp(-j ln(10000) / (h - 1)), [sin | cos], a zero column for odd d,
+    # fairseq's rule: exp(-j ln(10000) / (h - 1)), [sin, cos], a zero column for odd d,
     # row padding_idx zeroed; float32.
     half = d_model // 2
     rate = np.exp(np.arange(half, dtype=np.float32) * np.float32(-np.log(10000) / (half - 1)))
@@ -198,7 +198,7 @@ def tfold(length, d_model, max_len=1024):
 
 
 def guided_diffusion(length, d_model, max_period=10000):
-    # freqs = exp(-ln(max_period) j / half), [cos | sin], a zero column when dim is odd; float32.
+    # freqs = exp(-ln(max_period) j / half), [cos, sin], a zero column when dim is odd; float32.
     half = d_model // 2
     freqs = np.exp(-np.log(max_period) * np.arange(half, dtype=np.float32) / half).astype(np.float32)
     args = np.arange(length, dtype=np.float32)[:, None] * freqs[None]
@@ -254,19 +254,19 @@ SOURCES = (
     Source("pe_study", "MiuLab/PE-Study lm/embeddings.py @2adaf3a534bb9409e6b23582fd4077abb8895610",
            "exp route, then (pe - mean) / std * 0.02", pe_study, ("matches", "scaled")),
     Source("funasr_fp16", "https://github.com/vllm-project/vllm/pull/54620 (FunASR SinusoidalPositionEncoder)",
-           "h-1 rule, [sin | cos], positions from 1, every step in float16", funasr_fp16,
+           "h-1 rule, [sin, cos], positions from 1, every step in float16", funasr_fp16,
            ("matches", "layout", "position_offset", "half_precision")),
     Source("funasr_fixed", "https://github.com/vllm-project/vllm/pull/54620 (the fix)",
            "the same in float32, cast to float16", funasr_fixed,
            ("matches", "layout", "position_offset", "half_precision")),
     Source("fsmt", "huggingface/transformers src/transformers/models/fsmt/modeling_fsmt.py "
            "@70a406ab7dfb491be5a907f363f8a41dd6c0d6aa",
-           "fairseq's h-1 [sin | cos], zero column for odd d, padding row 1 zeroed", fsmt, ("matches", "layout")),
+           "fairseq's h-1 [sin, cos], zero column for odd d, padding row 1 zeroed", fsmt, ("matches", "layout")),
     Source("tfold", "TencentAI4S/tfold tfold/model/layer/embedding/position_embedding.py "
            "@a6b2d9b991b80d9cb2233221442bdd86b78e46a3",
-           "[sin | cos] of i / 1024**(j / (n - 1))", tfold, ("layout", "wrong_base")),
+           "[sin, cos] of i / 1024**(j / (n - 1))", tfold, ("layout", "wrong_base")),
     Source("guided_diffusion", "openai/guided-diffusion guided_diffusion/nn.py @aca3097a89fab9c9962b22224d5f48950eb57e29",
-           "timestep_embedding: [cos | sin], exp(-ln(10000) j / half), zero column for odd dim",
+           "timestep_embedding: [cos, sin], exp(-ln(10000) j / half), zero column for odd dim",
            guided_diffusion, ("layout", "zero_column"), ((10, 7), (50, 33))),
     Source("stackoverflow_power", "https://stackoverflow.com/questions/46452020/sinusoidal-embedding-attention-is-all-you-need",
            "(pos / 10000) ** (2k/d): a power of the position; cos at even columns", stackoverflow_power, ("unknown",)),
