@@ -505,8 +505,9 @@ for code, mistake in mistakes.items():
 assert posenc.diagnose(draft_table(10, 6)).matches_paper
 
 # %% [markdown]
-# A table that nothing in the catalog explains gets "unknown", with the distance to the
-# nearest explanation, never a guess: here the draft's table plus a little noise.
+# A table that nothing in the catalog explains gets "unknown", never a guess: it says where
+# the table departs most from the paper's, by how much beyond the tolerance there, and how
+# far even the nearest explanation is. Here the draft's table plus a little noise.
 
 # %%
 noisy = draft_table(10, 6) + np.random.default_rng(0).normal(0, 1e-3, (10, 6))

@@ -499,14 +499,16 @@ print(found)
 # %% [markdown]
 # A printed tensor works too, the way a notebook shows it: a long one is summarised to its
 # corners, so pass its shape. The first three and last three rows and columns of this
-# `(50, 64)` print are enough to see that the minus sign is missing.
+# `(50, 64)` print are enough to see that the minus sign is missing, the same answer as
+# for the tensor itself.
 
 # %%
-printed = repr(draft_table(50, 64, multiply=True))
+tensor = draft_table(50, 64, multiply=True)
+printed = repr(tensor)
 shown = posenc.printed.parse_printed(printed, shape=(50, 64))
 assert shown.rows.tolist() == [0, 1, 2, 47, 48, 49] and shown.columns.tolist() == [0, 1, 2, 61, 62, 63]
 found = posenc.diagnose(printed, shape=(50, 64))
-assert found.codes == ["multiplied_not_divided"]
+assert found.codes == posenc.diagnose(tensor).codes == ["multiplied_not_divided"]
 print(found)
 
 # %% [markdown]

@@ -669,8 +669,8 @@ assert "..." in printed and posenc.diagnose(printed).matches_paper
 #
 # Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
 # table, starting from the first draft stored here, then run the check below it: it says
-# what your table is. When it says "This is the paper's table." for both sizes, you are
-# done.
+# what your table is. When it says "This is the paper's table." for every size, an odd
+# width included, you are done.
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -682,5 +682,5 @@ def my_positional_encoding(length, d_model):
 
 
 # %%
-for length, d_model in [(10, 6), (100, 64)]:
+for length, d_model in [(10, 6), (100, 64), (10, 7)]:
     print(f"{length} x {d_model}:", posenc.diagnose(my_positional_encoding(length, d_model)))

@@ -20,20 +20,29 @@ summarised print):
   is missing or extra), the ``base``, and the position of row 0 (``offset``).
 
 Every combination is tried; the base is read off each column's frequency (three
-consecutive rows give it: ``x[r-1] + x[r+1] = 2 cos(w) x[r]``), the offset off the slowest
-sine. A combination explains the table when every known entry is within what the data's
-own rounding allows plus what float32 arithmetic drifts by (``1e-5 + 6e-7 |angle|``).
-Among those, the one with the fewest and smallest mistakes is reported; when none fits,
-the answer is "unknown", with the distance to the nearest.
+consecutive rows give it: ``x[r-1] + x[r+1] = 2 cos(w) x[r]``; a sine and its cosine give
+it too, through the slope of ``atan2(sin, cos)``), the offset off the slowest sine. A
+combination explains the table when every known entry is within what the data's own
+rounding allows plus what float32 arithmetic drifts by (``1e-5 + 1e-6 |angle|``; for a
+float16 or bfloat16 table, its rounding ``u`` and ``4 u |angle|``). Among those, the one
+with the fewest and smallest mistakes is reported.
+
+Published code adds a few changes outside the formula, undone before fitting when nothing
+fits as the table is: a zero row (a padding row, ``zero_pad`` or ``padding_idx``), a zero
+column (an odd width padded), and a constant factor or shift (``x * sqrt(d_model)``, or a
+table standardised to a mean and a standard deviation), read off row 0, where the paper's
+sines are 0 and its cosines 1. When still nothing fits, the answer is "unknown", with the
+nearest explanation and the entry where the table departs most from it.
 """
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
 
 from . import _core, conventions, layouts
-from .printed import Entries, parse_printed
+from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
 #: Every code a ``Finding`` may carry.
 CATALOG = (
@@ -41,14 +50,19 @@ CATALOG = (
     "swapped_sin_cos",
     "exponent_per_column",
     "wrong_base",
+    "exponent_scaled",
     "integer_division",
     "multiplied_not_divided",
     "position_offset",
     "transposed",
     "layout",
     "float32_precision",
+    "half_precision",
     "extra_column",
     "missing_column",
+    "zero_row",
+    "zero_column",
+    "scaled",
     "unknown",
 )
 LAYOUTS = ("interleaved", "swapped", "sin_cos", "cos_sin")
@@ -58,8 +72,13 @@ PAPER_BASE = 10000.0
 CLEAN = 2e-6
 # float32 drift smaller than this (invisible at the 4 or 5 decimals lectures print) is not reported.
 VISIBLE = 1e-5
-# What float32 code drifts by: its angle p * w is rounded, and w through a float32 exponent.
-DRIFT, DRIFT_PER_RADIAN = 1e-5, 6e-7
+# What float32 code drifts by: its angle p * w is rounded, and w through a float32 exponent;
+# exp(2i/d * ln 10000) rounds its argument (up to 9.2) to 5e-7, which a position multiplied
+# by w (up to 10000) carries into the angle: 1e-6 per radian.
+DRIFT, DRIFT_PER_RADIAN = 1e-5, 1e-6
+# A half-precision table drifts by its own rounding u, and by about 4 u per radian of angle
+# when the angles themselves were computed in that precision.
+HALF_DRIFT_PER_UNIT = 4
 # Entries allowed to be off by more than this say nothing (huge float32 angles).
 UNINFORMATIVE = 0.1
 # How much each departure from the paper counts when several explanations fit.
@@ -86,6 +105,7 @@ class Explanation:
     base: float = PAPER_BASE
     offset: int = 0
 
+    @functools.lru_cache(maxsize=4096)  # the fit asks each candidate several times; read-only
     def columns(self, width):
         """``(is_sine, exponent)`` of every column: bool and float64, shape ``(width,)``."""
         k = np.arange(width)
@@ -230,8 +250,23 @@ def diagnose(table, *, shape=None):
     output (``posenc.printed.parse_printed``: NumPy, torch and TF prints, summarised ones
     too; ``shape`` gives the full shape when the text does not). Returns a ``Diagnosis``
     whose ``findings`` carry codes from ``CATALOG`` and whose ``str()`` says what to change.
+    A float16 or bfloat16 table (or a print naming one) is fitted within that precision's
+    rounding and gets a "half_precision" finding.
     """
     entries = _entries(table, shape)
+    # Values near the float64 limits (a finite table may hold 1e300) overflow squares and
+    # products: those readings come out inf or NaN and fit nothing, which is the answer.
+    with np.errstate(all="ignore"):
+        found = _diagnose(entries)
+        if found.codes == ["unknown"]:
+            found = _repaired(entries) or found
+    if entries.dtype in HALF_PRECISION and "unknown" not in found.codes:
+        found = dataclasses.replace(found, findings=(*found.findings, _half_finding(entries, found)))
+    return found
+
+
+def _diagnose(entries):
+    """The ``Diagnosis`` of ``entries`` as they are (no zero line set aside, no rescaling)."""
     fits, nearest = _fit(entries)
     if not fits or not fits[0].is_convention(_width(fits[0], entries)):
         # A preset outside the paper's family can pass for a mistake: tensor2tensor's "h-1"
@@ -249,8 +284,9 @@ def diagnose(table, *, shape=None):
         names, _ = _preset_names(oriented, 0)
         if names:
             findings.insert(0, _matches(names))
-        # The drift of float32 arithmetic is news only about a table without mistakes to fix.
-        drift = _float32_finding(best, oriented, deviation)
+        # The drift of float32 arithmetic is news only about a table without mistakes to fix
+        # (and a half-precision table's drift is that precision's, named by diagnose).
+        drift = _float32_finding(best, oriented, deviation) if entries.dtype is None else None
         if drift:
             findings.append(drift)
     alternatives = [tuple(best.codes(width))]  # the code lists of equally cheap fits, best's first
@@ -268,9 +304,9 @@ def diagnose(table, *, shape=None):
 def _entries(table, shape):
     if isinstance(table, str):
         return parse_printed(table, shape)
-    array, tolerance = _as_array(table)
-    while array.ndim > 2 and array.shape[0] == 1:
-        array = array[0]
+    array, dtype = _as_array(table)
+    if array.ndim > 2:  # (1, L, d) from Keras code, (L, 1, d) from the PyTorch tutorial
+        array = array.reshape([n for n in array.shape if n != 1] or [1])
     if array.ndim == 1:
         array = array[None, :]
     if array.ndim != 2 or 0 in array.shape:
@@ -280,23 +316,23 @@ def _entries(table, shape):
     if shape is not None and tuple(shape) != array.shape:
         raise ValueError(f"shape must be the table's own shape {array.shape} for an array, got {tuple(shape)}")
     rows, columns = np.arange(array.shape[0]), np.arange(array.shape[1])
-    return Entries(array, rows, columns, array.shape, np.full(array.shape, tolerance))
+    return Entries(array, rows, columns, array.shape, half_tolerance(array, dtype), dtype)
 
 
 def _as_array(table):
-    """``(float64 array, tolerance of its dtype)``; torch and TF tensors without importing them."""
+    """``(float64 array, "float16" / "bfloat16" or None)``; torch and TF tensors without importing them."""
     module = type(table).__module__.split(".")[0]
     if module == "torch":
         table = table.detach().cpu()
         if str(table.dtype) == "torch.bfloat16":
-            return table.float().numpy().astype(np.float64), 4e-3
+            return table.float().numpy().astype(np.float64), "bfloat16"
         table = table.numpy()
     elif module in ("tensorflow", "keras", "tf_keras") and hasattr(table, "numpy"):
         table = table.numpy()
     try:
         array = np.asarray(table)
-        tolerance = 1e-3 if array.dtype == np.float16 else 0.0
-        return array.astype(np.float64), tolerance
+        dtype = str(array.dtype) if str(array.dtype) in HALF_PRECISION else None  # ml_dtypes' bfloat16 too
+        return array.astype(np.float64), dtype
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"table must be an array, tensor, list or printed text, got {type(table).__name__}"
@@ -306,10 +342,17 @@ def _as_array(table):
 # --- the fit ---------------------------------------------------------------------------
 
 
+def _drift(entries):
+    """``(constant, per radian)``: what code computing in the table's precision drifts by."""
+    unit = HALF_PRECISION.get(entries.dtype)
+    return (DRIFT, DRIFT_PER_RADIAN) if unit is None else (unit, HALF_DRIFT_PER_UNIT * unit)
+
+
 def _allowed(entries, angles):
     """How far each known entry may be from a value computed from ``angles``: the data's own
-    rounding, then what float32 code drifts by (module docstring)."""
-    return entries.tolerance + CLEAN + DRIFT + DRIFT_PER_RADIAN * np.abs(angles)
+    rounding, then what float32 (or half-precision) code drifts by (module docstring)."""
+    constant, per_radian = _drift(entries)
+    return entries.tolerance + CLEAN + constant + per_radian * np.abs(angles)
 
 
 def _excess(explanation, entries):
@@ -317,13 +360,19 @@ def _excess(explanation, entries):
     (<= 1: it fits; inf when too few entries are informative) and the largest ``|deviation|``."""
     worst, largest, informative = 0.0, 0.0, 0
     for start in range(0, len(entries.rows), 2048):
-        part = entries.take(np.arange(start, min(start + 2048, len(entries.rows))), np.arange(len(entries.columns)))
+        whole = len(entries.rows) <= 2048
+        part = entries if whole else entries.take(np.arange(start, min(start + 2048, len(entries.rows))),
+                                                  np.arange(len(entries.columns)))
         allowed = _allowed(part, explanation.angles(part.rows, part.columns, part.shape[1]))
         deviation = np.abs(part.values - explanation.table(part.rows, part.columns, part.shape[1]))
         worst = max(worst, float((deviation / allowed).max()))
         largest = max(largest, float(deviation.max()))
         informative += int((allowed < UNINFORMATIVE).sum())
-    return (worst if informative * 2 >= entries.values.size else math.inf), largest
+    # Half of them; two thirds in half precision, whose drift let a far offset make half of a
+    # float16 table uninformative and fit the rest (a float32 table multiplied where it should
+    # divide needs half: its fast columns turn by 1e5 radians and say nothing).
+    needed = 2 / 3 if entries.dtype in HALF_PRECISION else 1 / 2
+    return (worst if informative >= needed * entries.values.size else math.inf), largest
 
 
 def _deviation(explanation, entries):
@@ -343,24 +392,27 @@ def _probe(entries):
 
 
 def _fit(entries):
-    """``(fits, nearest)``: the explanations that fit, best first, and the nearest one."""
-    scored = []
+    """``(fits, nearest)``: the explanations that fit, best first, and the nearest one (None
+    when something fits). Candidates are tried cheapest first; once one fits, dearer ones are
+    not tried."""
+    candidates = []
     for transposed in (False, True):
         oriented = entries.transposed() if transposed else entries
-        probe = _probe(oriented)
-        frequencies = _column_frequencies(oriented)
-        for candidate in _candidates(oriented, frequencies, transposed):
-            scored.append((candidate.cost(oriented.shape[1]), *_excess(candidate, probe), candidate))
-    scored.sort(key=lambda s: s[:2])
-    fits = []
-    for cost, excess, _, candidate in scored:
-        if excess > 1 or (fits and cost > fits[0].cost(_width(fits[0], entries))):
-            continue
-        oriented = entries.transposed() if candidate.transposed else entries
-        if _excess(candidate, oriented)[0] <= 1:
-            fits.append(candidate)
+        probe, frequencies = _probe(oriented), _column_frequencies(oriented)
+        candidates += [(candidate.cost(oriented.shape[1]), candidate, oriented, probe)
+                       for candidate in _candidates(oriented, frequencies, transposed)]
+    candidates.sort(key=lambda c: c[0])  # stable: the order of _candidates among equals
+    scored, fits = [], []
+    for cost, candidate, oriented, probe in candidates:
+        if fits and cost > fits[0][0]:
+            break
+        excess, largest = _excess(candidate, probe)
+        scored.append((cost, excess, largest, candidate))
+        if excess <= 1 and _excess(candidate, oriented)[0] <= 1:
+            fits.append((cost, excess, candidate))
+    fits.sort(key=lambda f: f[:2])
     nearest = min((s for s in scored if s[1] < math.inf), key=lambda s: (s[2], s[0]), default=scored[0])[3]
-    return fits, nearest
+    return [f[2] for f in fits], nearest
 
 
 def _width(explanation, entries):
@@ -418,15 +470,56 @@ def _bases(structure, entries, frequencies):
     usable = np.zeros(len(exponent), bool)
     usable[order[: slow[0] if len(slow) else len(order)]] = True
     usable &= (exponent > 0) & (frequencies < 2.5)
-    if not usable.any():
-        return bases
-    read = math.exp(float(np.median(-np.log(frequencies[usable]) / exponent[usable])))
-    if 1.0 < read < 1e12:
-        # Printed digits blur the reading: round numbers near it come first.
-        for base in (float(f"{read:.1g}"), float(f"{read:.2g}"), float(f"{read:.3g}"), read):
-            if base > 1.0 and base not in bases:
-                bases.append(base)
+    readings = [float(np.median(-np.log(frequencies[usable]) / exponent[usable]))] if usable.any() else []
+    readings.append(_pair_log_base(structure, entries))
+    for log_read in readings:
+        # Compared as a log: a tiny exponent over a garbled frequency overflows math.exp (a
+        # published table of powers of the position did, 100 x 512).
+        if 0.0 < log_read < math.log(1e12):
+            read = math.exp(log_read)
+            # Printed digits blur the reading: round numbers near it come first.
+            for base in (float(f"{read:.1g}"), float(f"{read:.2g}"), float(f"{read:.3g}"), read,
+                         _refined_base(structure, entries, read)):
+                if base > 1.0 and all(abs(base / known - 1) > 1e-12 for known in bases):
+                    bases.append(base)
     return bases
+
+
+def _refined_base(structure, entries, base):
+    """``base`` made exact on the entry whose angle it sets most (largest ``angle * exponent``,
+    value away from +-1), positions from 0: the angle there is the branch of asin/acos of
+    the value nearest to what ``base`` predicts. A base read off second differences of float32
+    values is off by 1e-5, which a slow column of a 50-row table already shows; NaN if none."""
+    is_sine, exponent = (a[entries.columns] for a in structure.columns(entries.shape[1]))
+    predicted = entries.rows[:, None] * np.power(base, -exponent)[None, :]
+    leverage = np.where((np.abs(entries.values) < 0.9) & (exponent > 0), predicted * exponent, 0.0)
+    leverage[leverage > 100] = 0.0  # where a 1e-3 error in the base would change the branch
+    a, b = np.unravel_index(np.argmax(leverage), leverage.shape)
+    if leverage[a, b] == 0:
+        return math.nan
+    x = float(entries.values[a, b])
+    first = math.asin(x) if is_sine[b] else math.acos(x)
+    second = math.pi - first if is_sine[b] else -first
+    turns = np.round((predicted[a, b] - np.array([first, second])) / (2 * math.pi))
+    candidates = np.array([first, second]) + 2 * math.pi * turns
+    angle = candidates[np.argmin(np.abs(candidates - predicted[a, b]))]
+    return math.exp(-math.log(angle / entries.rows[a]) / exponent[b]) if angle > 0 else math.nan
+
+
+def _pair_log_base(structure, entries):
+    """``ln(base)`` read off the slowest sine whose cosine is known too: the slope of the
+    unwrapped ``atan2(sin, cos)`` down the rows is its frequency ``base ** -e`` (NaN if none).
+    Unlike second differences it reads slow columns (``w`` of 1e-3) from float values."""
+    is_sine, exponent = (a[entries.columns] for a in structure.columns(entries.shape[1]))
+    pairs = [(exponent[k], k, partner[0]) for k in np.flatnonzero(is_sine & (exponent > 0))
+             for partner in [np.flatnonzero(~is_sine & (exponent == exponent[k]))] if len(partner)]
+    if not pairs or len(entries.rows) < 2:
+        return math.nan
+    e, sine, cosine = max(pairs)
+    angle = np.unwrap(np.arctan2(entries.values[:, sine], entries.values[:, cosine]))
+    rows = entries.rows - entries.rows.mean()
+    slope = float(rows @ (angle - angle.mean()) / (rows @ rows))
+    return -math.log(slope) / e if slope > 0 else math.nan
 
 
 def _offsets(explanation, entries):
@@ -441,7 +534,9 @@ def _offsets(explanation, entries):
         x = entries.values[:, k]
         partner = np.flatnonzero(~is_sine & (exponent == exponent[k]))
         if len(partner):
-            angle, usable = np.arctan2(x, entries.values[:, partner[0]]), np.ones(len(x), bool)
+            # Unwrapped down the rows: an angle crossing pi inside the table (position 100 and
+            # on at base 500) would otherwise split the reading in two.
+            angle, usable = np.unwrap(np.arctan2(x, entries.values[:, partner[0]])), np.ones(len(x), bool)
         else:
             angle, usable = np.arcsin(np.clip(x, -1, 1)), np.abs(x) < 0.9
         if usable.any():
@@ -518,10 +613,7 @@ def _finding(code, explanation, entries, odd="sine"):
                        "divides, so the angles grow along the columns instead of shrinking; use "
                        f"pos / {explanation.base:g}**(2i/d) (or pos * {explanation.base:g}**(-2i/d))")
     if code == "wrong_base":
-        hint = " (or, the same numbers, base 10000 with the exponent i/d per pair instead of 2i/d)" \
-            if abs(explanation.base - 100) < 0.5 else ""
-        return Finding(code, f"the frequencies fall off with base {explanation.base:.4g}, not 10000{hint}; "
-                       "write 10000 in the denominator 10000**(2i/d)", {"base": explanation.base})
+        return _base_finding(explanation.base, length, width)
     if code in ("extra_column", "missing_column"):
         more = code == "extra_column"
         return Finding(code, f"the table has {width} columns but its frequencies are those of d_model = {d}: "
@@ -535,6 +627,72 @@ def _finding(code, explanation, entries, odd="sine"):
                        f"{explanation.offset}; use arange(length), which starts at 0",
                        {"first_position": explanation.offset})
     raise AssertionError(code)
+
+
+def _base_finding(base, length, width):
+    """"wrong_base", or "exponent_scaled" when ``base = 10000 ** c`` with a ``c`` that a slip in
+    the exponent explains: 2 or 4 (``4i/d``, ``8i/d``), or ``d / L`` with L the table's length
+    (``2i/L``); the message names both readings either way."""
+    scale = math.log(base) / math.log(PAPER_BASE)
+    hints = {
+        2.0: ("4i/d", "the exponent is doubled: i already steps by 2 (0, 2, 4, ...) and the code still "
+                      "writes 2 * i / d_model; write i / d_model there (2i/d with i = k // 2, the pair)"),
+        4.0: ("8i/d", "the exponent is four times the paper's; use 2i/d_model with i = k // 2, the pair"),
+    }
+    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))
+    if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:
+        form, hint = "2i/L", (f"the exponent divides by the table's length L = {length} where the paper "
+                              f"divides by d_model = {width}; use 2i/d_model")
+    equal = f"{base:.4g} ** (-2i/d) = 10000 ** (-{scale:.4g} * 2i/d)"
+    details = {"base": base, "exponent_scale": scale}
+    if form:
+        return Finding("exponent_scaled", f"the frequencies are {equal}, those of the exponent {form}: {hint} "
+                       f"(if your code writes the base {base:.4g} instead, write 10000)",
+                       {**details, "exponent": form})
+    return Finding("wrong_base", f"the frequencies are {equal}: the base is {base:.4g}, not 10000; write 10000 in "
+                   f"the denominator 10000**(2i/d) (if your code already writes 10000, its exponent is {scale:.4g} "
+                   "times 2i/d: use 2i/d_model, with i = k // 2 the pair)", details)
+
+
+def _zero_finding(code, lines, explanation, entries):
+    length, width = entries.shape
+    if code == "zero_row":
+        offset = explanation.offset if explanation else 0
+        shown = _list([int(r) for r in lines])
+        return Finding(code, f"row {shown} (position {_list([int(r) + offset for r in lines])}) is all zeros, the "
+                       "rest is described here: a padding row, as zero_pad=True or padding_idx set it; the "
+                       "paper's table has none (cos(0) = 1): if no token is meant to get a zero encoding, "
+                       "build that row like the others", {"rows": [int(r) for r in lines]})
+    d = explanation.d_model if explanation and explanation.d_model else width
+    return Finding(code, f"column {_list([int(k) for k in lines])} is all zeros: the odd width {width} was padded "
+                   f"with a zero column after the {width - 1} columns of d_model = {d - (d == width)} described "
+                   "here (tensor2tensor, fairseq and diffusers pad so); the paper's formula fills it with "
+                   f"sin(pos / 10000^({width - 1}/{width})): posenc.positional_encoding(length, {width})",
+                   {"columns": [int(k) for k in lines]})
+
+
+def _scaled_finding(factor, shift, width):
+    if abs(shift) <= CLEAN * max(1.0, abs(factor)):
+        root = " = sqrt(d_model)" if abs(factor / math.sqrt(width) - 1) < 1e-4 else ""
+        message = (f"every entry is the positional encoding times {factor:.4g}{root}: the table is scaled; "
+                   "the encoding itself lies in [-1, 1]; if the factor is meant (the paper multiplies the "
+                   "embeddings by sqrt(d_model)), apply it to the embeddings, not to the table")
+    else:
+        message = (f"every entry is {factor:.4g} * PE + {shift:.4g}: the table was standardised (its mean "
+                   "subtracted, divided by its standard deviation, perhaps times a constant); the encoding "
+                   "itself lies in [-1, 1], with 0 and 1 in row 0: undo the normalisation, or keep it "
+                   "knowing the values are no longer sin and cos")
+    return Finding("scaled", message, {"factor": factor, "shift": shift})
+
+
+def _half_finding(entries, diagnosis):
+    unit = HALF_PRECISION[entries.dtype]
+    return Finding("half_precision", f"the table is held in {entries.dtype}, which keeps about "
+                   f"{int(-math.log10(unit))} significant digits (entries round by up to {unit / 2:.1e} of "
+                   "their size) and, when the angles p * w are computed in it too, loses more as p grows "
+                   f"(here up to {diagnosis.max_deviation:.1e}); not a mistake in the formula: build the table "
+                   f"in float32 or float64 and cast it to {entries.dtype} at the end",
+                   {"dtype": entries.dtype, "max_deviation": diagnosis.max_deviation})
 
 
 def _matches(names):
@@ -592,12 +750,99 @@ def _named_conventions(entries):
 
 
 def _unknown(entries, nearest):
+    """"unknown": where the table departs most from the paper's (row, column, its value and the
+    paper's, as the table lies), the tolerance there (the data's rounding plus the drift
+    allowance, and what they are made of), and how far even the nearest explanation is."""
+    paper = Explanation()
+    departure = np.abs(_deviation(paper, entries))
+    a, b = np.unravel_index(np.argmax(departure), departure.shape)
+    where = entries.take(np.array([a]), np.array([b]))
+    row, column = int(where.rows[0]), int(where.columns[0])
+    angle = paper.angles(where.rows, where.columns, entries.shape[1])
+    allowed = float(_allowed(where, angle)[0, 0])
+    value, expected = float(where.values[0, 0]), float(paper.table(where.rows, where.columns, entries.shape[1])[0, 0])
     oriented = entries.transposed() if nearest.transposed else entries
-    deviation = float(np.abs(_deviation(nearest, oriented)).max())
+    largest = float(np.abs(_deviation(nearest, oriented)).max())
     codes = nearest.codes(oriented.shape[1])
-    described = ", ".join(codes) if codes else "the paper's table"
-    tolerance = float((oriented.tolerance + CLEAN).max())
-    message = (f"no explanation in the catalog reproduces it: the nearest ({described}) is off by up to "
-               f"{deviation:.2g}, where rounding allows {tolerance:.1g}")
-    details = {"nearest": codes, "max_deviation": deviation, "tolerance": tolerance}
-    return Diagnosis((Finding("unknown", message, details),), tuple(entries.shape), deviation)
+    rounding = float(where.tolerance[0, 0]) + CLEAN
+    constant, per_radian = _drift(entries)
+    message = (f"no explanation in the catalog reproduces it; it departs most from the paper's table at row {row}, "
+               f"column {column}: {value:.6g} where the paper's formula gives {expected:.6g}, beyond the "
+               f"{allowed:.2g} allowed there (the data's rounding {rounding:.1g} + {entries.dtype or 'float32'} drift "
+               f"{constant:.0e} + {per_radian:.0e} * |angle| {abs(float(angle[0, 0])):.3g}); the nearest explanation "
+               f"in the catalog ({', '.join(codes) if codes else 'the paper itself'}) is off by up to {largest:.2g}")
+    details = {"nearest": codes, "max_deviation": largest, "tolerance": float((entries.tolerance + CLEAN).max()),
+               "row": row, "column": column, "value": value, "paper_value": expected, "allowed": allowed}
+    return Diagnosis((Finding("unknown", message, details),), tuple(entries.shape), largest)
+
+
+def _repaired(entries):
+    """The diagnosis of ``entries`` with their zero rows and zero column set aside, or rescaled
+    (module docstring), with findings saying so; None when that explains nothing either."""
+    rows, columns = _zero_lines(entries)
+    part = entries
+    if len(rows) or len(columns):
+        part = entries.take(np.setdiff1d(np.arange(len(entries.rows)), rows),
+                            np.setdiff1d(np.arange(len(entries.columns)), columns))
+    scaled = _rescaled(part)
+    attempts = ([(part, None)] if part is not entries else []) + ([scaled] if scaled else [])
+    for attempt, scale in attempts:
+        found = _diagnose(attempt)
+        if found.codes == ["unknown"]:
+            continue
+        findings = list(found.findings)
+        if len(columns) and not _predicts_zero(found.explanation, entries.take(np.arange(len(entries.rows)), columns)):
+            # A fit of d_model = width - 1 calls the padded column an extra one.
+            findings = [f for f in findings if f.code != "extra_column"]
+            findings.append(_zero_finding("zero_column", entries.columns[columns], found.explanation, entries))
+        if len(rows):
+            findings.append(_zero_finding("zero_row", entries.rows[rows], found.explanation, entries))
+        if scale:
+            findings.append(_scaled_finding(*scale, entries.shape[1]))
+        return dataclasses.replace(found, findings=tuple(findings))
+    return None
+
+
+def _predicts_zero(explanation, column):
+    """True when ``explanation`` itself puts (near) zeros in ``column`` (entries of one column):
+    a slow sine rounded to 0. in a print, not a padded column."""
+    if explanation is None or explanation.transposed:
+        return False
+    angles = explanation.angles(column.rows, column.columns, column.shape[1])
+    predicted = explanation.table(column.rows, column.columns, column.shape[1])
+    return bool((np.abs(column.values - predicted) <= _allowed(column, angles)).all())
+
+
+def _zero_lines(entries):
+    """Indices (into ``values``) of the all-zero rows (at most a third of them) and of a single
+    all-zero column: what padding rows and an odd width's padded column look like."""
+    zero = np.abs(entries.values) <= entries.tolerance + CLEAN
+    n_rows, n_columns = entries.values.shape
+    rows = np.flatnonzero(zero.all(axis=1)) if n_columns >= 2 else np.array([], int)
+    columns = np.flatnonzero(zero.all(axis=0)) if n_rows >= 3 else np.array([], int)
+    if 3 * len(rows) > n_rows:
+        rows = np.array([], int)
+    if len(columns) != 1 or n_columns < 3:
+        columns = np.array([], int)
+    return rows, columns
+
+
+def _rescaled(entries):
+    """``(entries / factor - shift / factor, (factor, shift))`` when the line of position 0 (row
+    0, or column 0 of a transposed table) takes two values, ``shift`` where the paper has
+    sin(0) = 0 and ``factor + shift`` where it has cos(0) = 1; else None."""
+    for line, tolerance, first in ((entries.values[0], entries.tolerance[0], entries.rows[0]),
+                                   (entries.values[:, 0], entries.tolerance[:, 0], entries.columns[0])):
+        if first != 0 or len(line) < 2:
+            continue
+        low, high = float(line.min()), float(line.max())
+        spread = float(tolerance.max()) + CLEAN * max(1.0, abs(low), abs(high))
+        factor = high - low
+        two_valued = (np.minimum(np.abs(line - low), np.abs(line - high)) <= spread).all()
+        if two_valued and factor > 100 * spread and not (abs(factor - 1) <= spread and abs(low) <= spread):
+            values = (entries.values - low) / factor
+            # The two values read off carry the data's rounding too: into every shift, and
+            # into the factor in proportion to the value.
+            tolerance = (entries.tolerance + spread * (1 + 2 * np.abs(values))) / factor
+            return dataclasses.replace(entries, values=values, tolerance=tolerance), (factor, low)
+    return None

@@ -6,7 +6,9 @@ TensorFlow's ``<tf.Tensor: shape=(1, 20, 200), dtype=float32, numpy=array(...)>`
 ``tf.Tensor([...], shape=..., dtype=...)``. Long arrays are summarised: only a few rows and
 columns at each end are shown, ``...`` standing for the rest. ``parse_printed`` turns any of
 these into ``Entries``: the shown values, the row and column indices they hold in the full
-table, and how far each may be from the value printed (half a unit of its last digit).
+table, and how far each may be from the value printed (half a unit of its last digit, or
+the rounding of float16 / bfloat16 when the table was held in half precision: a float16
+print shows about four significant digits, all of them rounded).
 """
 
 import dataclasses
@@ -22,6 +24,15 @@ _SHAPE_PATTERNS = (
     re.compile(r"torch\.Size\(\[([\d,\s]*)\]\)"),
     re.compile(r"\((\d+(?:\s*,\s*\d+)+)\s*,?\s*\)"),  # a printed .shape, e.g. "(1, 20, 200)"
 )
+_HALF_DTYPE = re.compile(r"dtype=(?:torch\.|tf\.)?(float16|half|bfloat16)\b")
+#: Relative rounding of the half-precision dtypes: half a unit in the last place is at most
+#: this times ``|x|`` (float16 keeps 11 significant bits, bfloat16 8).
+HALF_PRECISION = {"float16": 2.0**-11, "bfloat16": 2.0**-8}
+
+
+def half_tolerance(values, dtype):
+    """How far each of ``values`` may be from what it rounds in ``dtype`` (0 for other dtypes)."""
+    return HALF_PRECISION.get(dtype, 0.0) * np.abs(values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +41,8 @@ class Entries:
 
     ``values[a, b]`` is entry ``(rows[a], columns[b])`` of the full table (a summarised print
     shows a grid: the same columns in every shown row); ``tolerance`` (same shape as
-    ``values``) is how far each may be from the value it stands for.
+    ``values``) is how far each may be from the value it stands for; ``dtype`` is
+    "float16" or "bfloat16" when the table was held in half precision, else None.
     """
 
     values: np.ndarray
@@ -38,14 +50,16 @@ class Entries:
     columns: np.ndarray
     shape: tuple
     tolerance: np.ndarray
+    dtype: str | None = None
 
     def transposed(self):
-        return Entries(self.values.T, self.columns, self.rows, self.shape[::-1], self.tolerance.T)
+        return Entries(self.values.T, self.columns, self.rows, self.shape[::-1], self.tolerance.T, self.dtype)
 
     def take(self, rows, columns):
         """The sub-grid at positions ``rows`` and ``columns`` of ``values`` (index arrays)."""
         grid = np.ix_(rows, columns)
-        return Entries(self.values[grid], self.rows[rows], self.columns[columns], self.shape, self.tolerance[grid])
+        return Entries(self.values[grid], self.rows[rows], self.columns[columns], self.shape,
+                       self.tolerance[grid], self.dtype)
 
     @property
     def complete(self):
@@ -56,12 +70,15 @@ def parse_printed(text, shape=None):
     """``Entries`` of the table printed in ``text``.
 
     The largest bracketed array in ``text`` is read; leading axes of length 1 are dropped
-    (``(1, 20, 200)`` is a table of 20 rows) and a 1-D print is one row. ``shape``: the full
+    (``(1, 20, 200)`` is a table of 20 rows), and so are inner ones (``(20, 1, 200)``, the
+    PyTorch tutorial's buffer); a 1-D print is one row. ``shape``: the full
     ``(length, d_model)`` (leading 1s allowed), needed when the print is summarised and
     does not show it; otherwise read from ``shape=(...)``, ``torch.Size([...])`` or a tuple
     printed before the array. ``tolerance`` is half a unit of the last printed digit: per
     entry in scientific notation, the finest over the table in fixed notation (NumPy drops
-    trailing zeros, so ``1.`` was printed at the table's precision).
+    trailing zeros, so ``1.`` was printed at the table's precision), and at least the
+    rounding of float16 or bfloat16 when the text names that dtype or, as NumPy's ``print``
+    of a float16 array does, prints every value as the shortest float16 repr.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -74,6 +91,8 @@ def parse_printed(text, shape=None):
     nested = _nest(tokens)
     while _depth(nested) > 2 and len(nested) == 1:
         nested = nested[0]
+    if _depth(nested) == 3 and all(len(item) == 1 for item in nested if isinstance(item, list)):
+        nested = [item[0] if isinstance(item, list) else item for item in nested]  # (L, 1, d)
     if _depth(nested) > 2:
         raise ValueError("text must print one table (length, d_model); got a batch of several tables")
     if _depth(nested) == 1:
@@ -92,8 +111,34 @@ def parse_printed(text, shape=None):
     values = np.array([[float(token) for token in row] for row in shown], dtype=np.float64)
     if not np.isfinite(values).all():
         raise ValueError("text must print finite numbers, got nan or inf")
-    tolerance = _printed_tolerance(shown)
-    return Entries(values, row_index, column_index, tuple(full), tolerance)
+    dtype = _half_dtype(text, shown)
+    tolerance = np.maximum(_printed_tolerance(shown), half_tolerance(values, dtype))
+    return Entries(values, row_index, column_index, tuple(full), tolerance, dtype)
+
+
+def _half_dtype(text, shown):
+    """"float16" or "bfloat16" when the text says so; "float16" when every value printed is a
+    float16 value to the digits shown (NumPy's ``print`` of a float16 array names no dtype) and
+    that is no accident: a value printed to ``u`` (its last digit) lands within ``u / 2`` of a
+    float16 by chance with odds ``u / spacing``; together the odds must fall below 1e-4."""
+    named = _HALF_DTYPE.search(text)
+    if named:
+        return "float16" if named.group(1) in ("float16", "half") else "bfloat16"
+    log_odds = 0.0
+    for token in (token for row in shown for token in row):
+        value, digit = float(token), _last_digit(token)
+        if abs(value) > 65504 or abs(float(np.float16(value)) - value) > digit / 2:
+            return None
+        if abs(value) >= 2.0**-14:  # float16's normal numbers: spacing 2**(e - 10) in [2**e, 2**(e+1))
+            spacing = 2.0 ** (np.floor(np.log2(abs(value))) - 10)
+            log_odds += min(0.0, np.log10(digit / spacing))
+    return "float16" if log_odds < -4 else None
+
+
+def _last_digit(token):
+    """The unit of the last digit printed in ``token`` ("0.8413": 1e-4; "8.4131e-01": 1e-5)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
 
 
 def _largest_array(text):
@@ -152,12 +197,12 @@ def _two_axes(shape):
         dims = [int(n) for n in shape]
     except (TypeError, ValueError):
         raise TypeError(f"shape must be a tuple of ints (length, d_model), got {shape!r}") from None
-    while len(dims) > 2 and dims[0] == 1:
-        dims.pop(0)
+    if len(dims) > 2:  # (1, L, d) and (L, 1, d)
+        dims = [n for n in dims if n != 1] or [1]
     if len(dims) == 1:
         dims = [1, *dims]
     if len(dims) != 2 or min(dims) < 1:
-        raise ValueError(f"shape must be (length, d_model) with leading 1s allowed, got {tuple(shape)!r}")
+        raise ValueError(f"shape must be (length, d_model), axes of length 1 allowed, got {tuple(shape)!r}")
     return tuple(dims)
 
 
@@ -188,12 +233,10 @@ def _printed_tolerance(rows):
     for row in rows:
         line = []
         for token in row:
-            mantissa, _, exponent = token.lower().partition("e")
-            decimals = len(mantissa.partition(".")[2])
-            if exponent:
-                line.append(0.5 * 10.0 ** (int(exponent) - decimals))
+            if "e" in token.lower():
+                line.append(0.5 * _last_digit(token))
             else:
-                fixed_decimals = max(fixed_decimals, decimals)
+                fixed_decimals = max(fixed_decimals, len(token.partition(".")[2]))
                 line.append(np.nan)
         tolerance.append(line)
     tolerance = np.array(tolerance, dtype=np.float64)
