@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import grid_tables  # noqa: E402
 import rotary  # noqa: E402
 import routes  # noqa: E402
-from timing import time_all  # noqa: E402
+from timing import time_all, torch_section  # noqa: E402
 
 FRAMEWORKS = ("numpy", "torch", "tensorflow")
 
@@ -294,8 +294,8 @@ def main():
             rows = bench_encode(framework, shape, span, d_model, max(3, args.repeats // 3), memory)
             encoded[f"{framework} {shape} d_model {d_model}"] = rows
             show_encode(framework, shape, span, d_model, rows)
-    rope = rotary.section(args.frameworks.split(","), args.quick, args.repeats)
-    grids = grid_tables.section(args.frameworks.split(","), args.quick, args.repeats)
+    rope = torch_section(args.frameworks.split(","), ("transformers",), "RoPE", rotary.run, args.quick, args.repeats)
+    grids = torch_section(args.frameworks.split(","), ("transformers", "diffusers"), "2-D grid", grid_tables.run, args.quick, args.repeats)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}

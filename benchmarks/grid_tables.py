@@ -81,18 +81,6 @@ def _rows(quick, repeats, posenc, pt):
     return rows
 
 
-def section(frameworks, quick, repeats):
-    """The grid section of bench.py: run when torch is among ``frameworks`` and the sources are installed."""
-    if "torch" not in frameworks:
-        return None
-    try:
-        import diffusers  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError:
-        print("\n2-D grid rows skipped: they compare against transformers and diffusers (pip install -e '.[conventions]')")
-        return None
-    return run(quick, repeats)
-
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

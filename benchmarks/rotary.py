@@ -116,17 +116,6 @@ def run(quick=False, repeats=15):
     return {"speed": rows, "error_positions": list(positions), "errors": {k: v.tolist() for k, v in errors.items()}}
 
 
-def section(frameworks, quick, repeats):
-    """The RoPE section of bench.py: run when torch is among ``frameworks`` and transformers is installed."""
-    if "torch" not in frameworks:
-        return None
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("\nRoPE rows skipped: they compare against transformers (pip install -e '.[conventions]')")
-        return None
-    return run(quick, repeats)
-
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

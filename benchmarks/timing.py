@@ -2,6 +2,7 @@
 slows every implementation alike, so ratios within one run are what to compare."""
 
 import gc
+import importlib.util
 import statistics
 import time
 
@@ -17,3 +18,13 @@ def time_all(found, repeats):
             build()
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(times) for name, times in samples.items()}
+
+
+def torch_section(frameworks, packages, what, run, quick, repeats):
+    """``run(quick, repeats)`` when torch is among ``frameworks`` and ``packages`` are installed."""
+    if "torch" not in frameworks:
+        return None
+    if any(importlib.util.find_spec(name) is None for name in packages):
+        print(f"\n{what} rows skipped: they compare against {' and '.join(packages)} (pip install -e '.[conventions]')")
+        return None
+    return run(quick, repeats)
