@@ -288,3 +288,24 @@ def test_fractional_offset_meets_no_padding_row():
     encoded = posenc.encode([0.5, 0.0], 8, convention="fairseq", offset=0.5)  # positions 1 and 0.5
     assert not encoded[0].any() and encoded[1].all()
     np.testing.assert_allclose(encoded[1], table[0], rtol=0, atol=4e-7)
+
+
+def test_blocks_of_a_table_are_about_the_square_root_of_its_length():
+    # B rows per block and L / B blocks: both near sqrt(L), so B + L / B rows of trig are
+    # computed. B is a power of two with L < B**2 <= 4 L, and 64 below 4096 rows.
+    for length in [0, 1, 64, 65, 4095]:
+        assert _rotation.block_rows(length) == 64
+    for length in [4096, 5000, 65535, 65536, 10**6, 10**7, 2**26]:
+        rows = _rotation.block_rows(length)
+        assert rows & (rows - 1) == 0 and length < rows**2 <= 4 * length, (length, rows)
+
+
+def test_dtype_and_out_errors_in_full():
+    with pytest.raises(TypeError) as caught:
+        posenc.positional_encoding(4, 6, dtype=np.int32)
+    assert str(caught.value) == "dtype must be one of numpy.float16, numpy.float32, numpy.float64, got dtype('int32')"
+    out = np.zeros((4, 6), np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError) as caught:
+        posenc.positional_encoding(4, 6, out=out)
+    assert str(caught.value) == "out must be writeable, got a read-only array"

@@ -506,3 +506,43 @@ def test_a_bad_rope_parameter_is_named(rope_type, name, bad):
     words = [name, repr(bad), repr(rope_type)]
     assert_raises_naming(lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
     assert_raises_naming(lambda: posenc.rotary_cos_sin([0, 1], HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
+
+
+# The whole message a learner reads, for the errors that list what is allowed or say what to do.
+FULL_MESSAGES = [
+    (lambda: posenc.rotary_cos_sin([1], 64, layout="sin_cos"), ValueError, "layout must be one of 'half', 'interleaved'; got 'sin_cos'"),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="ntk"),
+        ValueError,
+        "rope_type must be one of 'default', 'linear', 'dynamic', 'yarn', 'longrope', 'llama3', 'proportional'; got 'ntk'",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="linear", factor=2.0, beta_fast=32),
+        TypeError,
+        "rope_type='linear' takes no parameter 'beta_fast'; it takes factor, max_position_embeddings, partial_rotary_factor",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="yarn", original_max_position_embeddings=4096),
+        TypeError,
+        "rope_type='yarn' needs the parameter 'factor' "
+        "(or 'max_position_embeddings', which gives it as max / original_max_position_embeddings)",
+    ),
+    (
+        lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))),
+        ValueError,
+        "cos (shape (2, 4, 8)) must broadcast against x (shape (2, 3, 4, 8)) but for the last axis; "
+        "for x of (batch, heads, seq, head_dim) pass cos[:, None]",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(2, rope_type="dynamic", factor=2.0, max_position_embeddings=10),
+        ValueError,
+        "rope_type='dynamic' needs at least 4 rotary channels, got 2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "message"), FULL_MESSAGES)
+def test_rotary_error_messages_in_full(call, error, message):
+    with pytest.raises(error) as caught:
+        call()
+    assert str(caught.value) == message

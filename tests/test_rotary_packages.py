@@ -217,3 +217,10 @@ def test_longrope_uses_the_short_factors_up_to_the_original_length(head_dim):
     np.testing.assert_allclose(at, w / short, rtol=1e-15)
     past, _ = assert_equal_to_transformers("longrope", params, head_dim, 10000.0, 131072, seq_len=4097)
     np.testing.assert_allclose(past, w / long, rtol=1e-15)
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0, 1.5, 2.0])
+def test_longrope_attention_factor_around_one_equals_transformers(factor):
+    # Up to a factor of 1 nothing is scaled (1.0); above it sqrt(1 + ln(factor) / ln(original)).
+    _, attention = assert_equal_to_transformers("longrope", {"original_max_position_embeddings": 4096, "factor": factor}, 64, 10000.0, 131072)
+    assert attention == (1.0 if factor <= 1 else pytest.approx(math.sqrt(1 + math.log(factor) / math.log(4096)), rel=1e-15))
