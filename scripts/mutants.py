@@ -54,24 +54,27 @@ def module_of(name):
 
 
 def summarise(names):
-    """Print killed / sampled per module and every survivor; return the survivors."""
+    """Print killed / sampled per module, then every mutant not killed outright; return the survivors.
+
+    A timeout counts as killed (the mutant made the tests run far longer than they do) but is
+    listed too, so that a machine too loaded to finish in time can be told from a real hang.
+    """
     from mutmut.stats import status_by_exit_code
 
     codes = results()
     statuses = {name: status_by_exit_code[codes[name]] for name in names}
-    survivors = []
     print(f"\n{'module':<14}{'sampled':>8}{'killed':>8}{'score':>8}  other")
     for module in sorted({module_of(name) for name in names}):
         counts = Counter(statuses[name] for name in names if module_of(name) == module)
-        killed = counts.pop("killed", 0) + counts.pop("timeout", 0)
-        sampled = killed + sum(counts.values())
-        other = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
+        sampled, killed = sum(counts.values()), counts["killed"] + counts["timeout"]
+        other = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()) if status != "killed")
         print(f"{module:<14}{sampled:>8}{killed:>8}{killed / sampled:>8.1%}  {other}")
-        survivors += [name for name in names if module_of(name) == module and statuses[name] not in ("killed", "timeout")]
-    total_killed = len(names) - len(survivors)
-    print(f"{'all':<14}{len(names):>8}{total_killed:>8}{total_killed / len(names):>8.1%}")
-    for name in survivors:
-        print(f"  {statuses[name]:<10} {name}    (mutmut show {name})")
+    survivors = [name for name in names if statuses[name] not in ("killed", "timeout")]
+    killed = len(names) - len(survivors)
+    print(f"{'all':<14}{len(names):>8}{killed:>8}{killed / len(names):>8.1%}")
+    for name in names:
+        if statuses[name] != "killed":
+            print(f"  {statuses[name]:<10} {name}    (mutmut show {name})")
     return survivors
 
 

@@ -309,3 +309,12 @@ def test_dtype_and_out_errors_in_full():
     with pytest.raises(ValueError) as caught:
         posenc.positional_encoding(4, 6, out=out)
     assert str(caught.value) == "out must be writeable, got a read-only array"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_column_major_out_is_written_like_any_other(dtype):
+    # out may be any writeable array of the table's shape and dtype: a Fortran-ordered one
+    # has its rows strided, so the table goes through the scratch rows, not a complex view.
+    out = np.asfortranarray(np.full((300, 10), np.nan, dtype))
+    assert posenc.positional_encoding(300, 10, dtype=dtype, out=out) is out
+    np.testing.assert_array_equal(out, posenc.positional_encoding(300, 10, dtype=dtype))

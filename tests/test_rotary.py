@@ -546,3 +546,20 @@ def test_rotary_error_messages_in_full(call, error, message):
     with pytest.raises(error) as caught:
         call()
     assert str(caught.value) == message
+
+
+def test_rotary_dim_defaults_to_the_whole_head():
+    assert rotary.rotary_dim(64) == 64
+    assert rotary.rotary_dim(64, partial_rotary_factor=0.25) == 16
+    assert rotary.rotary_dim(64, "proportional", partial_rotary_factor=0.25) == 64  # the rest turn at frequency 0
+
+
+@pytest.mark.parametrize(("chosen", "seq_len"), [("short_factor", 100), ("long_factor", 8000)])
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_longrope_factors_in_use_must_be_positive(chosen, seq_len, bad):
+    factors = list(CASES["longrope"][chosen])
+    factors[3] = bad
+    params = dict(CASES["longrope"], seq_len=seq_len, **{chosen: factors})
+    assert_raises_naming(
+        lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **params), ValueError, [chosen, "32 positive numbers", "'longrope'"]
+    )
