@@ -483,3 +483,11 @@ def test_every_option_of_every_preset_has_a_bad_value_above():
         for option in inspect.signature(options).parameters:
             assert (name, option) in tried, (name, option)
     assert {option for _, option in tried} >= {"base", "layout", "offset", "padding_idx"}
+
+
+def test_adjustable_fields_are_the_overrides_and_what_the_sources_options_set():
+    generic = {"base", "layout", "offset", "padding_idx"}
+    assert posenc.conventions.adjustable_fields("paper") == generic
+    assert posenc.conventions.adjustable_fields("whisper") == generic  # max_timescale sets the base
+    assert posenc.conventions.adjustable_fields("tensor2tensor") == generic | {"factor"}
+    assert posenc.conventions.adjustable_fields("diffusers") == generic | {"shift", "factor"}
