@@ -1,7 +1,7 @@
 """`make mutants`: mutmut over posenc on the unit tests, every mutant or a seeded sample.
 
     python scripts/mutants.py                           every mutant (hours)
-    python scripts/mutants.py --sample                  150 mutants drawn with seed 21 (about 20 minutes)
+    python scripts/mutants.py --sample                  100 mutants drawn with seed 21 (about 20 minutes)
     python scripts/mutants.py --sample 400 --seed 7     another size, another draw
     python scripts/mutants.py --sample --modules _core rotary   draw from these modules only
 
@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SAMPLE = 150
+DEFAULT_SAMPLE = 100
 DEFAULT_SEED = 21
 
 
