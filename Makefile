@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # Everything `make` installs and `make constraints` pins: one set for lab, test, docs and e2e.
-EXTRAS := test,docs,e2e,conventions
+EXTRAS := test,docs,e2e,conventions,mutants
 # Refresh one notebook with `make outputs NB=notebooks/01_numpy.py`.
 NB ?= $(NOTEBOOKS:.ipynb=.py)
 
@@ -16,7 +16,7 @@ NB ?= $(NOTEBOOKS:.ipynb=.py)
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench lowest colab-stack
+.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench lowest colab-stack mutants
 
 help:
 	@echo "make lab          set up .venv, then open JupyterLab on notebooks/ (LAB_ARGS passed through)"
@@ -27,6 +27,7 @@ help:
 	@echo "make outputs      re-execute notebooks from their .py twins and store the outputs (NB=...)"
 	@echo "make sync         bring each .ipynb/.py pair in line (jupytext --sync)"
 	@echo "make bench        time, memory and accuracy of posenc vs the lectures' routes (BENCH_ARGS, e.g. --quick)"
+	@echo "make mutants      mutation testing with mutmut (hours; MUTANTS_ARGS=--sample: a seeded sample, ~20 min)"
 	@echo "make lowest       run the notebooks and unit tests on the oldest NumPy/TF/Keras/matplotlib pyproject allows"
 	@echo "make colab-stack  the same on Colab's versions (TF 2.19, NumPy 2.0, Keras 3.10, matplotlib 3.10)"
 	@echo "make constraints  re-pin constraints.txt from a fresh install of the newest allowed versions"
@@ -90,6 +91,12 @@ colab:
 bench: $(READY)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 
+# Not in CI (all mutants take hours): mutmut over the modules [tool.mutmut] names, on the unit
+# tests, in a copy of the project under mutants/. MUTANTS_ARGS=--sample runs a seeded sample
+# (see scripts/mutants.py --help).
+mutants: $(READY)
+	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
+
 # Other stacks than the pinned one, each in its own venv (build/lowest, build/colab):
 # every notebook executed afresh (no error, no stderr, every figure an image), then the
 # unit tests. See scripts/check_stack.py.
@@ -109,5 +116,5 @@ constraints:
 	mv constraints.new constraints.txt && rm -rf build/pin
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis mutants
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -2,7 +2,14 @@
 
 from hypothesis import settings
 
-# Hypothesis fails an example that runs over 200 ms by default: a timed assertion, which a
-# loaded two-core CI machine trips at random. Speed is measured by `make bench`, not here.
-settings.register_profile("posenc", deadline=None)
+# One profile for every run, a contributor's and CI's alike, so a property test gives the
+# same verdict everywhere:
+# - derandomize: the examples follow from each test's own source, not from a random seed;
+# - database=None: no example database (.hypothesis/) carries a failure found on one machine
+#   into the next run there and not elsewhere (derandomized runs need no replay anyway);
+# - deadline=None: Hypothesis would fail an example that runs over 200 ms, a timed assertion
+#   that a loaded two-core CI machine trips at random. Speed is `make bench`'s business.
+# max_examples keeps Hypothesis' default (100); a test's own @settings may change only that
+# (tests/test_hypothesis_profile.py checks none turns randomness or the database back on).
+settings.register_profile("posenc", derandomize=True, database=None, deadline=None)
 settings.load_profile("posenc")

@@ -5,12 +5,14 @@ float64 NumPy (the sources compute in float32 or float64; float64 is the formula
 posenc's float32 tables must agree to float32 rounding, in NumPy, torch and TensorFlow.
 """
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 
 import posenc
+from messages import assert_raises_naming
 
 # float32 rounding of values in [-1, 1] (2**-24 each) plus posenc's own bound (2e-7).
 FLOAT32 = 3e-7
@@ -403,3 +405,89 @@ def test_identify_takes_tensors_and_checks_its_input():
         posenc.identify(np.full((3, 4), np.nan))
     with pytest.raises(ValueError, match="atol must be a finite real number > 0"):
         posenc.identify(np.zeros((3, 4)), atol=0)
+
+
+# --- corners of the layouts, and every option named in its errors ----------------------------
+
+
+def test_width_one_with_a_zero_column_is_left_as_it_is():
+    # odd="zero" at d_model = 1: no sin/cos pair at all, only the zero column (diffusers' table).
+    for source in posenc.LAYOUTS:
+        for target in posenc.LAYOUTS:
+            perm = posenc.layout_permutation(1, source, target, odd="zero")
+            assert perm.tolist() == [0] and perm.dtype.kind == "i"
+    table = posenc.positional_encoding(5, 1, convention="diffusers")
+    assert not table.any()
+    np.testing.assert_array_equal(posenc.convert_layout(table, "sin_cos", "cos_sin", odd="zero"), table)
+    # Under odd="sine" the single column is a sine, and stays where it is too.
+    assert posenc.layout_permutation(1, "cos_sin", "interleaved").tolist() == [0]
+
+
+def test_convert_layout_takes_a_keras_variable():
+    pytest.importorskip("tensorflow")
+    import keras
+    import tensorflow as tf
+
+    kernel = np.random.default_rng(1).normal(size=(6, 3))
+    perm = posenc.layout_permutation(6, "interleaved", "sin_cos")
+    assert perm.tolist() == [0, 2, 4, 1, 3, 5]
+    # A Dense kernel reads the table along axis 0; the transposed weight along its last axis.
+    for array, axis, expected in ((kernel, 0, kernel[perm]), (kernel.T, -1, kernel.T[:, perm])):
+        variable = keras.Variable(array)
+        assert type(variable).__module__.startswith("keras")
+        moved = posenc.convert_layout(variable, "interleaved", "sin_cos", axis=axis)
+        assert tf.is_tensor(moved) and tuple(moved.shape) == expected.shape
+        np.testing.assert_array_equal(moved.numpy(), expected)
+
+
+# Each preset option and generic override with a value it refuses: the message names the
+# option as the caller spelled it and shows the value.
+BAD_OPTIONS = [
+    ("keras-hub", {"max_wavelength": 1}, ValueError, ["max_wavelength", "> 1", "1.0"]),
+    ("keras-hub", {"max_wavelength": "big"}, TypeError, ["max_wavelength", "'big'"]),
+    ("keras-hub", {"start_index": float("nan")}, ValueError, ["start_index", "finite", "nan"]),
+    ("keras-hub", {"start_index": "3"}, TypeError, ["start_index", "'3'"]),
+    ("tensor2tensor", {"min_timescale": 0}, ValueError, ["min_timescale", "> 0", "0.0"]),
+    ("tensor2tensor", {"min_timescale": True}, TypeError, ["min_timescale", "True", "bool"]),
+    ("tensor2tensor", {"max_timescale": 1.0}, ValueError, ["max_timescale", "> 1", "1.0"]),
+    ("tensor2tensor", {"max_timescale": float("inf")}, ValueError, ["max_timescale", "finite", "inf"]),
+    ("tensor2tensor", {"start_index": None}, TypeError, ["start_index", "None"]),
+    ("whisper", {"max_timescale": 0.5}, ValueError, ["max_timescale", "> 1", "0.5"]),
+    ("whisper", {"max_timescale": [10000]}, TypeError, ["max_timescale", "[10000]", "list"]),
+    ("diffusers", {"flip_sin_to_cos": 1}, TypeError, ["flip_sin_to_cos", "bool", "1"]),
+    ("diffusers", {"downscale_freq_shift": float("nan")}, ValueError, ["downscale_freq_shift", "nan"]),
+    ("diffusers", {"downscale_freq_shift": "1"}, TypeError, ["downscale_freq_shift", "'1'"]),
+    ("diffusers", {"scale": float("-inf")}, ValueError, ["scale", "finite", "-inf"]),
+    ("diffusers", {"scale": None}, TypeError, ["scale", "None"]),
+    ("diffusers", {"max_period": 1}, ValueError, ["max_period", "> 1", "1.0"]),
+    ("diffusers", {"max_period": "1e4"}, TypeError, ["max_period", "'1e4'"]),
+    ("paper", {"offset": float("inf")}, ValueError, ["offset", "finite", "inf"]),
+    ("paper", {"offset": "1"}, TypeError, ["offset", "'1'"]),
+    ("fairseq", {"padding_idx": 1.0}, TypeError, ["padding_idx", "1.0", "int or None"]),
+    ("paper", {"base": 0.5}, ValueError, ["base", "> 1", "0.5"]),
+    ("paper", {"layout": "half"}, ValueError, ["layout", "'half'", "'sin_cos'"]),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "error", "words"), BAD_OPTIONS, ids=lambda v: str(v))
+def test_a_bad_option_is_named_as_the_caller_spelled_it(name, options, error, words):
+    for build in (lambda: posenc.positional_encoding(4, 8, convention=name, **options),
+                  lambda: posenc.encode([1, 2], 8, convention=name, **options)):
+        assert_raises_naming(build, error, words)
+
+
+def test_every_option_of_every_preset_has_a_bad_value_above():
+    tried = {(name, option) for name, options, _, _ in BAD_OPTIONS for option in options}
+    for name in SOURCES:
+        _, _, options = posenc.conventions._PRESETS[name]
+        for option in inspect.signature(options).parameters:
+            assert (name, option) in tried, (name, option)
+    assert {option for _, option in tried} >= {"base", "layout", "offset", "padding_idx"}
+
+
+def test_adjustable_fields_are_the_overrides_and_what_the_sources_options_set():
+    generic = {"base", "layout", "offset", "padding_idx"}
+    assert posenc.conventions.adjustable_fields("paper") == generic
+    assert posenc.conventions.adjustable_fields("whisper") == generic  # max_timescale sets the base
+    assert posenc.conventions.adjustable_fields("tensor2tensor") == generic | {"factor"}
+    assert posenc.conventions.adjustable_fields("diffusers") == generic | {"shift", "factor"}

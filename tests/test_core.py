@@ -250,3 +250,71 @@ def test_encode_split_over_cores_writes_what_one_thread_writes(monkeypatch, core
     np.testing.assert_array_equal(split[:, :7], one_thread)
     for row in [0, 1500, 3002]:
         np.testing.assert_array_equal(split.reshape(-1, 512)[row], posenc.encode(positions.reshape(-1)[row], 512, dtype=dtype))
+
+
+# --- branches no table of ordinary size reaches ----------------------------------------------
+
+
+def test_turns_beyond_64_steps_are_the_product_of_two_tables():
+    # _turns builds more than 64 steps as coarse * fine (_turn_pair); a table reaches that only
+    # past 4096**2 rows. 5000 steps of stride 3 against sincos of each angle directly.
+    w_hi, w_lo = _rotation.geometric_parts(32, 10000.0, 32)
+    turns = _rotation._turns(5000, 3, w_hi, w_lo)
+    s, c = _rotation.sincos(np.arange(5000) * 3.0, w_hi, w_lo, np.sin, np.cos)
+    assert turns.shape == (5000, 32) and turns.dtype == np.complex128
+    np.testing.assert_allclose(turns.real, c, rtol=0, atol=2e-15)
+    np.testing.assert_allclose(turns.imag, s, rtol=0, atol=2e-15)
+    coarse, fine = _rotation._turn_pair(5000, 3, w_hi, w_lo)
+    assert (len(coarse), len(fine)) == (71, 71)  # ceil(5000 / 71) rows of 71 steps
+
+
+@pytest.mark.parametrize("offset", [0.5, -2.25, 1e6 + 0.125])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fractional_offset_shifts_every_row(offset, dtype):
+    # Row k of the table is position offset + k, whatever the offset; 300 rows: several blocks.
+    table = posenc.positional_encoding(300, 10, offset=offset, dtype=dtype)
+    positions = offset + np.arange(300)
+    exact_table = exact_rows(positions[[0, 1, 64, 299]], 10)
+    np.testing.assert_allclose(table[[0, 1, 64, 299]], exact_table, rtol=0, atol=2e-7 if dtype == np.float32 else 1e-14)
+    np.testing.assert_allclose(table, posenc.encode(positions, 10, dtype=dtype), rtol=0, atol=4e-7 if dtype == np.float32 else 1e-14)
+    assert posenc.conventions.resolve("paper", offset=offset).offset == offset
+
+
+def test_fractional_offset_meets_no_padding_row():
+    # fairseq zeroes the row of position padding_idx; with positions offset + k for a
+    # fractional offset there is none, while encode zeroes a position that lands on it.
+    table = posenc.positional_encoding(6, 8, convention="fairseq", offset=0.5)
+    assert np.all(np.abs(table).sum(axis=1) > 0)
+    encoded = posenc.encode([0.5, 0.0], 8, convention="fairseq", offset=0.5)  # positions 1 and 0.5
+    assert not encoded[0].any() and encoded[1].all()
+    np.testing.assert_allclose(encoded[1], table[0], rtol=0, atol=4e-7)
+
+
+def test_blocks_of_a_table_are_about_the_square_root_of_its_length():
+    # B rows per block and L / B blocks: both near sqrt(L), so B + L / B rows of trig are
+    # computed. B is a power of two with L < B**2 <= 4 L, and 64 below 4096 rows.
+    for length in [0, 1, 64, 65, 4095]:
+        assert _rotation.block_rows(length) == 64
+    for length in [4096, 5000, 65535, 65536, 10**6, 10**7, 2**26]:
+        rows = _rotation.block_rows(length)
+        assert rows & (rows - 1) == 0 and length < rows**2 <= 4 * length, (length, rows)
+
+
+def test_dtype_and_out_errors_in_full():
+    with pytest.raises(TypeError) as caught:
+        posenc.positional_encoding(4, 6, dtype=np.int32)
+    assert str(caught.value) == "dtype must be one of numpy.float16, numpy.float32, numpy.float64, got dtype('int32')"
+    out = np.zeros((4, 6), np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError) as caught:
+        posenc.positional_encoding(4, 6, out=out)
+    assert str(caught.value) == "out must be writeable, got a read-only array"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_column_major_out_is_written_like_any_other(dtype):
+    # out may be any writeable array of the table's shape and dtype: a Fortran-ordered one
+    # has its rows strided, so the table goes through the scratch rows, not a complex view.
+    out = np.asfortranarray(np.full((300, 10), np.nan, dtype))
+    assert posenc.positional_encoding(300, 10, dtype=dtype, out=out) is out
+    np.testing.assert_array_equal(out, posenc.positional_encoding(300, 10, dtype=dtype))

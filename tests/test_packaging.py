@@ -76,3 +76,18 @@ def test_make_lab_passes_lab_args_through():
     assert lab and lab[-1].endswith("--no-browser --port=8899")
     # As root (CI, containers) Jupyter exits at once without --allow-root.
     assert ("--allow-root" in lab[-1]) == (os.geteuid() == 0)
+
+
+def test_mutmut_configuration_names_files_that_exist():
+    # `make mutants`: a renamed module or test file would silently drop out of the run.
+    mutmut = PYPROJECT["tool"]["mutmut"]
+    assert mutmut["source_paths"] == ["posenc/"]
+    for path in mutmut["only_mutate"]:
+        assert (ROOT / path).is_file(), path
+    for module in ["_core", "_rotation", "conventions", "layouts", "rotary", "diagnosis"]:
+        assert f"posenc/{module}.py" in mutmut["only_mutate"]
+    selection = mutmut["pytest_add_cli_args_test_selection"]
+    assert selection[0] == "tests/"
+    for argument in selection[1:]:
+        assert argument.startswith("--ignore=") and (ROOT / argument.removeprefix("--ignore=")).exists(), argument
+    assert "mutants/" in (ROOT / ".gitignore").read_text().splitlines()

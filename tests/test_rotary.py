@@ -487,3 +487,122 @@ def test_torch_apply_rotary_gradients(layout, fraction):
     x = torch.randn(2, 3, 5, 8, dtype=torch.float64, requires_grad=True)
     cos, sin = (t[:, None].requires_grad_() for t in pt.rotary_cos_sin(torch.arange(10).reshape(2, 5), 8, layout=layout, dtype=torch.float64, partial_rotary_factor=fraction))
     assert torch.autograd.gradcheck(lambda x, c, s: pt.apply_rotary(x, c, s, layout=layout), (x, cos, sin))
+
+
+# --- dtypes kept, every read parameter named in its error (tests with teeth, issue 21) ------
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_apply_rotary_keeps_float32_and_half_inputs_in_their_dtype(dtype, layout):
+    rng = np.random.default_rng(4)
+    positions = np.arange(10) * 13.0
+    x = rng.standard_normal((2, 10, 16)).astype(dtype)
+    cos, sin = posenc.rotary_cos_sin(positions, 16, layout=layout, dtype=dtype, partial_rotary_factor=0.5)
+    got = posenc.apply_rotary(x, cos, sin, layout=layout)
+    assert got.dtype == dtype and got.shape == x.shape
+    np.testing.assert_array_equal(got[..., 8:], x[..., 8:])  # beyond rotary_dim: untouched
+    # The same rotation of the same (rounded) inputs in float64: two products and a sum, each
+    # rounded once in dtype, within 2 eps (|a| + |b|) <= 4 eps max|x| of it.
+    wide = posenc.apply_rotary(x.astype(np.float64), cos.astype(np.float64), sin.astype(np.float64), layout=layout)
+    assert np.abs(got - wide).max() <= 4 * np.finfo(dtype).eps * np.abs(x).max()
+    # And the angle is the exact one, to cos's and sin's rounding in dtype as well.
+    exact_cos, exact_sin = posenc.rotary_cos_sin(positions, 16, layout=layout, dtype=np.float64, partial_rotary_factor=0.5)
+    exact = posenc.apply_rotary(x.astype(np.float64), exact_cos, exact_sin, layout=layout)
+    assert np.abs(got - exact).max() <= 6 * np.finfo(dtype).eps * np.abs(x).max()
+
+
+# (rope_type, parameter): each parameter a rope type reads, with a valid case around it.
+READ_PARAMETERS = [
+    ("default", "partial_rotary_factor"),
+    ("linear", "factor"),
+    ("dynamic", "factor"),
+    ("dynamic", "max_position_embeddings"),
+    ("dynamic", "seq_len"),
+    ("yarn", "factor"),
+    ("yarn", "original_max_position_embeddings"),
+    ("yarn", "attention_factor"),
+    ("yarn", "beta_fast"),
+    ("yarn", "beta_slow"),
+    ("yarn", "mscale"),
+    ("yarn", "mscale_all_dim"),
+    ("longrope", "factor"),
+    ("longrope", "attention_factor"),
+    ("longrope", "seq_len"),
+    ("longrope", "original_max_position_embeddings"),
+    ("longrope", "max_position_embeddings"),
+    ("llama3", "factor"),
+    ("llama3", "low_freq_factor"),
+    ("llama3", "high_freq_factor"),
+    ("llama3", "original_max_position_embeddings"),
+    ("proportional", "factor"),
+    ("proportional", "partial_rotary_factor"),
+]
+
+
+@pytest.mark.parametrize("bad", [0, -2.5, float("nan"), float("inf")])
+@pytest.mark.parametrize(("rope_type", "name"), READ_PARAMETERS)
+def test_a_bad_rope_parameter_is_named(rope_type, name, bad):
+    params = dict(CASES[rope_type], **{name: bad})
+    if rope_type == "longrope" and name == "max_position_embeddings":
+        params.pop("factor", None)  # read only when it gives the factor
+    words = [name, repr(bad), repr(rope_type)]
+    assert_raises_naming(lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
+    assert_raises_naming(lambda: posenc.rotary_cos_sin([0, 1], HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
+
+
+# The whole message a learner reads, for the errors that list what is allowed or say what to do.
+FULL_MESSAGES = [
+    (lambda: posenc.rotary_cos_sin([1], 64, layout="sin_cos"), ValueError, "layout must be one of 'half', 'interleaved'; got 'sin_cos'"),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="ntk"),
+        ValueError,
+        "rope_type must be one of 'default', 'linear', 'dynamic', 'yarn', 'longrope', 'llama3', 'proportional'; got 'ntk'",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="linear", factor=2.0, beta_fast=32),
+        TypeError,
+        "rope_type='linear' takes no parameter 'beta_fast'; it takes factor, max_position_embeddings, partial_rotary_factor",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(64, rope_type="yarn", original_max_position_embeddings=4096),
+        TypeError,
+        "rope_type='yarn' needs the parameter 'factor' "
+        "(or 'max_position_embeddings', which gives it as max / original_max_position_embeddings)",
+    ),
+    (
+        lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))),
+        ValueError,
+        "cos (shape (2, 4, 8)) must broadcast against x (shape (2, 3, 4, 8)) but for the last axis; "
+        "for x of (batch, heads, seq, head_dim) pass cos[:, None]",
+    ),
+    (
+        lambda: posenc.rotary_frequencies(2, rope_type="dynamic", factor=2.0, max_position_embeddings=10),
+        ValueError,
+        "rope_type='dynamic' needs at least 4 rotary channels, got 2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "message"), FULL_MESSAGES)
+def test_rotary_error_messages_in_full(call, error, message):
+    with pytest.raises(error) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+def test_rotary_dim_defaults_to_the_whole_head():
+    assert rotary.rotary_dim(64) == 64
+    assert rotary.rotary_dim(64, partial_rotary_factor=0.25) == 16
+    assert rotary.rotary_dim(64, "proportional", partial_rotary_factor=0.25) == 64  # the rest turn at frequency 0
+
+
+@pytest.mark.parametrize(("chosen", "seq_len"), [("short_factor", 100), ("long_factor", 8000)])
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_longrope_factors_in_use_must_be_positive(chosen, seq_len, bad):
+    factors = list(CASES["longrope"][chosen])
+    factors[3] = bad
+    params = dict(CASES["longrope"], seq_len=seq_len, **{chosen: factors})
+    assert_raises_naming(
+        lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **params), ValueError, [chosen, "32 positive numbers", "'longrope'"]
+    )

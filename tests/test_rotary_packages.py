@@ -196,3 +196,81 @@ def test_float32_route_is_llamas_forward():
     exact = pt.rotary_cos_sin(positions[0], 128, dtype=torch.float64)
     error = torch.maximum(*[(theirs[0].double() - ours).abs().amax(-1) for theirs, ours in zip((cos, sin), exact)])
     assert 4e-3 < error[2] < 6e-3 and 4e-2 < error[3] < 6e-2
+
+
+# --- yarn's and longrope's corners against transformers ---------------------------------------
+# (rope parameters, base): each row takes a branch the configurations above leave out.
+YARN_CORNERS = [
+    # Only one of mscale / mscale_all_dim: transformers then ignores both (0.1 ln(factor) + 1).
+    ({"factor": 8.0, "original_max_position_embeddings": 4096, "mscale": 0.707}, 10000.0),
+    ({"factor": 8.0, "original_max_position_embeddings": 4096, "mscale_all_dim": 1.0}, 10000.0),
+    # A factor below 1 scales nothing: attention factor 1 (transformers warns; it computes all the same).
+    ({"factor": 0.5, "original_max_position_embeddings": 4096, "mscale": 2.0, "mscale_all_dim": 1.0}, 10000.0),
+    ({"factor": 0.5, "original_max_position_embeddings": 4096}, 10000.0),
+    # beta_fast and beta_slow moved, untruncated: the ramp starts and ends between pairs.
+    ({"factor": 4.0, "original_max_position_embeddings": 2048, "beta_fast": 8.0, "beta_slow": 0.5, "truncate": False}, 10000.0),
+    # beta_fast so large its pair is negative (clamped to 0); beta_slow so small that its pair
+    # passes dim - 1 (clamped) at base 100.
+    ({"factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 1000.0, "beta_slow": 0.01}, 100.0),
+    # beta_fast == beta_slow, untruncated: the ramp's ends coincide and 0.001 keeps them apart.
+    ({"factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 4.0, "beta_slow": 4.0, "truncate": False}, 10000.0),
+    # Both pairs at or below 0: clamped and truncated to the same 0, the same 0.001.
+    ({"factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 1000.0, "beta_slow": 700.0}, 10000.0),
+]
+
+
+def assert_equal_to_transformers(rope_type, params, head_dim, base, max_positions, seq_len=None):
+    """posenc's frequencies and attention factor are transformers' to float32 rounding; returns posenc's."""
+    config, params = llama_config(rope_type, params, max_positions, head_dim, base)
+    inv_freq, attention = transformers_frequencies(config, rope_type, seq_len)
+    extra = {"seq_len": seq_len} if seq_len is not None else {}
+    ours, our_attention = posenc.rotary_frequencies(head_dim, base, rope_type=rope_type, max_position_embeddings=max_positions, **params, **extra)
+    np.testing.assert_allclose(ours, inv_freq.double().numpy(), rtol=(math.log(base) + 5) * 2.0**-24, atol=0)
+    assert our_attention == pytest.approx(attention, rel=1e-15)
+    return ours, our_attention
+
+
+@pytest.mark.parametrize(("params", "base"), YARN_CORNERS, ids=lambda v: str(v))
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_yarn_corners_equal_transformers(params, base, head_dim):
+    assert_equal_to_transformers("yarn", params, head_dim, base, 32768)
+
+
+def test_yarn_corners_do_what_they_say():
+    w = posenc.rotary_frequencies(64)[0]
+    factor_8 = {"factor": 8.0, "original_max_position_embeddings": 4096}
+    for one in ({"mscale": 0.707}, {"mscale_all_dim": 1.0}):
+        assert posenc.rotary_frequencies(64, rope_type="yarn", **factor_8, **one)[1] == 0.1 * math.log(8.0) + 1
+    assert posenc.rotary_frequencies(64, rope_type="yarn", **factor_8, mscale=2.0, mscale_all_dim=1.0)[1] == pytest.approx(
+        (0.2 * math.log(8.0) + 1) / (0.1 * math.log(8.0) + 1), rel=1e-15
+    )
+    for corner in YARN_CORNERS[2:4]:
+        assert posenc.rotary_frequencies(64, rope_type="yarn", **corner[0])[1] == 1.0
+    # Both ends at pair 0: pair 0 keeps w, every other pair is divided by the factor.
+    ours, _ = posenc.rotary_frequencies(64, rope_type="yarn", **YARN_CORNERS[-1][0])
+    assert ours[0] == w[0]
+    np.testing.assert_allclose(ours[1:], w[1:] / 4, rtol=1e-16)
+    # Clamped at both ends at base 100: pair 0 keeps w, the ramp runs to dim - 1 = 63 (past the 32 pairs).
+    ours, _ = posenc.rotary_frequencies(64, 100.0, rope_type="yarn", **YARN_CORNERS[5][0])
+    w100 = posenc.rotary_frequencies(64, 100.0)[0]
+    ramp = np.arange(32) / 63
+    assert ours[0] == w100[0]
+    np.testing.assert_allclose(ours, w100 * (1 - ramp) + w100 / 4 * ramp, rtol=1e-15)
+
+
+@pytest.mark.parametrize("head_dim", [64, 96])
+def test_longrope_uses_the_short_factors_up_to_the_original_length(head_dim):
+    params = {"original_max_position_embeddings": 4096}
+    short, long = (np.array(longrope_factors(head_dim // 2)[key]) for key in ("short_factor", "long_factor"))
+    w = posenc.rotary_frequencies(head_dim)[0]
+    at, _ = assert_equal_to_transformers("longrope", params, head_dim, 10000.0, 131072, seq_len=4096)
+    np.testing.assert_allclose(at, w / short, rtol=1e-15)
+    past, _ = assert_equal_to_transformers("longrope", params, head_dim, 10000.0, 131072, seq_len=4097)
+    np.testing.assert_allclose(past, w / long, rtol=1e-15)
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0, 1.5, 2.0])
+def test_longrope_attention_factor_around_one_equals_transformers(factor):
+    # Up to a factor of 1 nothing is scaled (1.0); above it sqrt(1 + ln(factor) / ln(original)).
+    _, attention = assert_equal_to_transformers("longrope", {"original_max_position_embeddings": 4096, "factor": factor}, 64, 10000.0, 131072)
+    assert attention == (1.0 if factor <= 1 else pytest.approx(math.sqrt(1 + math.log(factor) / math.log(4096)), rel=1e-15))

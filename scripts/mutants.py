@@ -1,0 +1,110 @@
+"""`make mutants`: mutmut over posenc on the unit tests, every mutant or a seeded sample.
+
+    python scripts/mutants.py                           every mutant (hours)
+    python scripts/mutants.py --sample                  100 mutants drawn with seed 21 (about 20 minutes)
+    python scripts/mutants.py --sample 400 --seed 7     another size, another draw
+    python scripts/mutants.py --sample --modules _core rotary   draw from these modules only
+
+What is mutated and which tests run is [tool.mutmut] in pyproject.toml. mutmut copies the
+project into mutants/ and keeps its results there: `mutmut show NAME` prints a mutant's diff,
+`mutmut browse` lists them all. A sample is drawn from the sorted names of every mutant, so
+the same seed picks the same mutants while the source stays the same; the summary gives
+the score per module: killed (a test failed, or the mutant timed out) over those sampled.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SAMPLE = 100
+DEFAULT_SEED = 21
+
+
+def generate_mutants(max_children):
+    """Write mutants/ (the first step of `mutmut run`) and return every mutant's name."""
+    from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    set_mutant_under_test("mutant_generation")
+    (ROOT / "mutants").mkdir(exist_ok=True)
+    copy_src_dir()
+    copy_also_copy_files()
+    create_mutants(max_children)
+    os.environ.pop("MUTANT_UNDER_TEST", None)
+    return sorted(results())
+
+
+def results():
+    """``{mutant name: mutmut's exit code or None}`` from the .meta files mutmut keeps in mutants/."""
+    found = {}
+    for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
+        found.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return found
+
+
+def module_of(name):
+    # posenc._core.x_angles__mutmut_3 -> _core
+    return name.split(".")[1]
+
+
+def summarise(names):
+    """Print killed / sampled per module, then every mutant not killed outright; return the survivors.
+
+    A timeout counts as killed (the mutant made the tests run far longer than they do) but is
+    listed too, so that a machine too loaded to finish in time can be told from a real hang.
+    """
+    from mutmut.stats import status_by_exit_code
+
+    codes = results()
+    statuses = {name: status_by_exit_code[codes[name]] for name in names}
+    print(f"\n{'module':<14}{'sampled':>8}{'killed':>8}{'score':>8}  other")
+    for module in sorted({module_of(name) for name in names}):
+        counts = Counter(statuses[name] for name in names if module_of(name) == module)
+        sampled, killed = sum(counts.values()), counts["killed"] + counts["timeout"]
+        other = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()) if status != "killed")
+        print(f"{module:<14}{sampled:>8}{killed:>8}{killed / sampled:>8.1%}  {other}")
+    survivors = [name for name in names if statuses[name] not in ("killed", "timeout")]
+    killed = len(names) - len(survivors)
+    print(f"{'all':<14}{len(names):>8}{killed:>8}{killed / len(names):>8.1%}")
+    for name in names:
+        if statuses[name] != "killed":
+            print(f"  {statuses[name]:<10} {name}    (mutmut show {name})")
+    return survivors
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, nargs="?", const=DEFAULT_SAMPLE, metavar="N",
+                        help=f"run N mutants drawn at random (default N: {DEFAULT_SAMPLE})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the draw (default {DEFAULT_SEED})")
+    parser.add_argument("--modules", nargs="+", metavar="MODULE", help="draw from these posenc modules only, e.g. _core rotary")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    mutmut = [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(args.max_children)]
+    if args.sample is None and args.modules is None:
+        return subprocess.call(mutmut)
+    names = generate_mutants(args.max_children)
+    if args.modules:
+        unknown = set(args.modules) - {module_of(name) for name in names}
+        if unknown:
+            parser.error(f"--modules: no mutants in {', '.join(sorted(unknown))}; see only_mutate in pyproject.toml")
+        names = [name for name in names if module_of(name) in args.modules]
+    if args.sample is not None:
+        if args.sample < 1:
+            parser.error(f"--sample must be at least 1, got {args.sample}")
+        names = sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
+    print(f"Testing {len(names)} mutants (seed {args.seed}).")
+    code = subprocess.call(mutmut + names)
+    summarise(names)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
