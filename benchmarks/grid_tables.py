@@ -13,11 +13,11 @@ two-core machine a 16 x 16 table took 55 ms on two threads and 1 ms on one, meas
 posenc's grid builder is single-threaded NumPy.
 """
 
-import argparse
 import math
 
 import numpy as np
 
+import timing
 from timing import time_all
 
 SIZES = {"full": ((64, 64), 768), "quick": ((16, 16), 64)}
@@ -81,10 +81,5 @@ def _rows(quick, repeats, posenc, pt):
     return rows
 
 
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    run(args.quick, args.repeats)
+    timing.main(run, __doc__)

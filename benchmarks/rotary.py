@@ -13,10 +13,10 @@
 Times are medians of round-robin repeats: compare ratios within one run.
 """
 
-import argparse
 
 import mpmath
 import numpy as np
+import timing
 from timing import time_all
 
 HEAD_DIM = 128
@@ -116,10 +116,5 @@ def run(quick=False, repeats=15):
     return {"speed": rows, "error_positions": list(positions), "errors": {k: v.tolist() for k, v in errors.items()}}
 
 
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    run(args.quick, args.repeats)
+    timing.main(run, __doc__)

@@ -1,6 +1,7 @@
 """Round-robin medians, shared by the benchmark scripts: a busy moment of the machine
 slows every implementation alike, so ratios within one run are what to compare."""
 
+import argparse
 import gc
 import importlib.util
 import statistics
@@ -28,3 +29,12 @@ def torch_section(frameworks, packages, what, run, quick, repeats):
         print(f"\n{what} rows skipped: they compare against {' and '.join(packages)} (pip install -e '.[conventions]')")
         return None
     return run(quick, repeats)
+
+
+def main(run, doc):
+    """The command line of a section run on its own: ``--quick`` and ``--repeats``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    run(args.quick, args.repeats)
