@@ -17,6 +17,8 @@ import sys
 
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
+    # configs with rope_parameters need transformers 5
+    # %pip install --quiet "transformers>=5"
 
 # %%
 # %matplotlib inline
