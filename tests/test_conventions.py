@@ -433,7 +433,7 @@ def test_convert_layout_takes_a_keras_variable():
     assert perm.tolist() == [0, 2, 4, 1, 3, 5]
     # A Dense kernel reads the table along axis 0; the transposed weight along its last axis.
     for array, axis, expected in ((kernel, 0, kernel[perm]), (kernel.T, -1, kernel.T[:, perm])):
-        variable = keras.Variable(array)
+        variable = keras.Variable(array, dtype="float64")  # Keras 3.0 would cast to float32
         assert type(variable).__module__.startswith("keras")
         moved = posenc.convert_layout(variable, "interleaved", "sin_cos", axis=axis)
         assert tf.is_tensor(moved) and tuple(moved.shape) == expected.shape

@@ -174,7 +174,7 @@ def test_detr_is_transformers_detr(shape, normalize):
 
 @pytest.mark.parametrize("shape", NON_SQUARE)
 def test_diffusers_2d(shape):
-    from diffusers.models.embeddings import get_2d_sincos_pos_embed
+    get_2d_sincos_pos_embed = pytest.importorskip("diffusers.models.embeddings").get_2d_sincos_pos_embed
 
     for options in ({}, {"base_size": 7, "interpolation_scale": 2.0}, {"cls_token": True, "extra_tokens": 2},
                     {"cls_token": True}, {"extra_tokens": 3}):
@@ -185,7 +185,7 @@ def test_diffusers_2d(shape):
 
 
 def test_diffusers_3d():
-    from diffusers.models.embeddings import get_3d_sincos_pos_embed
+    get_3d_sincos_pos_embed = pytest.importorskip("diffusers.models.embeddings").get_3d_sincos_pos_embed
 
     t, h, w, d = 3, 4, 6, 32
     theirs = get_3d_sincos_pos_embed(d, (w, h), t, spatial_interpolation_scale=1.5, temporal_interpolation_scale=0.5)
@@ -327,7 +327,7 @@ def test_identify_options_and_source_tables():
     found = posenc.identify_grid(timm_reference(4, 6, 16, interleave_sin_cos=False), (4, 6))
     assert found.matches == ("timm",)
     assert posenc.identify_grid(detr_reference(4, 6, 16, normalize=True), (4, 6)).matches == ("detr, normalize=True",)
-    from diffusers.models.embeddings import get_2d_sincos_pos_embed
+    get_2d_sincos_pos_embed = pytest.importorskip("diffusers.models.embeddings").get_2d_sincos_pos_embed
 
     scaled = get_2d_sincos_pos_embed(16, (4, 6), base_size=3, interpolation_scale=2.0).numpy()
     assert posenc.identify_grid(scaled, (4, 6)).matches == ("diffusers, base_size / interpolation_scale=1.5",)
