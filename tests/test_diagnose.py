@@ -503,6 +503,16 @@ def test_unknown_says_where_and_by_how_much(size):
     assert details["nearest"] and details["max_deviation"] > 0.1  # what the nearest explanation misses by
 
 
+def test_str_opens_with_the_verdict():
+    paper = str(posenc.diagnose(learner_paper(10, 6))).splitlines()
+    assert paper[0] == "This is the paper's table."
+    assert paper[1].startswith("- matches: the paper's table: sin at even columns")
+    swapped = str(posenc.diagnose(learner_swapped(10, 6))).splitlines()
+    assert swapped[0] == "This is not the paper's table:" and swapped[1].startswith("- swapped_sin_cos: columns 0, 2, 4")
+    unknown = str(posenc.diagnose(_by_name("stackoverflow_power", 10, 6))).splitlines()
+    assert unknown[0] == "Nothing in the catalog explains this table." and unknown[1].startswith("- unknown: ")
+
+
 def test_diagnosis_to_dict_in_process():
     found = posenc.diagnose(learner_base_1000(20, 16).T)
     report = found.to_dict()
@@ -544,6 +554,19 @@ def test_transposed_named_conventions(name):
     found = posenc.diagnose(table)
     assert found.codes == ["matches", "transposed", "layout"] and name in found.findings[0].details["conventions"]
     assert found.findings[1].details["shape"] == [16, 30]  # as it lies
+
+
+def test_odd_width_named_convention_keeps_its_padded_column_last():
+    # tensor2tensor pads an odd width with a zero column after sin | cos: the permutation to
+    # the interleaved order must move the 3 + 3 columns into pairs and leave that column last.
+    table = posenc.positional_encoding(12, 7, convention="tensor2tensor", dtype=np.float64)
+    found = posenc.diagnose(table)
+    assert found.codes == ["matches", "layout"] and "tensor2tensor" in found.findings[0].details["conventions"]
+    perm = found.findings[1].details["permutation"]
+    assert perm == [0, 3, 1, 4, 2, 5, 6]
+    interleaved = table[:, perm]
+    np.testing.assert_allclose(interleaved[:, 0:6:2] ** 2 + interleaved[:, 1:6:2] ** 2, 1.0, atol=1e-12)
+    assert not interleaved[:, 6].any()
 
 
 def test_odd_width_cos_sin_table():
