@@ -364,6 +364,13 @@ def test_bad_tables(table, error, words):
     assert_raises_naming(lambda: posenc.diagnose(table), error, words)
 
 
+def test_shape_of_an_array_must_be_its_own():
+    table = learner_paper(10, 6)
+    assert posenc.diagnose(table, shape=(10, 6)).codes == ["matches"]
+    assert_raises_naming(lambda: posenc.diagnose(table, shape=(6, 10)), ValueError,
+                         ["shape must be the table's own shape (10, 6)", "got (6, 10)"])
+
+
 def test_import_posenc_loads_no_framework():
     code = "import sys, posenc; posenc.diagnose([[0.0, 1.0]]); print('torch' in sys.modules, 'tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
