@@ -555,6 +555,16 @@ def test_a_table_over_two_to_the_twenty_entries():
     assert found.codes == ["layout"] and found.findings[0].details["layout"] == "cos_sin"
 
 
+def test_a_big_named_convention_table_with_one_wrong_row_is_no_match():
+    # Over 2**20 entries the presets are told apart on 1024 spread rows; row 21 is not one of
+    # them, and a table wrong there is still not tensor2tensor's.
+    table = posenc.positional_encoding(4100, 256, convention="tensor2tensor", dtype=np.float64)
+    assert posenc.diagnose(table).codes == ["matches", "layout"]
+    table[21] = 0.5
+    found = posenc.diagnose(table)
+    assert found.codes == ["unknown"], str(found)
+
+
 @pytest.mark.parametrize("name", ["tensor2tensor", "whisper"])
 def test_transposed_named_conventions(name):
     table = posenc.positional_encoding(30, 16, convention=name, dtype=np.float64).T
