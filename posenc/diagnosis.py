@@ -710,13 +710,14 @@ def _preset_names(entries, offset):
     """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, rows from
     ``offset``, holds these entries, and the first one's largest deviation."""
     names, deviations = [], []
-    probe = _probe(entries)
-    checked = entries
-    if entries.values.size > 2**20:  # a big table: 1024 rows spread over it tell the presets apart
+    parts = [_probe(entries), entries]
+    if entries.values.size > 2**20:
+        # A big table: 1024 rows spread over it tell the presets apart; only a preset that holds
+        # them is checked on every row (a wrong row between them must not pass for a match).
         spread = np.unique(np.linspace(0, len(entries.rows) - 1, 1024).round().astype(int))
-        checked = entries.take(spread, np.arange(len(entries.columns)))
+        parts.insert(1, entries.take(spread, np.arange(len(entries.columns))))
     for name in conventions.NAMES:
-        for part in (probe, checked):
+        for part in parts:
             try:
                 table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
             except ValueError:

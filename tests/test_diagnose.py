@@ -364,6 +364,13 @@ def test_bad_tables(table, error, words):
     assert_raises_naming(lambda: posenc.diagnose(table), error, words)
 
 
+def test_shape_of_an_array_must_be_its_own():
+    table = learner_paper(10, 6)
+    assert posenc.diagnose(table, shape=(10, 6)).codes == ["matches"]
+    assert_raises_naming(lambda: posenc.diagnose(table, shape=(6, 10)), ValueError,
+                         ["shape must be the table's own shape (10, 6)", "got (6, 10)"])
+
+
 def test_import_posenc_loads_no_framework():
     code = "import sys, posenc; posenc.diagnose([[0.0, 1.0]]); print('torch' in sys.modules, 'tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -503,6 +510,16 @@ def test_unknown_says_where_and_by_how_much(size):
     assert details["nearest"] and details["max_deviation"] > 0.1  # what the nearest explanation misses by
 
 
+def test_str_opens_with_the_verdict():
+    paper = str(posenc.diagnose(learner_paper(10, 6))).splitlines()
+    assert paper[0] == "This is the paper's table."
+    assert paper[1].startswith("- matches: the paper's table: sin at even columns")
+    swapped = str(posenc.diagnose(learner_swapped(10, 6))).splitlines()
+    assert swapped[0] == "This is not the paper's table:" and swapped[1].startswith("- swapped_sin_cos: columns 0, 2, 4")
+    unknown = str(posenc.diagnose(_by_name("stackoverflow_power", 10, 6))).splitlines()
+    assert unknown[0] == "Nothing in the catalog explains this table." and unknown[1].startswith("- unknown: ")
+
+
 def test_diagnosis_to_dict_in_process():
     found = posenc.diagnose(learner_base_1000(20, 16).T)
     report = found.to_dict()
@@ -538,12 +555,35 @@ def test_a_table_over_two_to_the_twenty_entries():
     assert found.codes == ["layout"] and found.findings[0].details["layout"] == "cos_sin"
 
 
+def test_a_big_named_convention_table_with_one_wrong_row_is_no_match():
+    # Over 2**20 entries the presets are told apart on 1024 spread rows; row 21 is not one of
+    # them, and a table wrong there is still not tensor2tensor's.
+    table = posenc.positional_encoding(4100, 256, convention="tensor2tensor", dtype=np.float64)
+    assert posenc.diagnose(table).codes == ["matches", "layout"]
+    table[21] = 0.5
+    found = posenc.diagnose(table)
+    assert found.codes == ["unknown"], str(found)
+
+
 @pytest.mark.parametrize("name", ["tensor2tensor", "whisper"])
 def test_transposed_named_conventions(name):
     table = posenc.positional_encoding(30, 16, convention=name, dtype=np.float64).T
     found = posenc.diagnose(table)
     assert found.codes == ["matches", "transposed", "layout"] and name in found.findings[0].details["conventions"]
     assert found.findings[1].details["shape"] == [16, 30]  # as it lies
+
+
+def test_odd_width_named_convention_keeps_its_padded_column_last():
+    # tensor2tensor pads an odd width with a zero column after sin | cos: the permutation to
+    # the interleaved order must move the 3 + 3 columns into pairs and leave that column last.
+    table = posenc.positional_encoding(12, 7, convention="tensor2tensor", dtype=np.float64)
+    found = posenc.diagnose(table)
+    assert found.codes == ["matches", "layout"] and "tensor2tensor" in found.findings[0].details["conventions"]
+    perm = found.findings[1].details["permutation"]
+    assert perm == [0, 3, 1, 4, 2, 5, 6]
+    interleaved = table[:, perm]
+    np.testing.assert_allclose(interleaved[:, 0:6:2] ** 2 + interleaved[:, 1:6:2] ** 2, 1.0, atol=1e-12)
+    assert not interleaved[:, 6].any()
 
 
 def test_odd_width_cos_sin_table():
