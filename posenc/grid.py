@@ -31,7 +31,7 @@ import numbers
 
 import numpy as np
 
-from . import _checks, _core, _rotation
+from . import _checks, _core, _rotation, identification
 
 AXES_2D = ("y", "x")
 AXES_3D = ("t", "y", "x")
@@ -361,14 +361,10 @@ def _deviation(a, b):
 
 
 def _as_table(table):
-    if hasattr(table, "detach"):  # a torch tensor
-        table = table.detach().cpu().numpy()
-    table = np.asarray(table, dtype=np.float64)
-    if table.ndim == 3 and table.shape[0] == 1:
-        table = table[0]  # (1, N, d) as most models store pos_embed
-    if table.ndim != 2:
-        raise ValueError(f"table must have shape (tokens, d) or (1, tokens, d), got shape {table.shape}")
-    return table
+    """``identification``'s reading of a table, with the ``(1, tokens, d)`` most models store."""
+    if len(getattr(table, "shape", ())) == 3 and table.shape[0] == 1:
+        table = table[0]
+    return identification._as_table(table)
 
 
 def _split_prefix(table, shape):
