@@ -1,0 +1,267 @@
+"""posenc for JAX: the same tables as ``posenc`` as JAX arrays, and Flax NNX modules.
+
+Importing this module imports JAX and Flax; ``import posenc`` alone does not.
+
+Everything works under ``jax.jit`` and ``jax.vmap`` in JAX's default mode (x64 off, no
+float64 anywhere): positions that ``jit`` traces go through ``kernels.half_turns_float32``,
+float32 within 2e-7 of the exact value for positions up to ``2**24`` (fractional ones too).
+Concrete positions (an eager call) are encoded by NumPy, as in ``posenc.torch``, the same
+values ``posenc.encode`` gives (and float64 when x64 is on).
+"""
+
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
+
+__all__ = [
+    "DTYPES",
+    "PositionalEncoding",
+    "RotaryEmbedding",
+    "apply_rotary",
+    "encode",
+    "grid_encoding",
+    "positional_encoding",
+    "rotary_cos_sin",
+]
+
+_XP = types.SimpleNamespace(  # stand-in for backends.backend("jax")
+    float32=jnp.float32, rint=jnp.rint, sin=jnp.sin, cos=jnp.cos, constant=lambda v, dtype, like=None: jnp.asarray(v, dtype)
+)
+
+DTYPES = tuple(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64)))
+_NAMES = "jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64 (with jax_enable_x64) or None"
+
+
+def _check_dtype(dtype):
+    if dtype is None:
+        return jnp.dtype(jnp.float32)
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be one of {_NAMES}, got {dtype!r}") from None
+    dtype = _checks.check_dtype(dtype, DTYPES, _NAMES)
+    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
+        raise ValueError(f"dtype float64 needs jax.config.update('jax_enable_x64', True); got dtype={dtype!r} with x64 off")
+    return dtype
+
+
+def _concrete(positions):
+    """``positions`` as NumPy float64 (checked as ``posenc.encode`` checks them), or None when traced."""
+    if isinstance(positions, jax.core.Tracer):
+        kind = jnp.dtype(positions.dtype).kind
+        _checks.check_position_kind("f" if kind == "V" else kind, f"dtype {positions.dtype}")  # bfloat16: kind V
+        return None
+    if isinstance(positions, jax.Array) and positions.dtype == jnp.bfloat16:
+        positions = positions.astype(jnp.float32)
+    return _core.as_positions(np.asarray(positions))
+
+
+def _half_turns(positions, w_hi, w_lo):
+    # float32 (sin, cos) of traced positions: the pieces are NumPy constants of the trace.
+    return kernels.half_turns_float32(_XP, positions.astype(jnp.float32), kernels.half_turn_pieces(w_hi, w_lo))
+
+
+def _columns(s, c, layout, width):
+    # The first `width` columns of a table in `layout` from sines s and cosines c (..., ceil(width/2)).
+    n_cos = width // 2
+    if layout == "sin_cos":
+        return jnp.concatenate([s, c[..., :n_cos]], -1)
+    if layout == "cos_sin":
+        return jnp.concatenate([c[..., :n_cos], s], -1)
+    return jnp.stack([s, c], -1).reshape(*s.shape[:-1], 2 * s.shape[-1])[..., :width]
+
+
+def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+    """``positions`` of any shape -> ``(*positions.shape, d_model)`` array, as ``posenc.encode``.
+
+    Same formula, conventions, layouts and checks. ``dtype`` defaults to float32. Concrete
+    positions: NumPy's ``posenc.encode`` (float32 within 2e-7, float64 ~2e-16). Traced
+    positions (inside ``jit``/``vmap``): the float32-only half turns, within 2e-7 for
+    ``|positions| <= 2**24``; an offset is added in float32 (exact for integers).
+    """
+    dtype = _check_dtype(dtype)
+    d_model = _checks.check_d_model(d_model)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    concrete = _concrete(positions)
+    if concrete is not None:
+        wide = np.float64 if dtype == jnp.float64 else np.float32
+        return jnp.asarray(_core.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
+    w_hi, w_lo, width = chosen.parts(d_model)
+    positions = conventions.offset_positions(positions.astype(jnp.float32), chosen)
+    rows = _columns(*_half_turns(positions, w_hi, w_lo), chosen.layout, width)
+    if width < d_model:
+        rows = jnp.concatenate([rows, jnp.zeros((*rows.shape[:-1], d_model - width), rows.dtype)], -1)
+    if chosen.padding_idx is not None:
+        rows = jnp.where((positions == chosen.padding_idx)[..., None], 0, rows)
+    return rows.astype(dtype)
+
+
+def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+    """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
+
+    ``length`` is a Python int (a shape, static under ``jit``), so NumPy's builder makes the
+    table (float32 within 2e-7, float64 ~1e-15; bfloat16 and float16 one rounding of float32)
+    and it enters a trace as a constant. ``dtype`` defaults to float32.
+    """
+    dtype = _check_dtype(dtype)
+    wide = np.float64 if dtype == jnp.float64 else np.float32
+    table = _core.positional_encoding(length, d_model, convention=convention, base=base, layout=layout, dtype=wide, **options)
+    return jnp.asarray(table, dtype)
+
+
+def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
+    """``posenc.grid_encoding`` as a JAX array: ``(prefix + prod(shape), d)`` (NumPy builds it)."""
+    dtype = _check_dtype(dtype)
+    wide = np.float64 if dtype == jnp.float64 else np.float32
+    return jnp.asarray(grid.grid_encoding(shape, d, convention=convention, dtype=wide, **options), dtype)
+
+
+def _rope_cos_sin(positions, parts, layout, dtype, form="channels"):
+    # (cos, sin) for parts = (w_hi, w_lo, attention); form as in RotaryEmbedding.
+    w_hi, w_lo, attention = parts
+    concrete = _concrete(positions)
+    if concrete is not None:
+        wide = np.float64 if dtype == jnp.float64 else np.float32
+        s, c = rotary.scaled_sin_cos(_rotation.sin_cos, concrete, w_hi, w_lo, attention, wide, np.float64)
+    else:
+        s, c = _half_turns(positions, w_hi, w_lo)
+        if attention != 1:
+            s, c = s * attention, c * attention  # one more float32 rounding
+    if form == "complex":
+        return jnp.asarray(c, jnp.float32) + 1j * jnp.asarray(s, jnp.float32)
+    if form == "pairs":
+        return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
+    c, s = jnp.asarray(c), jnp.asarray(s)
+    if layout == "half":
+        return jnp.concatenate([c, c], -1).astype(dtype), jnp.concatenate([s, s], -1).astype(dtype)
+    return jnp.repeat(c, 2, -1).astype(dtype), jnp.repeat(s, 2, -1).astype(dtype)
+
+
+def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+    """``(cos, sin)`` arrays, each ``(*positions.shape, rotary_dim)``, as ``posenc.rotary_cos_sin``.
+
+    Frequencies, attention factor and layouts as there; ``dtype`` defaults to float32.
+    float32 within 2e-7 of the exact value at positions up to 10**7, eager or traced (an
+    attention factor other than 1 adds one float32 rounding when traced).
+    """
+    layout = rotary.check_rotary_layout(layout)
+    dtype = _check_dtype(dtype)
+    return _rope_cos_sin(positions, rotary.rotary_parts(head_dim, base, rope_type, **params), layout, dtype)
+
+
+def apply_rotary(x, cos, sin, *, layout="half"):
+    """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
+
+    ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
+    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). Channels beyond
+    ``rotary_dim`` pass through. Elementwise, so ``jit`` fuses it.
+    """
+    x, cos, sin = jnp.asarray(x), jnp.asarray(cos), jnp.asarray(sin)
+    rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
+    first, second = rotary.pair_slices(rotated, rotary.check_rotary_layout(layout))
+    a, b = x[..., first], x[..., second]
+    a_out = a * cos[..., first] - b * sin[..., first]
+    b_out = b * cos[..., second] + a * sin[..., second]
+    if layout == "half":
+        out = jnp.concatenate([a_out, b_out], -1)
+    else:
+        out = jnp.stack([a_out, b_out], -1).reshape(*a_out.shape[:-1], rotated)
+    if rotated == x.shape[-1]:
+        return out
+    rest = jnp.broadcast_to(x[..., rotated:], (*out.shape[:-1], x.shape[-1] - rotated))
+    return jnp.concatenate([out, rest], -1)
+
+
+class _Table(nnx.Variable):
+    """A table the module computes (not trained): like torch's non-persistent buffer."""
+
+
+class PositionalEncoding(nnx.Module):
+    """Add the sinusoidal table to batch-first embeddings, then apply dropout (Flax NNX).
+
+    ``module(x)``: ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq, d_model)``) returns
+    ``dropout(x + PE[:seq])`` in ``x``'s dtype. The table is ``self.pe`` (a ``Variable``,
+    not a ``nnx.Param``: optimizers that update ``nnx.Param`` leave it alone). A sequence
+    longer than ``max_len`` grows the table. ``convention``, ``base``, ``layout`` and
+    ``options`` as in ``positional_encoding``; ``self.convention`` is the resolved one.
+    ``rngs``: ``nnx.Rngs`` for dropout (needed when ``dropout > 0`` in training mode).
+    """
+
+    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, rngs=None,
+                 **options):
+        self.d_model = _checks.check_d_model(d_model)
+        self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
+        max_len = _checks.check_length(max_len, "max_len")
+        self.dropout = nnx.Dropout(_checks.check_dropout(dropout), rngs=rngs)
+        self.pe = _Table(positional_encoding(max_len, self.d_model, convention=self.convention))
+
+    @property
+    def max_len(self):
+        return self.pe[...].shape[0]
+
+    def __call__(self, x):
+        if not isinstance(x, (jax.Array, np.ndarray)):
+            raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
+        _checks.check_input_width(x.shape, self.d_model)
+        seq = x.shape[-2]
+        if seq > self.max_len:
+            self.pe = _Table(positional_encoding(seq, self.d_model, convention=self.convention, dtype=self.pe[...].dtype))
+        return self.dropout(x + self.pe[...][:seq].astype(x.dtype))
+
+
+class RotaryEmbedding(nnx.Module):
+    """The ``(cos, sin)`` of RoPE for the positions of a batch (Flax NNX), as ``posenc.torch.RotaryEmbedding``.
+
+    ``module(x, position_ids)``: ``position_ids`` of shape ``(batch, seq)`` (any shape)
+    gives ``cos`` and ``sin`` of shape ``(*position_ids.shape, rotary_dim)`` in ``x``'s
+    dtype, ready for ``apply_rotary(q, cos[:, None], sin[:, None])``. Frequencies and
+    attention factor as ``posenc.rotary_frequencies`` (``rope_type`` and ``params`` with
+    transformers' names). ``inv_freq`` is NumPy float64 (JAX holds no float64 with x64 off);
+    ``dynamic`` and ``longrope`` read the sequence length from concrete ``position_ids``
+    (under ``jit``, give ``seq_len=`` in ``params``). ``form``: ``"channels"``, ``"pairs"``
+    (one value per pair) or ``"complex"`` (``cos + i sin``, complex64).
+    """
+
+    FORMS = ("channels", "pairs", "complex")
+
+    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", form="channels", **params):
+        self.layout = rotary.check_rotary_layout(layout)
+        if form not in self.FORMS:
+            raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
+        self.form = form
+        self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
+        # Python floats, not arrays: Flax keeps them as static (hashable) attributes.
+        w_hi, w_lo, attention = rotary.rotary_parts(head_dim, base, rope_type, **params)
+        self._parts = (tuple(w_hi.tolist()), tuple(w_lo.tolist()), float(attention))
+        self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+
+    @property
+    def inv_freq(self):
+        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length, NumPy."""
+        return np.array(self._parts[0])
+
+    @property
+    def attention_factor(self):
+        return self._parts[2]
+
+    def __call__(self, x, position_ids):
+        if not isinstance(x, (jax.Array, np.ndarray)):
+            raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
+        dtype = _check_dtype(x.dtype)
+        w_hi, w_lo, attention = self._parts
+        parts = np.array(w_hi), np.array(w_lo), attention
+        if self.rope_type in rotary.LENGTH_DEPENDENT and self.params.get("seq_len") is None:
+            concrete = _concrete(position_ids)
+            if concrete is None:
+                raise ValueError(
+                    f"rope_type {self.rope_type!r} reads the sequence length from position_ids, which jit traces; "
+                    "give seq_len= to RotaryEmbedding"
+                )
+            seq_len = int(concrete.max()) + 1 if concrete.size else None
+            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+        return _rope_cos_sin(position_ids, parts, self.layout, dtype, self.form)
