@@ -28,10 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TORCH = "torch==2.13.0"
 # The packages whose versions make a stack; the rest is tooling.
-FRAMEWORKS = ("numpy", "tensorflow-cpu", "keras", "matplotlib")
+FRAMEWORKS = ("numpy", "tensorflow-cpu", "keras", "matplotlib", "jax", "jaxlib", "flax")
 # Colab's stack (Python 3.12 there): numpy 2.0.2, tensorflow 2.19.0, keras 3.10.0, matplotlib
-# 3.10.0. tensorflow-cpu is the same code as Colab's tensorflow wheel, without CUDA.
-COLAB = ("numpy==2.0.2", "tensorflow-cpu==2.19.0", "keras==3.10.0", "matplotlib==3.10.0")
+# 3.10.0. tensorflow-cpu is the same code as Colab's tensorflow wheel, without CUDA. JAX 0.5.2
+# is the one Colab's runtime notes name (googlecolab/backend-info, runtime 2025.07; jax 0.5.2
+# came with no jaxlib of its own, so jaxlib 0.5.1); flax 0.10.4 is the release of that time.
+COLAB = ("numpy==2.0.2", "tensorflow-cpu==2.19.0", "keras==3.10.0", "matplotlib==3.10.0",
+         "jax==0.5.2", "jaxlib==0.5.1", "flax==0.10.4")
 EXTRAS = "test"
 
 
@@ -39,7 +42,7 @@ def lowest_pins(pyproject=ROOT / "pyproject.toml"):
     """``name==X`` for each framework's bound ``name>=X`` in pyproject.toml."""
     project = tomllib.loads(pyproject.read_text())["project"]
     requirements = list(project["dependencies"])
-    for extra in ("torch", "tensorflow", "plot"):
+    for extra in ("torch", "tensorflow", "jax", "plot"):
         requirements += project["optional-dependencies"][extra]
     bounds = {}
     for requirement in requirements:
@@ -76,8 +79,11 @@ def build(stack, requirements):
     wanted = "\n".join(requirements) + "\n" + hashlib.sha256(repr(project).encode()).hexdigest()
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
+    # --prefer-binary: beside old pins pip would otherwise walk back to a source-only release
+    # (flax's tensorstore and orbax-checkpoint) that does not build; an older wheel does.
     if not (run(sys.executable, "-m", "venv", "--clear", venv)
-            and run(python, "-m", "pip", "install", "--quiet", "--progress-bar", "off", *requirements, f"-e.[{EXTRAS}]")):
+            and run(python, "-m", "pip", "install", "--quiet", "--progress-bar", "off", "--prefer-binary", *requirements,
+                    f"-e.[{EXTRAS}]")):
         raise SystemExit(f"build/{stack}: the install failed")
     stamp.write_text(wanted)
     return python
@@ -141,8 +147,8 @@ def main(argv):
     elif len(argv) == 1:
         stack = argv[0]
         python = build(stack, pins(stack))
-        run(python, "-c", "import numpy, tensorflow, keras, matplotlib, torch\n"
-            "for m in (numpy, tensorflow, keras, matplotlib, torch): print(m.__name__, m.__version__)",
+        run(python, "-c", "import numpy, tensorflow, keras, matplotlib, torch, jax, jaxlib, flax\n"
+            "for m in (numpy, tensorflow, keras, matplotlib, torch, jax, jaxlib, flax): print(m.__name__, m.__version__)",
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         # Both checks run, so one CI run reports every problem.
         failed = [name for name, ok in [

@@ -1,0 +1,260 @@
+"""posenc.jax and kernels.half_turns_float32: accuracy against mpmath, jit and vmap with x64
+off (no float64 in the trace), the same tables as NumPy, the Flax NNX modules, bad input."""
+
+import types
+
+import mpmath
+import numpy as np
+import pytest
+
+import jax  # noqa: E402  (the jax extra is part of every stack make installs)
+import jax.numpy as jnp  # noqa: E402
+from flax import nnx  # noqa: E402
+
+import posenc  # noqa: E402
+import posenc.jax as pj  # noqa: E402
+from posenc import _rotation, kernels  # noqa: E402
+from messages import assert_raises_naming  # noqa: E402
+
+BOUND = 2e-7
+# kernels.half_turns_float32 written against NumPy, so its steps can be checked without JAX.
+NUMPY = types.SimpleNamespace(float32=np.float32, rint=np.rint, sin=np.sin, cos=np.cos,
+                              constant=lambda values, dtype, like=None: np.asarray(values, dtype))
+
+
+def exact_sin_cos(positions, w_hi, w_lo):
+    with mpmath.workdps(40):
+        theta = [[mpmath.mpf(float(p)) * (mpmath.mpf(float(a)) + mpmath.mpf(float(b))) for a, b in zip(w_hi, w_lo)]
+                 for p in positions]
+        return (np.array([[float(mpmath.sin(t)) for t in row] for row in theta]),
+                np.array([[float(mpmath.cos(t)) for t in row] for row in theta]))
+
+
+def hard_positions():
+    """float32 positions up to 2**24 where the reduction is weakest: next to odd multiples of
+    pi/2 of the fastest frequency (the reduced angle next to pi/2), the largest integers,
+    fractional and negative ones, and random ones."""
+    generator = np.random.default_rng(11)
+    half = (np.arange(1, 6) * 1_000_003 + 0.5) * np.pi
+    positions = np.concatenate([
+        [0.0, 1.0, -1.0, 0.5, -0.375, 2048.0, 4095.5, 12345.678, 9_999_999.0, 10_000_000.0, -10_000_000.0,
+         2.0**24 - 1, 2.0**24, -(2.0**24), 2.0**23 + 0.5],
+        np.round(half), half, -half, generator.uniform(-2.0**24, 2.0**24, 8), generator.integers(0, 10**7, 8),
+    ])
+    return positions.astype(np.float32)
+
+
+def frequencies():
+    # The paper's (w_lo not zero), one of no pattern, and the extremes 1 and 1e-4.
+    w_hi, w_lo = _rotation.geometric_parts(12, 10000.0, 12)
+    generator = np.random.default_rng(2)
+    extra = np.concatenate([[1.0, 0.999, 1e-4], generator.uniform(1e-5, 1.0, 5)])
+    return np.concatenate([w_hi, extra]), np.concatenate([w_lo, np.zeros_like(extra)])
+
+
+@pytest.mark.parametrize("run", ["numpy", "jax jit"])
+def test_float32_half_turns_against_mpmath_up_to_2_to_the_24(run):
+    positions = hard_positions()
+    w_hi, w_lo = frequencies()
+    pieces = kernels.half_turn_pieces(w_hi, w_lo)
+    if run == "numpy":
+        s, c = kernels.half_turns_float32(NUMPY, positions, pieces)
+    else:
+        s, c = jax.jit(lambda p: kernels.half_turns_float32(pj._XP, p, pieces))(jnp.asarray(positions))
+    assert s.dtype == c.dtype == np.float32
+    want_s, want_c = exact_sin_cos(positions, w_hi, w_lo)
+    assert np.abs(np.asarray(s, np.float64) - want_s).max() <= BOUND
+    assert np.abs(np.asarray(c, np.float64) - want_c).max() <= BOUND
+
+
+def test_float32_half_turns_on_a_million_angles_against_the_float64_kernel():
+    # _rotation.sincos (float64, ~2e-16; checked against mpmath in test_accuracy) is the reference.
+    generator = np.random.default_rng(5)
+    w_hi = generator.uniform(1e-5, 1.0, 250)
+    positions = np.concatenate([generator.uniform(-1e7, 1e7, 2000), generator.integers(-(2**24), 2**24, 2000)])
+    positions = positions.astype(np.float32)
+    pieces = kernels.half_turn_pieces(w_hi, np.zeros_like(w_hi))
+    got = jax.jit(lambda p: kernels.half_turns_float32(pj._XP, p, pieces))(jnp.asarray(positions))
+    want = _rotation.sincos(positions.astype(np.float64), w_hi, np.zeros_like(w_hi), np.sin, np.cos)
+    assert max(np.abs(np.asarray(g, np.float64) - w).max() for g, w in zip(got, want)) <= BOUND
+
+
+def test_half_turn_pieces_add_up_to_the_frequency_in_half_turns():
+    w_hi, w_lo = frequencies()
+    q0, q1, q2, q3, v0, v1, v2, v3, w0, w1, w = kernels.half_turn_pieces(w_hi, w_lo).astype(np.float64)
+    with mpmath.workdps(40):
+        for j in range(len(w_hi)):
+            v = (mpmath.mpf(w_hi[j]) + mpmath.mpf(w_lo[j])) / mpmath.pi
+            # Each sum is the value to the float32 rounding of its last, tiny piece.
+            assert abs(mpmath.mpf(q0[j]) + q1[j] + q2[j] + q3[j] - (4096 * v - 2 * mpmath.nint(2048 * v))) < 1e-17
+            assert abs(mpmath.mpf(v0[j]) + v1[j] + v2[j] + v3[j] - (v - 2 * mpmath.nint(v / 2))) < 1e-20
+            assert abs(mpmath.mpf(w0[j]) + w1[j] - v) <= 2.0**-36 * v and w[j] == np.float32(float(v))
+            for piece in (q0[j], q1[j], q2[j], v0[j], v1[j], v2[j], w0[j]):  # at most 12 significant bits
+                mantissa, _ = np.frexp(piece)
+                assert mantissa * 4096 == np.round(mantissa * 4096)
+
+
+def test_no_float64_in_the_traces_with_x64_off():
+    assert not jax.config.jax_enable_x64
+    positions = jnp.arange(6).reshape(2, 3)
+    x = jnp.ones((2, 3, 16))
+    traces = [
+        jax.make_jaxpr(lambda p: pj.encode(p, 16))(positions),
+        jax.make_jaxpr(lambda p: pj.encode(p, 15, convention="fairseq"))(positions),
+        jax.make_jaxpr(lambda p: pj.rotary_cos_sin(p, 16, rope_type="yarn", factor=4.0,
+                                                   original_max_position_embeddings=64))(positions),
+        jax.make_jaxpr(lambda p: pj.positional_encoding(3, 16) + p[..., None])(positions),
+        jax.make_jaxpr(lambda x, p: pj.apply_rotary(x, *pj.rotary_cos_sin(p, 16)))(x, positions),
+    ]
+    for trace in traces:
+        assert "f64" not in str(trace) and "f32" in str(trace)
+
+
+@pytest.mark.parametrize("layout", posenc.LAYOUTS)
+@pytest.mark.parametrize("convention, d_model", [("paper", 8), ("paper", 7), ("fairseq", 9), ("tensor2tensor", 7),
+                                                 ("diffusers", 6), ("whisper", 4)])
+def test_encode_eager_jit_and_vmap_agree_with_numpy(convention, d_model, layout):
+    positions = np.array([[0, 1, 2, 3], [2, 7, 40_000, 9_999_999]])
+    kwargs = {"convention": convention, "layout": layout}
+    want = posenc.encode(positions, d_model, **kwargs)
+    eager = pj.encode(jnp.asarray(positions), d_model, **kwargs)
+    jitted = jax.jit(lambda p: pj.encode(p, d_model, **kwargs))(jnp.asarray(positions))
+    mapped = jax.vmap(lambda p: pj.encode(p, d_model, **kwargs))(jnp.asarray(positions))
+    assert eager.dtype == jitted.dtype == mapped.dtype == jnp.float32 and eager.shape == (2, 4, d_model)
+    np.testing.assert_array_equal(np.asarray(eager), want)  # eagerly it is NumPy's table
+    for got in (jitted, mapped):
+        assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
+
+
+def test_traced_padding_row_is_zero_and_fractional_positions_are_accurate():
+    # fairseq's padding_idx is 1: that position's row is zeros.
+    positions = jnp.asarray([[1.0, -1.0, 2.5, -3.25]], jnp.float32)
+    got = jax.jit(lambda p: pj.encode(p, 8, convention="fairseq"))(positions)
+    want = posenc.encode(np.asarray(positions), 8, convention="fairseq")
+    assert not np.asarray(got)[0, 0].any() and not want[0, 0].any() and np.asarray(got)[0, 1:].all()
+    assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
+def test_tables_in_each_dtype_are_numpys_float32_rounded_once(dtype):
+    table = pj.positional_encoding(50, 12, dtype=dtype)
+    assert table.dtype == dtype and table.shape == (50, 12)
+    want = jnp.asarray(posenc.positional_encoding(50, 12)).astype(dtype)
+    np.testing.assert_array_equal(np.asarray(table, np.float32), np.asarray(want, np.float32))
+
+
+def test_grid_encoding_is_posencs():
+    np.testing.assert_array_equal(np.asarray(pj.grid_encoding((3, 4), 16)), posenc.grid_encoding((3, 4), 16))
+
+
+@pytest.mark.parametrize("layout", posenc.ROTARY_LAYOUTS)
+@pytest.mark.parametrize("rope_type, params", [("default", {}), ("linear", {"factor": 2.0}),
+                                               ("yarn", {"factor": 4.0, "original_max_position_embeddings": 64}),
+                                               ("default", {"partial_rotary_factor": 0.5})])
+def test_rotary_cos_sin_and_apply_rotary_agree_with_numpy(layout, rope_type, params):
+    positions = np.array([[0, 3, 100_000, 9_999_999]])
+    want_c, want_s = posenc.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params)
+    call = jax.jit(lambda p: pj.rotary_cos_sin(p, 32, rope_type=rope_type, layout=layout, **params))
+    for c, s in [pj.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params),
+                 call(jnp.asarray(positions))]:
+        assert c.dtype == jnp.float32 and c.shape == want_c.shape
+        # yarn's attention factor adds one float32 rounding of values up to it in a trace.
+        assert np.abs(np.asarray(c, np.float64) - want_c).max() <= 2 * BOUND
+        assert np.abs(np.asarray(s, np.float64) - want_s).max() <= 2 * BOUND
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 32)).astype(np.float32)
+    got = jax.jit(lambda x, c, s: pj.apply_rotary(x, c, s, layout=layout))(x, want_c[:, None], want_s[:, None])
+    want = posenc.apply_rotary(x, want_c[:, None], want_s[:, None], layout=layout)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-6)
+
+
+class TinyModel(nnx.Module):
+    """Embedding, the positional encoding, one linear layer: what a model would wrap."""
+
+    def __init__(self, rngs):
+        self.embed = nnx.Embed(11, 16, rngs=rngs)
+        self.position = pj.PositionalEncoding(16, 32, dropout=0.1, rngs=rngs)
+        self.out = nnx.Linear(16, 11, rngs=rngs)
+
+    def __call__(self, tokens):
+        return self.out(self.position(self.embed(tokens)))
+
+
+def test_positional_encoding_module_in_a_tiny_model_under_jit():
+    model = TinyModel(nnx.Rngs(0, dropout=1))
+    tokens = jnp.asarray([[1, 2, 3, 4, 5]])
+    assert model.position.max_len == 32 and model.position.pe[...].shape == (32, 16)
+    model.eval()  # dropout off: the model is embedding + table, then the linear layer
+    logits = nnx.jit(lambda m, t: m(t))(model, tokens)
+    embedded = model.embed(tokens) + posenc.positional_encoding(5, 16)
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(model.out(embedded)), rtol=1e-6, atol=1e-6)
+    # The table is a Variable but no Param: the parameters an optimizer sees leave it out.
+    assert "position" not in nnx.state(model, nnx.Param) and "embed" in nnx.state(model, nnx.Param)
+    model.train()
+    assert not np.allclose(np.asarray(model(tokens)), np.asarray(logits))  # dropout on
+
+
+def test_positional_encoding_module_adds_the_table_and_grows_it():
+    module = pj.PositionalEncoding(8, 4, convention="fairseq")
+    assert module.convention.name == "fairseq"
+    x = jnp.ones((2, 6, 8), jnp.bfloat16)
+    out = module(x)
+    assert out.dtype == jnp.bfloat16 and module.max_len == 6
+    # Added in x's dtype, as posenc.torch's module does.
+    want = jnp.ones((2, 6, 8), jnp.bfloat16) + jnp.asarray(posenc.positional_encoding(6, 8, convention="fairseq"), jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(want, np.float32))
+
+
+def test_rotary_embedding_module_matches_the_function_and_torchs_names():
+    module = pj.RotaryEmbedding(64, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                high_freq_factor=4.0, original_max_position_embeddings=8192)
+    inv_freq, attention = posenc.rotary_frequencies(64, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                                    high_freq_factor=4.0, original_max_position_embeddings=8192)
+    np.testing.assert_array_equal(module.inv_freq, inv_freq)
+    assert module.attention_factor == attention and module.rotary_dim == 64 and module.layout == "half"
+    position_ids = jnp.asarray([[0, 1, 70_000]])
+    x = jnp.zeros((1, 3, 64), jnp.bfloat16)
+    cos, sin = nnx.jit(lambda m, x, p: m(x, p))(module, x, position_ids)
+    assert cos.dtype == sin.dtype == jnp.bfloat16 and cos.shape == (1, 3, 64)
+    want_c, _ = posenc.rotary_cos_sin(np.asarray(position_ids), 64, base=500000.0, rope_type="llama3", factor=8.0,
+                                      low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
+    np.testing.assert_array_equal(np.asarray(cos, np.float32), np.asarray(jnp.asarray(want_c).astype(jnp.bfloat16),
+                                                                          np.float32))
+
+
+def test_rotary_embedding_forms_and_a_length_dependent_type():
+    pairs = pj.RotaryEmbedding(16, form="pairs")(jnp.zeros((1, 2, 16)), jnp.asarray([[0, 5]]))
+    assert pairs[0].shape == (1, 2, 8)
+    complex_ = pj.RotaryEmbedding(16, form="complex")(jnp.zeros((1, 2, 16)), jnp.asarray([[0, 5]]))
+    assert complex_.dtype == jnp.complex64
+    np.testing.assert_allclose(np.asarray(complex_.real), np.asarray(pairs[0]), rtol=0, atol=0)
+    dynamic = pj.RotaryEmbedding(16, rope_type="dynamic", factor=2.0, max_position_embeddings=8)
+    cos, _ = dynamic(jnp.zeros((1, 20, 16)), jnp.arange(20)[None])
+    want, _ = posenc.rotary_cos_sin(np.arange(20)[None], 16, rope_type="dynamic", factor=2.0,
+                                    max_position_embeddings=8, seq_len=20)
+    np.testing.assert_array_equal(np.asarray(cos), want)
+    assert_raises_naming(lambda: jax.jit(lambda p: dynamic(jnp.zeros((1, 20, 16)), p))(jnp.arange(20)[None]),
+                         ValueError, ["rope_type 'dynamic'", "seq_len="])
+
+
+def test_bad_input_errors_name_the_argument():
+    assert_raises_naming(lambda: pj.encode([1, 2], 8, dtype=jnp.int32), TypeError, ["dtype must be", "int32"])
+    assert_raises_naming(lambda: pj.encode([1, 2], 8, dtype=jnp.float64), ValueError, ["dtype float64", "x64"])
+    assert_raises_naming(lambda: pj.encode([1, 2], 0), ValueError, ["d_model", "0"])
+    assert_raises_naming(lambda: pj.encode(jnp.asarray([True]), 8), TypeError, ["positions", "bool"])
+    assert_raises_naming(lambda: jax.jit(lambda p: pj.encode(p, 8))(jnp.asarray([1 + 2j])), TypeError,
+                         ["positions", "complex"])
+    assert_raises_naming(lambda: pj.encode([np.nan], 8), ValueError, ["positions", "finite"])
+    assert_raises_naming(lambda: pj.positional_encoding(-1, 8), ValueError, ["length", "-1"])
+    assert_raises_naming(lambda: pj.rotary_cos_sin([1], 8, layout="pairs"), ValueError, ["layout", "'pairs'"])
+    assert_raises_naming(lambda: pj.PositionalEncoding(8, dropout=1.5), ValueError, ["dropout", "1.5"])
+    assert_raises_naming(lambda: pj.PositionalEncoding(8)([1.0] * 8), TypeError, ["x must be", "list"])
+    assert_raises_naming(lambda: pj.PositionalEncoding(8)(jnp.ones((2, 3, 6))), ValueError, ["d_model", "6"])
+    assert_raises_naming(lambda: pj.RotaryEmbedding(16, form="polar"), ValueError, ["form", "'polar'"])
+    assert_raises_naming(lambda: pj.RotaryEmbedding(16)(jnp.zeros((1, 2, 16), jnp.int32), jnp.asarray([[0, 1]])),
+                         TypeError, ["dtype must be", "int32"])
+
+
+def test_public_names():
+    assert set(pj.__all__) == {"DTYPES", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "encode",
+                               "grid_encoding", "positional_encoding", "rotary_cos_sin"}
+    assert all(hasattr(pj, name) for name in pj.__all__)
