@@ -312,6 +312,13 @@ def check_convention(name):
     return name
 
 
+def option_names(convention):
+    """The source's own option names that ``resolve`` takes for ``convention`` (none for a
+    ``Convention``); every convention also takes ``base``, ``layout``, ``offset`` and ``padding_idx``."""
+    options = _no_options if isinstance(convention, Convention) else _PRESETS[check_convention(convention)][2]
+    return list(inspect.signature(options).parameters)
+
+
 def resolve(convention="paper", *, base=None, layout=None, **overrides):
     """The ``Convention`` that ``convention`` (a preset name or a ``Convention``) and overrides give.
 
@@ -320,13 +327,13 @@ def resolve(convention="paper", *, base=None, layout=None, **overrides):
     ``offset`` and ``padding_idx``, which win. ``None`` for ``base`` or ``layout`` keeps
     the convention's.
     """
+    allowed = [*option_names(convention), "base", "layout", "offset", "padding_idx"] if overrides else []
     generic = {key: overrides.pop(key) for key in ("offset", "padding_idx") if key in overrides}
     if isinstance(convention, Convention):
         options = _no_options
     else:
         _, preset, options = _PRESETS[check_convention(convention)]
         convention = preset
-    allowed = [*inspect.signature(options).parameters, "base", "layout", "offset", "padding_idx"] if overrides else []
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise TypeError(
