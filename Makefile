@@ -51,6 +51,7 @@ lab: $(READY)
 
 test: $(READY)
 	$(BIN)/ruff check --quiet .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env -q
 
 # The .py twins carry no header, so name their format: a guess reads the escaped

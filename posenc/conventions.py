@@ -27,6 +27,7 @@ import dataclasses
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from typing import NamedTuple
 
 from . import _checks, _rotation
@@ -165,8 +166,8 @@ def _no_options():
 
 
 _FLOAT32_NAN = "the source's float division by zero gives NaN"
-_PRESETS = {}
-_LAYOUTS_WRITTEN = {}  # the layouts each source's own options can give
+_PRESETS: dict[str, tuple[Preset, Convention, Callable[..., dict]]] = {}
+_LAYOUTS_WRITTEN: dict[str, tuple[str, ...]] = {}  # the layouts each source's own options can give
 
 
 # Runs only while the module is imported: mutmut switches a mutant on when a test calls its
