@@ -9,7 +9,7 @@ Concrete positions (an eager call) are encoded by NumPy, as in ``posenc.torch``,
 values ``posenc.encode`` gives (and float64 when x64 is on).
 """
 
-import types
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -17,21 +17,31 @@ import numpy as np
 from flax import nnx
 
 from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
+from .backends import backend
+from .layouts import convert_layout
+from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 
 __all__ = [
     "DTYPES",
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
     "PositionalEncoding",
     "RotaryEmbedding",
     "apply_rotary",
+    "convert_layout",
+    "convert_rotary_layout",
     "encode",
     "grid_encoding",
     "positional_encoding",
     "rotary_cos_sin",
+    "rotary_frequencies",
+    "rotary_permutation",
 ]
 
-_XP = types.SimpleNamespace(  # stand-in for backends.backend("jax")
-    float32=jnp.float32, rint=jnp.rint, sin=jnp.sin, cos=jnp.cos, constant=lambda v, dtype, like=None: jnp.asarray(v, dtype)
-)
+JAX = backend("jax")
+NUMPY = backend("numpy")
+# The float32-only half turns (the JAX entry has no float64): (sin, cos) of traced positions.
+_SIN_COS = functools.partial(kernels.sin_cos, JAX)
 
 DTYPES = tuple(map(jnp.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64)))
 _NAMES = "jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64 (with jax_enable_x64) or None"
@@ -61,21 +71,6 @@ def _concrete(positions):
     return _core.as_positions(np.asarray(positions))
 
 
-def _half_turns(positions, w_hi, w_lo):
-    # float32 (sin, cos) of traced positions: the pieces are NumPy constants of the trace.
-    return kernels.half_turns_float32(_XP, positions.astype(jnp.float32), kernels.half_turn_pieces(w_hi, w_lo))
-
-
-def _columns(s, c, layout, width):
-    # The first `width` columns of a table in `layout` from sines s and cosines c (..., ceil(width/2)).
-    n_cos = width // 2
-    if layout == "sin_cos":
-        return jnp.concatenate([s, c[..., :n_cos]], -1)
-    if layout == "cos_sin":
-        return jnp.concatenate([c[..., :n_cos], s], -1)
-    return jnp.stack([s, c], -1).reshape(*s.shape[:-1], 2 * s.shape[-1])[..., :width]
-
-
 def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` array, as ``posenc.encode``.
 
@@ -93,7 +88,7 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
         return jnp.asarray(_core.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
     w_hi, w_lo, width = chosen.parts(d_model)
     positions = conventions.offset_positions(positions.astype(jnp.float32), chosen)
-    rows = _columns(*_half_turns(positions, w_hi, w_lo), chosen.layout, width)
+    rows = kernels.columns(JAX, *_SIN_COS(positions, w_hi, w_lo, jnp.float32), chosen.layout, width)
     if width < d_model:
         rows = jnp.concatenate([rows, jnp.zeros((*rows.shape[:-1], d_model - width), rows.dtype)], -1)
     if chosen.padding_idx is not None:
@@ -122,24 +117,16 @@ def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
 
 
 def _rope_cos_sin(positions, parts, layout, dtype, form="channels"):
-    # (cos, sin) for parts = (w_hi, w_lo, attention); form as in RotaryEmbedding.
-    w_hi, w_lo, attention = parts
+    # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced.
     concrete = _concrete(positions)
+    if form == "complex":
+        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs")
+        return c + 1j * s
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
-        s, c = rotary.scaled_sin_cos(_rotation.sin_cos, concrete, w_hi, w_lo, attention, wide, np.float64)
-    else:
-        s, c = _half_turns(positions, w_hi, w_lo)
-        if attention != 1:
-            s, c = s * attention, c * attention  # one more float32 rounding
-    if form == "complex":
-        return jnp.asarray(c, jnp.float32) + 1j * jnp.asarray(s, jnp.float32)
-    if form == "pairs":
+        c, s = kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, concrete, parts, layout, wide, form)
         return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
-    c, s = jnp.asarray(c), jnp.asarray(s)
-    if layout == "half":
-        return jnp.concatenate([c, c], -1).astype(dtype), jnp.concatenate([s, s], -1).astype(dtype)
-    return jnp.repeat(c, 2, -1).astype(dtype), jnp.repeat(s, 2, -1).astype(dtype)
+    return kernels.rope_cos_sin(JAX, _SIN_COS, positions.astype(jnp.float32), parts, layout, dtype, form)
 
 
 def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
@@ -163,18 +150,7 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     """
     x, cos, sin = jnp.asarray(x), jnp.asarray(cos), jnp.asarray(sin)
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
-    first, second = rotary.pair_slices(rotated, rotary.check_rotary_layout(layout))
-    a, b = x[..., first], x[..., second]
-    a_out = a * cos[..., first] - b * sin[..., first]
-    b_out = b * cos[..., second] + a * sin[..., second]
-    if layout == "half":
-        out = jnp.concatenate([a_out, b_out], -1)
-    else:
-        out = jnp.stack([a_out, b_out], -1).reshape(*a_out.shape[:-1], rotated)
-    if rotated == x.shape[-1]:
-        return out
-    rest = jnp.broadcast_to(x[..., rotated:], (*out.shape[:-1], x.shape[-1] - rotated))
-    return jnp.concatenate([out, rest], -1)
+    return kernels.apply_rotary(JAX, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 
 
 class _Table(nnx.Variable):

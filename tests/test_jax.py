@@ -1,25 +1,22 @@
 """posenc.jax and kernels.half_turns_float32: accuracy against mpmath, jit and vmap with x64
 off (no float64 in the trace), the same tables as NumPy, the Flax NNX modules, bad input."""
 
-import types
-
 import mpmath
 import numpy as np
 import pytest
 
-import jax  # noqa: E402  (the jax extra is part of every stack make installs)
-import jax.numpy as jnp  # noqa: E402
-from flax import nnx  # noqa: E402
+import jax
+import jax.numpy as jnp
+from flax import nnx
 
-import posenc  # noqa: E402
-import posenc.jax as pj  # noqa: E402
-from posenc import _rotation, kernels  # noqa: E402
-from messages import assert_raises_naming  # noqa: E402
+import posenc
+import posenc.jax as pj
+from posenc import _rotation, kernels
+from posenc.backends import backend, backend_of
+from messages import assert_raises_naming
 
 BOUND = 2e-7
-# kernels.half_turns_float32 written against NumPy, so its steps can be checked without JAX.
-NUMPY = types.SimpleNamespace(float32=np.float32, rint=np.rint, sin=np.sin, cos=np.cos,
-                              constant=lambda values, dtype, like=None: np.asarray(values, dtype))
+NUMPY, JAX = backend("numpy"), backend("jax")
 
 
 def exact_sin_cos(positions, w_hi, w_lo):
@@ -60,7 +57,7 @@ def test_float32_half_turns_against_mpmath_up_to_2_to_the_24(run):
     if run == "numpy":
         s, c = kernels.half_turns_float32(NUMPY, positions, pieces)
     else:
-        s, c = jax.jit(lambda p: kernels.half_turns_float32(pj._XP, p, pieces))(jnp.asarray(positions))
+        s, c = jax.jit(lambda p: kernels.half_turns_float32(JAX, p, pieces))(jnp.asarray(positions))
     assert s.dtype == c.dtype == np.float32
     want_s, want_c = exact_sin_cos(positions, w_hi, w_lo)
     assert np.abs(np.asarray(s, np.float64) - want_s).max() <= BOUND
@@ -68,14 +65,14 @@ def test_float32_half_turns_against_mpmath_up_to_2_to_the_24(run):
 
 
 def test_float32_half_turns_on_a_million_angles_against_the_float64_kernel():
-    # _rotation.sincos (float64, ~2e-16; checked against mpmath in test_accuracy) is the reference.
+    # kernels.sincos (float64, ~2e-16; checked against mpmath in test_accuracy) is the reference.
     generator = np.random.default_rng(5)
     w_hi = generator.uniform(1e-5, 1.0, 250)
     positions = np.concatenate([generator.uniform(-1e7, 1e7, 2000), generator.integers(-(2**24), 2**24, 2000)])
     positions = positions.astype(np.float32)
     pieces = kernels.half_turn_pieces(w_hi, np.zeros_like(w_hi))
-    got = jax.jit(lambda p: kernels.half_turns_float32(pj._XP, p, pieces))(jnp.asarray(positions))
-    want = _rotation.sincos(positions.astype(np.float64), w_hi, np.zeros_like(w_hi), np.sin, np.cos)
+    got = jax.jit(lambda p: kernels.half_turns_float32(JAX, p, pieces))(jnp.asarray(positions))
+    want = kernels.sincos(NUMPY, positions.astype(np.float64), w_hi, np.zeros_like(w_hi))
     assert max(np.abs(np.asarray(g, np.float64) - w).max() for g, w in zip(got, want)) <= BOUND
 
 
@@ -254,7 +251,11 @@ def test_bad_input_errors_name_the_argument():
                          TypeError, ["dtype must be", "int32"])
 
 
-def test_public_names():
-    assert set(pj.__all__) == {"DTYPES", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "encode",
-                               "grid_encoding", "positional_encoding", "rotary_cos_sin"}
-    assert all(hasattr(pj, name) for name in pj.__all__)
+def test_the_backend_table_has_a_jax_entry_without_float64():
+    assert backend_of(jnp.zeros(2)) is JAX and backend_of(np.zeros(2)) is NUMPY
+    assert JAX.name == "jax" and not JAX.has_float64 and JAX.float32 == jnp.float32
+    # nearest and flip_sign (the float64 route's) agree with NumPy's on float32 values.
+    u = jnp.asarray([-2.5, -1.25, 0.5, 3.0, 4.75], jnp.float32)
+    k, sign = JAX.nearest(u)
+    np.testing.assert_array_equal(np.asarray(k), np.rint(np.asarray(u)))
+    np.testing.assert_array_equal(np.asarray(JAX.flip_sign(jnp.ones(5), sign)), [1.0, -1.0, 1.0, -1.0, -1.0])  # k -2 -1 0 3 5
