@@ -1,6 +1,6 @@
 """Time, memory and accuracy of posenc against the routes people use, one table per framework.
 
-    python benchmarks/bench.py                   # 32768 x 512 float32, NumPy, torch, TF
+    python benchmarks/bench.py                   # 32768 x 512 float32, NumPy, torch, TF, JAX
     python benchmarks/bench.py --quick           # tiny sizes: checks that everything runs
     python benchmarks/bench.py --length 1000000 --d-model 256 --frameworks numpy
 
@@ -36,7 +36,7 @@ import rotary  # noqa: E402
 import routes  # noqa: E402
 from timing import time_all, torch_section  # noqa: E402
 
-FRAMEWORKS = ("numpy", "torch", "tensorflow")
+FRAMEWORKS = ("numpy", "torch", "tensorflow", "jax")
 
 
 def implementations(framework, length, d_model):
@@ -60,7 +60,7 @@ def implementations(framework, length, d_model):
                  "posenc out=": lambda: pt.positional_encoding(length, d_model, dtype=torch.float32, out=buffer)}
         found |= {name: (lambda f=f: f(length, d_model)) for name, f in routes.torch_routes().items()}
         found["torch.empty + fill_"] = lambda: torch.empty(shape).fill_(1.0)
-    else:
+    elif framework == "tensorflow":
         import tensorflow as tf
 
         import posenc.tensorflow as ptf
@@ -68,6 +68,15 @@ def implementations(framework, length, d_model):
         found = {"posenc": lambda: ptf.positional_encoding(length, d_model)}
         found |= {name: (lambda f=f: f(length, d_model)) for name, f in routes.tensorflow_routes().items()}
         found["tf.fill"] = lambda: tf.fill(shape, 1.0)
+    else:
+        import jax.numpy as jnp
+
+        import posenc.jax as pj
+
+        # JAX dispatches asynchronously: each call waits for its result.
+        found = {"posenc": lambda: pj.positional_encoding(length, d_model).block_until_ready()}
+        found |= {name: (lambda f=f: f(length, d_model).block_until_ready()) for name, f in routes.jax_routes().items()}
+        found["jnp.full"] = lambda: jnp.full(shape, 1.0).block_until_ready()
     return found
 
 
@@ -97,6 +106,18 @@ def encode_implementations(framework, shape, span, d_model):
         tensor = torch.from_numpy(positions)
         found = {name: (lambda f=f: f(tensor, d_model)) for name, f in routes.torch_encode_routes().items()}
         found["posenc.torch.encode"] = lambda: pt.encode(tensor, d_model, dtype=torch.float32)
+    elif framework == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        import posenc.jax as pj
+
+        # float32 positions (x64 off); integers below 2**24, so exactly the float64 ones.
+        array = jnp.asarray(positions, jnp.float32)
+        found = {name: (lambda f=f: f(array, d_model).block_until_ready()) for name, f in routes.jax_encode_routes().items()}
+        found["posenc.jax.encode"] = lambda: pj.encode(array, d_model).block_until_ready()
+        compiled = jax.jit(pj.encode, static_argnums=1)
+        found["posenc.jax.encode (jit)"] = lambda: compiled(array, d_model).block_until_ready()
     else:
         import tensorflow as tf
 
@@ -125,7 +146,9 @@ def bench_encode(framework, shape, span, d_model, repeats, memory):
     out_bytes = positions.size * d_model * 4
     rows = []
     for name, build in found.items():
-        yardstick = "naive float32" + (" (tf.function)" if name.endswith("(tf.function)") else "")
+        # Eager to eager, compiled to compiled (tf.function, jax.jit).
+        compiled = next((s for s in (" (tf.function)", " (jit)") if name.endswith(s)), "")
+        yardstick = "naive float32" + compiled
         table = as_numpy(build()).reshape(-1, d_model)
         error = float(np.abs(table[last].astype(np.float64) - reference).max())
         del table

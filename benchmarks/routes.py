@@ -85,6 +85,23 @@ def tensorflow_routes():
     return {"seed 003 angle rates": angle_rates, "seed 004 / Annotated exp": exp_route}
 
 
+def jax_routes():
+    import functools
+    import math
+
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, static_argnums=(0, 1))
+    def exp_route(length, d_model):
+        # Seed 004 (the Annotated Transformer's arithmetic) in jax.numpy, compiled: float32 exp rates.
+        rates = jnp.exp(jnp.arange(0, d_model, 2, dtype=jnp.float32) * -(math.log(10000.0) / d_model))
+        angles = jnp.arange(length, dtype=jnp.float32)[:, None] * rates
+        return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1).reshape(length, d_model)
+
+    return {"seed 004 / Annotated exp (jit)": exp_route}
+
+
 # Encoding arbitrary positions (a float64 array or tensor of any shape) to float32: the naive
 # routes, the angle in float32 or in float64, sines at even and cosines at odd columns.
 
@@ -128,3 +145,16 @@ def tensorflow_encode_routes():
         return tf.reshape(pairs, tf.concat([tf.shape(positions), [d_model]], 0))
 
     return {"naive float32": lambda p, d: naive(p, d, tf.float32), "naive float64": lambda p, d: naive(p, d, tf.float64)}
+
+
+def jax_encode_routes():
+    import jax
+    import jax.numpy as jnp
+
+    def naive(positions, d_model):
+        # JAX's default float32: the angle is a float32 product, as in notebook 11's lecture route.
+        rates = jnp.power(10000.0, -jnp.arange(0, d_model, 2, dtype=jnp.float32) / d_model)
+        angles = positions.astype(jnp.float32)[..., None] * rates
+        return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1).reshape(*positions.shape, d_model)
+
+    return {"naive float32": naive, "naive float32 (jit)": jax.jit(naive, static_argnums=1)}
