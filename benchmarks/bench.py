@@ -176,6 +176,46 @@ def show_encode(framework, shape, span, d_model, rows):
               f" {ratio:>6} {row['max_error']:>10.2e}")
 
 
+# RoPE cos/sin for a batch of position ids, head_dim 128: a decoding step (1 and 16 positions) and a prompt.
+JAX_ROPE_POSITIONS = {"full": (1, 16, 4096), "quick": (1, 16)}
+
+
+def jax_rope_rows(quick, repeats):
+    """posenc.jax.rotary_cos_sin under jit against the lecture's float32 RoPE route in
+    jax.numpy under jit (float32 inv_freq times the positions, then cos and sin), as ratios."""
+    import jax
+    import jax.numpy as jnp
+
+    import posenc
+    import posenc.jax as pj
+
+    inv_freq = jnp.asarray(posenc.rotary_frequencies(128)[0], jnp.float32)
+
+    @jax.jit
+    def lecture(position_ids):
+        angles = position_ids.astype(jnp.float32)[..., None] * inv_freq
+        angles = jnp.concatenate([angles, angles], -1)
+        return jnp.cos(angles), jnp.sin(angles)
+
+    ours = jax.jit(lambda p: pj.rotary_cos_sin(p, 128))
+    rows = []
+    print("\njax: RoPE cos/sin, head_dim 128, float32, both under jax.jit")
+    print(f"{'positions':>9} {'lecture ms':>11} {'posenc ms':>10} {'x lecture':>10} {'lecture error':>14} {'posenc error':>13}")
+    for count in JAX_ROPE_POSITIONS["quick" if quick else "full"]:
+        position_ids = jnp.arange(1_000_000 - count, 1_000_000)[None]
+        found = {"lecture": lambda: lecture(position_ids)[0].block_until_ready(),
+                 "posenc": lambda: ours(position_ids)[0].block_until_ready()}
+        medians = time_all(found, repeats)
+        exact = posenc.rotary_cos_sin(np.asarray(position_ids), 128, dtype=np.float64)[0]
+        errors = [float(np.abs(np.asarray(f(position_ids)[0], np.float64) - exact).max()) for f in (lecture, ours)]
+        rows.append({"positions": count, "lecture_ms": 1e3 * medians["lecture"], "posenc_ms": 1e3 * medians["posenc"],
+                     "x_lecture": medians["posenc"] / medians["lecture"], "lecture_error": errors[0],
+                     "posenc_error": errors[1]})
+        print(f"{count:>9} {rows[-1]['lecture_ms']:>11.3f} {rows[-1]['posenc_ms']:>10.3f} {rows[-1]['x_lecture']:>10.2f}"
+              f" {errors[0]:>14.2e} {errors[1]:>13.2e}")
+    return rows
+
+
 def exact_row(position, d_model):
     with mpmath.workdps(30):
         theta = [mpmath.mpf(position) / mpmath.power(10000, mpmath.mpf(2 * (k // 2)) / d_model)
@@ -319,10 +359,12 @@ def main():
             show_encode(framework, shape, span, d_model, rows)
     rope = torch_section(args.frameworks.split(","), ("transformers",), "RoPE", rotary.run, args.quick, args.repeats)
     grids = torch_section(args.frameworks.split(","), ("transformers", "diffusers"), "2-D grid", grid_tables.run, args.quick, args.repeats)
+    jax_rope = jax_rope_rows(args.quick, args.repeats) if "jax" in args.frameworks.split(",") else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
-    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "grid": grids}
+    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "grid": grids,
+               "jax_rope": jax_rope}
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")

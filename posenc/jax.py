@@ -118,10 +118,10 @@ def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
 
 def _rope_cos_sin(positions, parts, layout, dtype, form="channels"):
     # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced.
-    concrete = _concrete(positions)
     if form == "complex":
         c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs")
         return c + 1j * s
+    concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
         c, s = kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, concrete, parts, layout, wide, form)
