@@ -234,6 +234,10 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
+    if out.dtype != np.float64 and length <= _DIRECT_ROWS and (abs(offset) + length) * w_hi.max(initial=0.0) <= 2**26:
+        # Few rows: the reduction in half turns (part 3) with float32 sin and cos costs less than the
+        # float64 sincos of the rotation's B + L/B rows (B >= 64), and is as accurate at these angles.
+        return fill_encoding(out, offset + np.arange(length, dtype=np.float64), w_hi, w_lo, layout)
     within, steps = rotation_factors(length, w_hi, w_lo, complex_dtype(out.dtype), offset)
     rows, blocks = len(within), len(steps)
     direct = (
@@ -246,6 +250,10 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     return out
 
 
+# Tables of up to this many rows in float32 or float16 are written by write_sin_cos (fill_table).
+_DIRECT_ROWS = 512
+
+
 def _over_cores(count, size, work):
     """``work(a, b)`` over runs ``a .. b - 1`` that split ``range(count)``, on up to 8 cores.
 
@@ -255,6 +263,9 @@ def _over_cores(count, size, work):
     cost switches (a third of the time on two cores, measured).
     """
     workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1
+    if workers == 1:
+        work(0, count)  # no pool: its set-up is most of a small table's time
+        return
     bounds = [count * k // workers for k in range(workers + 1)]
     with ThreadPoolExecutor(max(1, workers - 1)) as pool:  # threads start only on submit
         others = [pool.submit(work, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
