@@ -1,6 +1,7 @@
 """Accurate sines and cosines of ``p * w``, and big tables built from two small ones.
 
-Three ideas, shared by the NumPy, torch and TensorFlow front ends.
+Three ideas, shared by every front end; ``posenc.kernels`` holds the arithmetic that
+frameworks run, this module the proofs and NumPy's table builder.
 
 1. The angle ``theta = p * w`` is carried as two float64 numbers, ``theta_hi + theta_lo``.
    ``w = base ** (-2i / d_model)`` is known to about 1e-30 relative as ``w_hi + w_lo``
@@ -28,7 +29,7 @@ Three ideas, shared by the NumPy, torch and TensorFlow front ends.
    is multiplied in complex128 (error ~1e-15).
 
 3. Arbitrary positions in float32 need far less than (1): float32 sines of an angle reduced
-   exactly enough (``write_sin_cos``; the same steps in torch and TF ops). Count the angle
+   exactly enough (``kernels.half_turns``, one kernel for every framework). Count the angle
    in half turns, ``u = fl(p * v)`` with ``v = fl(w_hi / pi)`` (``w_lo`` is dropped),
    ``k = rint(u)`` (adding ``1.5 * 2**52``; TF: ``tf.round``), ``f = u - k``, and write
 
@@ -56,7 +57,7 @@ Three ideas, shared by the NumPy, torch and TensorFlow front ends.
    way (9.5e-8 is the largest seen in NumPy over 10**6 random angles up to 1e7). The float32
    value is the result; half precision rounds it once more. float64 output needs (1).
    Cost: five float64 operations on the angles besides the float32 sin and cos, in blocks
-   of ``_BLOCK`` angles that stay in cache, so the extra memory is a few blocks.
+   of ``kernels.BLOCK`` angles that stay in cache, so the extra memory is a few blocks.
 """
 
 import decimal
@@ -67,8 +68,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-# 2**27 + 1 splits a float64 into two halves of 26 bits whose products are exact.
-_VELTKAMP = 134217729.0
+from . import kernels
+from .backends import backend
+
+NUMPY = backend("numpy")
 
 
 @functools.lru_cache(maxsize=64)
@@ -96,31 +99,6 @@ def geometric_parts(count, base, span, factor=1.0):
     for part in parts:
         part.flags.writeable = False
     return parts
-
-
-def _split(x):
-    # Veltkamp: hi holds the top 26 bits of x, lo the rest, both exactly.
-    scaled = x * _VELTKAMP
-    hi = scaled - (scaled - x)
-    return hi, x - hi
-
-
-def sincos(positions, w_hi, w_lo, sin, cos):
-    """``sin`` and ``cos`` of ``positions[..., None] * (w_hi + w_lo)``, each ``(*positions.shape, h)``.
-
-    Works on float64 NumPy arrays, torch tensors or TF tensors alike (only arithmetic
-    operators, ``[..., None]`` and the ``sin``/``cos`` passed in). Accurate to ~2e-16
-    absolute for ``|positions| <= 1e7`` (see the module docstring).
-    """
-    p = positions[..., None]
-    theta = p * w_hi
-    p_big, p_small = _split(p)
-    w_big, w_small = _split(w_hi)
-    # Dekker: the exact rounding error of p * w_hi, plus the part of the angle w_lo adds.
-    rounding = ((p_big * w_big - theta) + p_big * w_small + p_small * w_big) + p_small * w_small
-    tail = rounding + p * w_lo
-    s, c = sin(theta), cos(theta)
-    return s + tail * c, c - tail * s
 
 
 def block_rows(length):
@@ -165,12 +143,12 @@ def store(rows, s, c, layout):
 def _turns(count, stride, w_hi, w_lo):
     """``exp(i * k * stride * w)`` for ``k = 0 .. count - 1``: complex128, ``(count, h)``.
 
-    Up to 64 rows come straight from ``sincos``; more are the product of the two tables of
+    Up to 64 rows come straight from ``kernels.sincos``; more are the product of the two tables of
     ``_turn_pair``, in complex128 (error a few 1e-16), so the trig work for a table of
     ``L`` rows is some ``4 * L**0.25`` rows rather than ``2 * sqrt(L)``.
     """
     if count <= 64:
-        s, c = sincos(np.arange(count) * float(stride), w_hi, w_lo, np.sin, np.cos)
+        s, c = kernels.sincos(NUMPY, np.arange(count) * float(stride), w_hi, w_lo)
         turns = np.empty(s.shape, np.complex128)
         turns.real, turns.imag = c, s
         return turns
@@ -213,7 +191,7 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     coarse, fine = _turn_pair(rows, 1, w_hi, w_lo)
     if offset:
         # One more rotation, by the offset's angle: z(offset + r) = exp(i offset w) * z(r).
-        s, c = sincos(np.array(float(offset)), w_hi, w_lo, np.sin, np.cos)
+        s, c = kernels.sincos(NUMPY, np.array(float(offset)), w_hi, w_lo)
         fine = fine * (c + 1j * s)
     # z = sin + i cos = i * conj(exp(i theta)); conj and the factor i are exact.
     within = _outer(coarse.conj(), 1j * fine.conj(), ctype)[:rows]
@@ -316,60 +294,16 @@ def sin_cos(positions, w_hi, w_lo, dtype):
     return sines, cosines
 
 
-# Angles per block: the float64 temporaries of a block (about 1 MiB) stay in the L2 cache.
-_BLOCK = 32768
-# 1.5 * 2**52: for |u| < 2**51, u + _ROUNDER is exactly _ROUNDER + rint(u), an integer
-# whose parity is the lowest bit of its significand (the lowest bit of the low 32-bit word).
-_ROUNDER = 1.5 * 2.0**52
-
-
 def write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     """Write ``sin`` and ``cos`` of ``positions[:, None] * (w_hi + w_lo)`` into ``sines`` and ``cosines``.
 
     ``positions``: float64, ``(N,)``; ``sines``: ``(N, h)`` and ``cosines``: ``(N, m)``
     with ``m <= h`` (an odd width has one cosine fewer), float16, float32 or float64, and
-    may be strided views of a table. float64: ``sincos`` (part 1). float32 and float16:
-    the reduction of part 3, ``(-1)**k`` times float32 ``sin``/``cos`` of ``pi * f``.
-    Works through blocks of rows, so the extra memory is a few blocks of ``_BLOCK`` angles
-    per core (``_over_cores`` splits the rows of a large output over the cores).
+    may be strided views of a table. ``kernels.write_sin_cos`` on each core's run of rows
+    (``_over_cores``): float64 by part 1, float32 and float16 by the reduction of part 3.
     """
     size = len(positions) * (sines.shape[-1] + cosines.shape[-1])
-    _over_cores(len(positions), size, lambda a, b: _write_rows(positions[a:b], w_hi, w_lo, sines[a:b], cosines[a:b]))
-
-
-def _write_rows(positions, w_hi, w_lo, sines, cosines):
-    # write_sin_cos on one thread, block by block.
-    count, width = len(positions), cosines.shape[-1]
-    step = max(1, _BLOCK // max(1, len(w_hi)))
-    if sines.dtype == np.float64:
-        for start in range(0, count, step):
-            s, c = sincos(positions[start : start + step], w_hi, w_lo, np.sin, np.cos)
-            sines[start : start + step] = s
-            cosines[start : start + step] = c[:, :width]
-        return
-    half_turns = w_hi / np.pi  # w / pi: the angle counted in half turns
-    rows = min(step, count)
-    u, k = np.empty((rows, len(w_hi))), np.empty((rows, len(w_hi)))
-    reduced, signs = np.empty(u.shape, np.float32), np.empty(u.shape, np.uint32)
-    direct = sines.dtype == np.float32
-    if not direct:
-        s32, c32 = np.empty(u.shape, np.float32), np.empty(u.shape, np.float32)
-    for start in range(0, count, step):
-        n = min(step, count - start)
-        U, K, R, sign = u[:n], k[:n], reduced[:n], signs[:n]
-        np.multiply(positions[start : start + n, None], half_turns, out=U)
-        np.add(U, _ROUNDER, out=K)
-        # Bit 0 of k's low word, moved to bit 31: the float32 sign bit when k is odd.
-        np.left_shift(K.view(np.uint32)[:, 0::2], 31, out=sign)
-        np.subtract(K, _ROUNDER, out=K)
-        np.subtract(U, K, out=U)  # f = u - k, exact, |f| <= 1/2
-        np.multiply(U, np.pi, out=R, casting="same_kind")  # pi * f in float64, rounded once to float32
-        S = sines[start : start + n] if direct else s32[:n]
-        C = cosines[start : start + n] if direct else c32[:n, :width]
-        np.sin(R, out=S)
-        np.cos(R[:, :width], out=C)
-        np.bitwise_xor(S.view(np.uint32), sign, out=S.view(np.uint32))
-        np.bitwise_xor(C.view(np.uint32), sign[:, :width], out=C.view(np.uint32))
-        if not direct:
-            sines[start : start + n] = S
-            cosines[start : start + n] = C
+    _over_cores(
+        len(positions), size,
+        lambda a, b: kernels.write_sin_cos(NUMPY, positions[a:b], w_hi, w_lo, sines[a:b], cosines[a:b]),
+    )

@@ -40,7 +40,8 @@ import numbers
 
 import numpy as np
 
-from . import _checks, _core, _rotation, layouts
+from . import _checks, _core, _rotation, kernels, layouts
+from .backends import backend
 
 # The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "rotary_permutation",
 ]
 
+NUMPY = backend("numpy")
 ROTARY_LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
@@ -151,11 +153,11 @@ def rotary_dim(head_dim, rope_type="default", **params):
 
 
 # Double-float64 arithmetic on (hi, lo) pairs: the exact product of two float64 numbers
-# (Dekker, with _rotation's Veltkamp split), then a renormalisation so hi is the rounded sum.
+# (Dekker, with the kernels' Veltkamp split), then a renormalisation so hi is the rounded sum.
 def _two_product(a, b):
     p = a * b
-    a_big, a_small = _rotation._split(a)
-    b_big, b_small = _rotation._split(b)
+    a_big, a_small = kernels.veltkamp_split(a)
+    b_big, b_small = kernels.veltkamp_split(b)
     return p, ((a_big * b_big - p) + a_big * b_small + a_small * b_big) + a_small * b_small
 
 
@@ -335,25 +337,6 @@ def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params)
     return np.array(hi), float(attention)
 
 
-def scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, wide):
-    """``(sin, cos)`` from ``sin_cos`` (a framework's ``_sin_cos``) times the attention factor.
-
-    A factor of 1: straight from ``sin_cos`` in ``dtype``. Another factor: in ``wide``
-    (float64) and multiplied there, so that the caller's cast to ``dtype`` is the one rounding.
-    """
-    if attention == 1:
-        return sin_cos(positions, w_hi, w_lo, dtype)
-    s, c = sin_cos(positions, w_hi, w_lo, wide)
-    return s * attention, c * attention
-
-
-def pair_slices(rotary_dim, layout):
-    """``(first, second)``: the slices of the channels that pair up, first member with second."""
-    if layout == "half":
-        return slice(0, rotary_dim // 2), slice(rotary_dim // 2, rotary_dim)
-    return slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
-
-
 def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=np.float32, **params):
     """``(cos, sin)``, each ``(*positions.shape, rotary_dim)``, for RoPE at ``positions``.
 
@@ -368,15 +351,7 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     dtype = _core.check_dtype(dtype)
     w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
     positions = _core.as_positions(positions)
-    s, c = scaled_sin_cos(_rotation.sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
-    return _spread(c, layout, dtype), _spread(s, layout, dtype)
-
-
-def _spread(values, layout, dtype):
-    # (..., h) -> (..., 2h): each pair's value on both of its channels.
-    if layout == "half":
-        return np.concatenate([values, values], axis=-1).astype(dtype, copy=False)
-    return np.repeat(values, 2, axis=-1).astype(dtype, copy=False)
+    return kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
 
 
 def apply_rotary(x, cos, sin, *, layout="half"):
@@ -394,13 +369,7 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     """
     x, cos, sin = np.asarray(x), np.asarray(cos), np.asarray(sin)
     rotated = check_rotary_shapes(x.shape, cos.shape, sin.shape)
-    first, second = pair_slices(rotated, check_rotary_layout(layout))
-    a, b = x[..., first], x[..., second]
-    out = np.empty(np.broadcast_shapes(x.shape[:-1], cos.shape[:-1]) + x.shape[-1:], np.result_type(x, cos, sin))
-    out[..., first] = a * cos[..., first] - b * sin[..., first]
-    out[..., second] = b * cos[..., second] + a * sin[..., second]
-    out[..., rotated:] = x[..., rotated:]
-    return out
+    return kernels.apply_rotary(NUMPY, x, cos, sin, check_rotary_layout(layout), rotated)
 
 
 def check_rotary_shapes(x_shape, cos_shape, sin_shape):

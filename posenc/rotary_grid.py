@@ -24,7 +24,8 @@ coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_c
 
 import numpy as np
 
-from . import _checks, _core, _rotation, layouts, rotary
+from . import _checks, _core, _rotation, kernels, layouts, rotary
+from .backends import backend
 
 __all__ = [
     "AXIAL_CONVENTIONS",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 AXIAL_CONVENTIONS = ("pixtral", "qwen2_vl")
+NUMPY = backend("numpy")
 
 
 def axial_parts(head_dim, base=10000.0, *, convention="qwen2_vl"):
@@ -121,8 +123,7 @@ def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
     def sin_cos(p, hi, lo, dt):
         return axis_sin_cos(_rotation.sin_cos, np.concatenate, axes, p, hi, lo, dt)
 
-    s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, np.float64)
-    return rotary._spread(c, "half", dtype), rotary._spread(s, "half", dtype)
+    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, (w_hi, w_lo, attention), "half", dtype)
 
 
 def axial_cos_sin(positions, head_dim, *, base=10000.0, convention="qwen2_vl", dtype=np.float32):

@@ -18,10 +18,33 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from . import _checks, _core, _rotation, conventions, grid
-from .grid import diagnose_grid, identify_grid, list_grid_conventions  # noqa: F401  (re-exported: framework-free)
-from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
+from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
+from .backends import backend
+from .grid import diagnose_grid, identify_grid, list_grid_conventions
+from .layouts import convert_layout
+from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 
+__all__ = [
+    "DTYPES",
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
+    "PositionalEncoding",
+    "RotaryEmbedding",
+    "apply_rotary",
+    "convert_layout",
+    "convert_rotary_layout",
+    "diagnose_grid",
+    "encode",
+    "grid_encoding",
+    "identify_grid",
+    "list_grid_conventions",
+    "positional_encoding",
+    "rotary_cos_sin",
+    "rotary_frequencies",
+    "rotary_permutation",
+]
+
+TF = backend("tensorflow")
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 
 
@@ -78,21 +101,10 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
         return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
     positions = conventions.offset_positions(positions, chosen)
     if dtype == tf.float64:
-        table = _columns(*_sin_cos(positions, w_hi, w_lo, tf.float64), chosen.layout, width)
+        table = kernels.columns(TF, *_sin_cos(positions, w_hi, w_lo, tf.float64), chosen.layout, width)
     else:
         table = _half_turns(positions, tf.constant(w_hi / math.pi), chosen.layout, width)
     return _finish(table, d_model, chosen, positions, dtype)
-
-
-def _columns(s, c, layout, width):
-    """The first ``width`` columns of the table in ``layout`` from its sine and cosine parts."""
-    half = width // 2  # cosine columns; an odd width has one sine more
-    if layout == "sin_cos":
-        return tf.concat([s, c[..., :half]], axis=-1)
-    if layout == "cos_sin":
-        return tf.concat([c[..., :half], s], axis=-1)
-    pairs = tf.stack([s, c], axis=-1)
-    return tf.reshape(pairs, tf.concat([tf.shape(s)[:-1], [2 * s.shape[-1]]], 0))[..., :width]
 
 
 def _sin_cos(positions, w_hi, w_lo, dtype):
@@ -100,19 +112,18 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
 
     ``positions``: a float64 tensor of any shape; ``w_hi + w_lo``: ``h`` float64
     frequencies of any kind (``w_lo`` may be zeros). TF ops only, so it runs in graphs and
-    on any device. float64: ``_rotation.sincos`` (part 1 of its module docstring, ~2e-16);
-    float32 and half precision: part 3, ``(-1)**k`` times float32 sin and cos of
-    ``pi * f`` (within 2e-7; half precision one more rounding).
+    on any device. float64: ``kernels.sincos`` (~2e-16); float32 and half precision:
+    ``kernels.half_turns`` compiled by XLA (within 2e-7; half precision one more rounding).
     """
     w_hi, w_lo = (tf.constant(w, tf.float64) if not tf.is_tensor(w) else tf.cast(w, tf.float64) for w in (w_hi, w_lo))
     if dtype == tf.float64:
-        return _rotation.sincos(positions, w_hi, w_lo, tf.sin, tf.cos)
+        return kernels.sincos(TF, positions, w_hi, w_lo)
     s, c = _half_turns(positions, w_hi / math.pi)
     return tf.cast(s, dtype), tf.cast(c, dtype)
 
 
 def _half_turns(positions, v, layout=None, width=None):
-    """Part 3 of ``_rotation``'s docstring in TF ops: float32 ``(sin, cos)`` of
+    """``kernels.half_turns`` (part 3 of ``_rotation``'s docstring) in TF ops: float32 ``(sin, cos)`` of
     ``positions[..., None] * v * pi`` (``v``: the frequencies in half turns, float64), each
     ``(*positions.shape, len(v))``; with ``layout``, the ``width`` table columns instead.
 
@@ -127,17 +138,8 @@ def _half_turns(positions, v, layout=None, width=None):
 
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)
 def _half_turns_xla(positions, v, layout, width):
-    u = positions[..., None] * v
-    k = tf.round(u)
-    reduced = tf.cast((u - k) * math.pi, tf.float32)  # |pi * f| <= pi/2, rounded once
-    # Bit 0 of k moved to bit 31: the float32 sign bit where k is odd.
-    odd = tf.cast(tf.bitwise.left_shift(tf.cast(k, tf.int64), 31), tf.int32)
-
-    def signed(values):
-        return tf.bitcast(tf.bitwise.bitwise_xor(tf.bitcast(values, tf.int32), odd), tf.float32)
-
-    s, c = signed(tf.sin(reduced)), signed(tf.cos(reduced))
-    return (s, c) if layout is None else _columns(s, c, layout, width)
+    s, c = kernels.half_turns(TF, positions, v)
+    return (s, c) if layout is None else kernels.columns(TF, s, c, layout, width)
 
 
 # An absl log line: severity, date, time, thread, file:line]. Before absl is initialised the
@@ -215,19 +217,12 @@ def positional_encoding(length, d_model, *, convention="paper", base=None, layou
 
 
 def _graph_table(length, d_model, chosen, dtype):
-    # Row q*B + r is within[r] * steps[q]: one broadcast complex multiply whose result,
-    # bitcast to float pairs, already is the interleaved table; other layouts and odd
-    # widths gather its columns.
+    # Row q*B + r is within[r] * steps[q]: one broadcast complex multiply (kernels.rotated_table).
     w_hi, w_lo, width = chosen.parts(d_model)
     real = tf.float64 if dtype == tf.float64 else tf.float32
     ctype = _rotation.complex_dtype(real.as_numpy_dtype)
     within, steps = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
-    z = tf.constant(within) * tf.constant(steps)[:, None]
-    table = tf.reshape(tf.bitcast(z, real), (-1, 2 * within.shape[-1]))[:length]
-    if chosen.layout != "interleaved" or width % 2:
-        order = _order(width, chosen.layout)
-        half = (width + 1) // 2
-        table = tf.gather(table, np.where(order < half, 2 * order, 2 * (order - half) + 1), axis=-1)
+    table = kernels.rotated_table(TF, within, steps, length, chosen.layout, width)
     positions = np.arange(length) + chosen.offset if chosen.padding_idx is not None else None
     return _finish(table, d_model, chosen, positions, dtype)
 
@@ -239,11 +234,6 @@ def _aligned_empty(shape, dtype):
     raw = np.empty(size + 64, np.uint8)
     start = -raw.ctypes.data % 64
     return raw[start : start + size].view(dtype).reshape(shape)
-
-
-def _order(width, layout):
-    # column_order for the sin/cos columns; none at all for width 0 (d_model=1, "zero" policy).
-    return _core.column_order(width, layout) if width else np.zeros(0, np.int64)
 
 
 def _finish(table, d_model, chosen, positions, dtype):
@@ -311,25 +301,10 @@ class PositionalEncoding(keras.layers.Layer):
 
 
 # Rotary position embedding (RoPE): posenc.rotary's functions with TF ops, and a Keras layer.
-from . import rotary  # noqa: E402  (appended section: the RoPE API)
-from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
-    ROPE_TYPES,
-    ROTARY_LAYOUTS,
-    convert_rotary_layout,
-    rotary_frequencies,
-    rotary_permutation,
-)
 
 
 def _rope_cos_sin(positions, parts, layout, dtype):
-    # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
-    w_hi, w_lo, attention = parts
-    s, c = rotary.scaled_sin_cos(_sin_cos, positions, w_hi, w_lo, attention, dtype, tf.float64)
-    if layout == "half":
-        return tuple(tf.cast(tf.concat([v, v], -1), dtype) for v in (c, s))
-    # Each value twice in a row: stack on a new last axis, then merge the last two.
-    shape = tf.concat([tf.shape(c)[:-1], [2 * len(w_hi)]], 0)
-    return tuple(tf.cast(tf.reshape(tf.stack([v, v], -1), shape), dtype) for v in (c, s))
+    return kernels.rope_cos_sin(TF, _sin_cos, positions, parts, layout, dtype)
 
 
 def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
@@ -354,20 +329,7 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     ``rotary_dim`` pass through.
     """
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
-    first, second = rotary.pair_slices(rotated, rotary.check_rotary_layout(layout))
-    a, b = x[..., first], x[..., second]
-    new_a = a * cos[..., first] - b * sin[..., first]
-    new_b = b * cos[..., second] + a * sin[..., second]
-    if layout == "half":
-        out = tf.concat([new_a, new_b], -1)
-    else:
-        pairs = tf.stack([new_a, new_b], -1)
-        out = tf.reshape(pairs, tf.concat([tf.shape(pairs)[:-2], [rotated]], 0))
-    if rotated == x.shape[-1]:
-        return out
-    rest = x[..., rotated:]
-    rest = tf.broadcast_to(rest, tf.concat([tf.shape(out)[:-1], tf.shape(rest)[-1:]], 0))
-    return tf.concat([out, rest], -1)
+    return kernels.apply_rotary(TF, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 
 
 _ROPE_PARAMETERS = {name for required, optional in rotary._PARAMETERS.values() for name in required + optional}

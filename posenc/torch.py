@@ -3,15 +3,44 @@
 Importing this module imports torch; ``import posenc`` alone does not.
 """
 
+import functools
 import math
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks, _core, _rotation, conventions, grid
-from .grid import diagnose_grid, identify_grid, list_grid_conventions  # noqa: F401  (re-exported: they accept tensors)
-from .layouts import convert_layout  # noqa: F401  (re-exported: one function serves every framework)
+from . import _checks, _core, _rotation, conventions, grid, kernels, rope_config, rotary, rotary_grid
+from .backends import backend
+from .grid import diagnose_grid, identify_grid, list_grid_conventions
+from .layouts import convert_layout
+from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+
+__all__ = [
+    "DTYPES",
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
+    "PositionalEncoding",
+    "RotaryEmbedding",
+    "RotaryEmbeddingPerLayerType",
+    "apply_rotary",
+    "axial_cos_sin",
+    "convert_layout",
+    "convert_rotary_layout",
+    "diagnose_grid",
+    "encode",
+    "grid_encoding",
+    "identify_grid",
+    "list_grid_conventions",
+    "mrope_cos_sin",
+    "positional_encoding",
+    "resample_abs_pos_embed",
+    "rotary_cos_sin",
+    "rotary_frequencies",
+    "rotary_permutation",
+]
+
+TORCH = backend("torch")
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # The dtypes NumPy can build a table in directly (bfloat16 is rounded from float32).
@@ -108,58 +137,14 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
     shares it, strides and all): each core its own run of rows, block by block, where
     torch's parallel ops would pay a thread hand-off for every op of every block.
-    Elsewhere (and for bfloat16, which NumPy lacks) the same steps in torch ops.
+    Elsewhere (and for bfloat16, which NumPy lacks) the same kernel in torch ops.
     """
     if sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
         parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
         _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:
-        _write_sin_cos_ops(positions, w_hi, w_lo, sines, cosines)
-
-
-# Angles per block: enough that a device's threads split each op and its launch cost is
-# spread thin, few enough that the float64 temporaries stay small.
-_BLOCK = 4 * _rotation._BLOCK
-
-
-def _write_sin_cos_ops(positions, w_hi, w_lo, sines, cosines):
-    """``_rotation.write_sin_cos`` in torch ops, on any device (parts 1 and 3 of its module
-    docstring), each op with ``out=`` into buffers of one block of rows."""
-    count, width = positions.shape[0], cosines.shape[-1]
-    step = max(1, _BLOCK // max(1, len(w_hi)))
-    if sines.dtype == torch.float64:
-        for start in range(0, count, step):
-            s, c = _rotation.sincos(positions[start : start + step], w_hi, w_lo, torch.sin, torch.cos)
-            sines[start : start + step] = s
-            cosines[start : start + step] = c[:, :width]
-        return
-    half_turns = w_hi / math.pi
-    shape = (min(step, count), len(w_hi))
-    u = torch.empty(shape, dtype=torch.float64, device=positions.device)
-    k = torch.empty_like(u)
-    reduced = torch.empty(shape, dtype=torch.float32, device=positions.device)
-    signs = torch.empty(shape, dtype=torch.int32, device=positions.device)
-    direct = sines.dtype == torch.float32
-    if not direct:
-        s32, c32 = torch.empty_like(reduced), torch.empty_like(reduced)
-    for start in range(0, count, step):
-        n = min(step, count - start)
-        U, K, R, sign = u[:n], k[:n], reduced[:n], signs[:n]
-        torch.mul(positions[start : start + n, None], half_turns, out=U)
-        torch.add(U, _rotation._ROUNDER, out=K)
-        torch.bitwise_left_shift(K.view(torch.int32)[:, 0::2], 31, out=sign)
-        torch.sub(K, _rotation._ROUNDER, out=K)
-        torch.sub(U, K, out=U)
-        torch.mul(U, math.pi, out=R)  # computed in float64, rounded once to float32
-        S = sines[start : start + n] if direct else s32[:n]
-        C = cosines[start : start + n] if direct else c32[:n, :width]
-        torch.sin(R, out=S)
-        torch.cos(R[:, :width], out=C)
-        torch.bitwise_xor(S.view(torch.int32), sign, out=S.view(torch.int32))
-        torch.bitwise_xor(C.view(torch.int32), sign[:, :width], out=C.view(torch.int32))
-        if not direct:
-            sines[start : start + n] = S
-            cosines[start : start + n] = C
+        # Blocks big enough that a device's threads split each op and its launch cost is spread thin.
+        kernels.write_sin_cos(TORCH, positions, w_hi, w_lo, sines, cosines, block=4 * kernels.BLOCK)
 
 
 def positional_encoding(
@@ -235,33 +220,17 @@ class PositionalEncoding(nn.Module):
 
 
 # Rotary position embedding (RoPE): posenc.rotary's functions on tensors, and a module.
-import functools  # noqa: E402
-
-from . import rope_config, rotary, rotary_grid  # noqa: E402  (appended section: the RoPE API)
-from .rotary import (  # noqa: E402, F401  (re-exported: framework-free)
-    ROPE_TYPES,
-    ROTARY_LAYOUTS,
-    convert_rotary_layout,
-    rotary_frequencies,
-    rotary_permutation,
-)
 
 
 def _rope_cos_sin(positions, parts, layout, dtype, axes=None, form="channels"):
-    # (cos, sin) for float64 positions and rotary_parts' (w_hi, w_lo, attention), spread over the layout.
-    # axes: the coordinate each pair reads (positions (axes, ...), posenc.rotary_grid); form: see RotaryEmbedding.
-    w_hi, w_lo, attention = parts
+    # kernels.rope_cos_sin on tensors; axes: the coordinate each pair reads (positions (axes, ...),
+    # posenc.rotary_grid); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
     sin_cos = _sin_cos if axes is None else functools.partial(rotary_grid.axis_sin_cos, _sin_cos, torch.cat, axes)
-    if form == "complex":
-        wide = torch.float64 if dtype == torch.float64 else torch.float32
-        s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, wide, torch.float64)
-        return torch.complex(c.to(wide), s.to(wide))
-    s, c = rotary.scaled_sin_cos(sin_cos, positions, w_hi, w_lo, attention, dtype, torch.float64)
-    if form == "pairs":
-        return c.to(dtype), s.to(dtype)
-    if layout == "half":
-        return torch.cat([c, c], -1).to(dtype), torch.cat([s, s], -1).to(dtype)
-    return c.repeat_interleave(2, -1).to(dtype), s.repeat_interleave(2, -1).to(dtype)
+    if form != "complex":
+        return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, dtype, form)
+    wide = torch.float64 if dtype == torch.float64 else torch.float32
+    c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, wide, "pairs")
+    return torch.complex(c, s)
 
 
 def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
@@ -296,33 +265,11 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
-    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). ``x * cos``, then the
-    ``-b sin`` and ``+a sin`` terms added into its two halves in place (``addcmul_``): fewer
-    passes over memory than ``x * cos + rotate_half(x) * sin`` and no concatenation; autograd
-    goes through it. Channels beyond ``rotary_dim`` pass through.
+    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``): ``kernels.apply_rotary``.
+    Channels beyond ``rotary_dim`` pass through.
     """
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
-    pairs = _halves if rotary.check_rotary_layout(layout) == "half" else _neighbours
-    whole = rotated == x.shape[-1]
-    out = (x if whole else x.narrow(-1, 0, rotated)) * cos
-    (a, b), (a_out, b_out), (sin_a, sin_b) = pairs(x, rotated), pairs(out, rotated), pairs(sin, rotated)
-    a_out.addcmul_(b, sin_a, value=-1)
-    b_out.addcmul_(a, sin_b)
-    if whole:
-        return out
-    rest = x.narrow(-1, rotated, x.shape[-1] - rotated).expand(*out.shape[:-1], x.shape[-1] - rotated)
-    return torch.cat([out, rest], -1)
-
-
-# The two members of each pair among the first `rotated` channels of t, as views. narrow is
-# several times cheaper than `t[..., a:b]`, which shows on a decoding step (one position);
-# the strided pairs have no such method that beats plain indexing.
-def _halves(t, rotated):
-    return t.narrow(-1, 0, rotated // 2), t.narrow(-1, rotated // 2, rotated // 2)
-
-
-def _neighbours(t, rotated):
-    return t[..., 0:rotated:2], t[..., 1:rotated:2]
+    return kernels.apply_rotary(TORCH, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 
 
 class RotaryEmbedding(nn.Module):

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import posenc  # noqa: E402
-from posenc import _rotation  # noqa: E402
+from posenc import _rotation, kernels  # noqa: E402
+from posenc.backends import backend  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
 from reference import exact, paper_table  # noqa: E402
 
@@ -226,7 +227,8 @@ def test_the_float32_route_is_what_the_bound_rules_out():
 
 # The fast kernels (``_rotation`` part 3): float32 sin/cos of an angle reduced in half turns.
 
-KERNELS = ["numpy", "torch", "torch ops", "tensorflow", "tensorflow graph"]
+KERNELS = ["numpy", "numpy functional", "torch", "torch ops", "torch functional", "tensorflow", "tensorflow graph"]
+NUMPY = backend("numpy")
 KERNEL_DTYPES = {"float16": (np.float16, torch.float16, tf.float16), "float32": (np.float32, torch.float32, tf.float32),
                  "float64": (np.float64, torch.float64, tf.float64)}
 
@@ -239,10 +241,14 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
         return tuple(as_float64(t) for t in _rotation.sin_cos(positions, w_hi, w_lo, np_dtype))
     if kernel == "torch":
         return tuple(as_float64(t) for t in pt._sin_cos(torch.from_numpy(positions), w_hi, w_lo, torch_dtype))
+    if kernel.endswith("functional"):  # one kernel for every backend, without out= buffers
+        xp, dtype = (NUMPY, np_dtype) if kernel.startswith("numpy") else (pt.TORCH, torch_dtype)
+        arrays = (positions, w_hi, w_lo) if xp is NUMPY else (torch.tensor(a) for a in (positions, w_hi, w_lo))
+        return tuple(as_float64(t) for t in kernels.sin_cos(xp, *arrays, dtype))
     if kernel == "torch ops":  # the route of other devices, run here on the CPU
         h = len(w_hi)
         s, c = torch.empty(len(positions), h, dtype=torch_dtype), torch.empty(len(positions), h, dtype=torch_dtype)
-        pt._write_sin_cos_ops(*(torch.tensor(a) for a in (positions, w_hi, w_lo)), s, c)
+        kernels.write_sin_cos(pt.TORCH, *(torch.tensor(a) for a in (positions, w_hi, w_lo)), s, c)
         return as_float64(s), as_float64(c)
     run = tf.function(ptf._sin_cos) if kernel == "tensorflow graph" else ptf._sin_cos
     return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))

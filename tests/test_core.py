@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import _rotation
+from posenc import _rotation, kernels
+from posenc.backends import backend
 from lecture_values import (
     CORNERS_20x200,
     DENOMINATORS_D6,
@@ -243,8 +244,8 @@ def test_encode_split_over_cores_writes_what_one_thread_writes(monkeypatch, core
     one_thread = posenc.encode(positions[:, :7], 512, dtype=dtype)  # below the split
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     runs = []
-    real_write_rows = _rotation._write_rows
-    monkeypatch.setattr(_rotation, "_write_rows", lambda p, *rest: runs.append(len(p)) or real_write_rows(p, *rest))
+    real_write = kernels.write_sin_cos
+    monkeypatch.setattr(kernels, "write_sin_cos", lambda xp, p, *rest: runs.append(len(p)) or real_write(xp, p, *rest))
     split = posenc.encode(positions, 512, dtype=dtype)
     assert sorted(runs) == sorted(3003 * k // cores - 3003 * (k - 1) // cores for k in range(1, cores + 1))
     np.testing.assert_array_equal(split[:, :7], one_thread)
@@ -260,7 +261,7 @@ def test_turns_beyond_64_steps_are_the_product_of_two_tables():
     # past 4096**2 rows. 5000 steps of stride 3 against sincos of each angle directly.
     w_hi, w_lo = _rotation.geometric_parts(32, 10000.0, 32)
     turns = _rotation._turns(5000, 3, w_hi, w_lo)
-    s, c = _rotation.sincos(np.arange(5000) * 3.0, w_hi, w_lo, np.sin, np.cos)
+    s, c = kernels.sincos(backend("numpy"), np.arange(5000) * 3.0, w_hi, w_lo)
     assert turns.shape == (5000, 32) and turns.dtype == np.complex128
     np.testing.assert_allclose(turns.real, c, rtol=0, atol=2e-15)
     np.testing.assert_allclose(turns.imag, s, rtol=0, atol=2e-15)

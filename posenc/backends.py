@@ -1,0 +1,205 @@
+"""The backend table: the few array operations posenc's kernels need, one entry per framework.
+
+Every numeric kernel (``posenc.kernels``) is written once against a ``Backend``, as einops
+writes its operations against a small table of backends. An entry holds the framework's
+dtypes and functions; ``backend(name)`` builds an entry when first asked for it, so
+``import posenc`` imports no framework, and ``backend_of(array)`` picks the entry for an
+array or tensor.
+
+The arithmetic operations take ``out=``: NumPy and torch write into it (the kernels reuse
+buffers block by block, so a large table needs little extra memory); TensorFlow and JAX
+arrays are immutable, their entries ignore ``out`` and return a new array, and the kernels,
+which always use the returned value, work the same way on both.
+"""
+
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Backend", "backend", "backend_of"]
+
+# 1.5 * 2**52: for |u| < 2**51, u + ROUNDER is exactly ROUNDER + rint(u), an integer whose
+# parity is the lowest bit of its significand, the lowest bit of the low 32-bit word: the
+# in-place backends round and find the parity with one addition and a shift.
+ROUNDER = 1.5 * 2.0**52
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """One framework's entry in the table. Shapes follow the arguments (broadcasting)."""
+
+    name: str
+    float16: Any
+    bfloat16: Any  # None where the framework has none (NumPy)
+    float32: Any
+    float64: Any
+    bits: Any  # the 32-bit integers of odd_sign and flip_sign
+    # out=: see the module docstring.
+    mul: Callable
+    add: Callable
+    sub: Callable
+    scale_to_float32: Callable  # (x, factor, out): fl32(x * factor), the product in float64
+    sin: Callable
+    cos: Callable
+    nearest: Callable  # (u, out=(k, sign)) -> (k, sign): rint(u), and 32-bit ints with bit 31 set where it is odd
+    flip_sign: Callable  # (float32 x, sign) -> x with its sign bit xor-ed with sign's bit 31
+    cast: Callable  # (x, dtype)
+    constant: Callable  # (NumPy array, dtype, like) -> an array on like's device
+    concat: Callable  # (arrays, axis)
+    stack: Callable  # (arrays, axis)
+    merge_last: Callable  # (..., m, n) -> (..., m * n)
+    reshape: Callable  # (x, shape)
+    complex_parts: Callable  # z -> (z.real, z.imag)
+    expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
+    empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
+    has_float64: bool = True
+
+
+def _sign_bits(add, sub, shift, xor, bits, float32):
+    """``nearest`` and ``flip_sign`` for arrays that write in place and view memory as another
+    dtype of the same width (``x.view(dtype)``: NumPy and torch alike)."""
+
+    def nearest(u, out=(None, None)):
+        k = add(u, ROUNDER, out=out[0])
+        # Bit 0 of each low word (little-endian: the even 32-bit words) moved to bit 31.
+        sign = shift(k.view(bits)[..., 0::2], 31, out=out[1])
+        return sub(k, ROUNDER, out=k), sign
+
+    def flip_sign(x, sign, out=None):
+        return xor(x.view(bits), sign, out=None if out is None else out.view(bits)).view(float32)
+
+    return nearest, flip_sign
+
+
+def _numpy():
+    def scale_to_float32(x, factor, out=None):
+        if out is None:
+            return (x * factor).astype(np.float32)
+        return np.multiply(x, factor, out=out, casting="same_kind")
+
+    nearest, flip_sign = _sign_bits(np.add, np.subtract, np.left_shift, np.bitwise_xor, np.uint32, np.float32)
+
+    return Backend(
+        name="numpy", float16=np.dtype(np.float16), bfloat16=None, float32=np.dtype(np.float32),
+        float64=np.dtype(np.float64), bits=np.dtype(np.uint32), mul=np.multiply, add=np.add, sub=np.subtract,
+        scale_to_float32=scale_to_float32, sin=np.sin, cos=np.cos, nearest=nearest, flip_sign=flip_sign,
+        cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
+        constant=lambda values, dtype, like=None: np.asarray(values, dtype),
+        concat=lambda arrays, axis: np.concatenate(arrays, axis=axis),
+        stack=lambda arrays, axis: np.stack(arrays, axis=axis),
+        merge_last=lambda x: x.reshape(*x.shape[:-2], -1),
+        reshape=np.reshape,
+        complex_parts=lambda z: (z.real, z.imag),
+        expand_like=lambda x, y: np.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
+        empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
+    )
+
+
+def _torch():
+    import torch
+
+    nearest, flip_sign = _sign_bits(
+        torch.add, torch.sub, torch.bitwise_left_shift, torch.bitwise_xor, torch.int32, torch.float32
+    )
+
+    def scale_to_float32(x, factor, out=None):
+        # torch.mul into a float32 out computes in float64 and rounds once.
+        return (x * factor).to(torch.float32) if out is None else torch.mul(x, factor, out=out)
+
+    return Backend(
+        name="torch", float16=torch.float16, bfloat16=torch.bfloat16, float32=torch.float32,
+        float64=torch.float64, bits=torch.int32, mul=torch.mul, add=torch.add, sub=torch.sub,
+        scale_to_float32=scale_to_float32, sin=torch.sin, cos=torch.cos, nearest=nearest, flip_sign=flip_sign,
+        cast=lambda x, dtype: x.to(dtype),
+        constant=lambda values, dtype, like=None: torch.as_tensor(
+            values, dtype=dtype, device=None if like is None else like.device
+        ),
+        concat=lambda arrays, axis: torch.cat(arrays, axis),
+        stack=lambda arrays, axis: torch.stack(arrays, axis),
+        merge_last=lambda x: x.flatten(-2),
+        reshape=torch.reshape,
+        complex_parts=lambda z: (z.real, z.imag),
+        expand_like=lambda x, y: x.expand(*y.shape[:-1], x.shape[-1]),
+        empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
+    )
+
+
+def ignoring_out(op):
+    """``op`` for immutable arrays: the ``out=`` of the in-place backends is ignored."""
+
+    def call(*args, out=None):
+        return op(*args)
+
+    return call
+
+
+def _tensorflow():
+    import tensorflow as tf
+
+    def nearest(u, out=None):
+        # tf.round, not ROUNDER: XLA simplifies (u + ROUNDER) - ROUNDER to u.
+        k = tf.round(u)
+        return k, tf.cast(tf.bitwise.left_shift(tf.cast(k, tf.int64), 31), tf.int32)
+
+    def flip_sign(x, sign, out=None):
+        return tf.bitcast(tf.bitwise.bitwise_xor(tf.bitcast(x, tf.int32), sign), tf.float32)
+
+    def merge_last(x):
+        # The static width where it is known, so later shape checks see it.
+        m, n = x.shape[-2:]
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [-1 if None in (m, n) else m * n]], 0))
+
+    def expand_like(x, y):
+        return tf.broadcast_to(x, tf.concat([tf.shape(y)[:-1], tf.shape(x)[-1:]], 0))
+
+    def scale_to_float32(x, factor, out=None):
+        return tf.cast(x * factor, tf.float32)
+
+    def constant(values, dtype, like=None):
+        return tf.constant(values, dtype)
+
+    def complex_parts(z):
+        return tf.math.real(z), tf.math.imag(z)
+
+    operations = dict(
+        mul=ignoring_out(tf.multiply), add=ignoring_out(tf.add), sub=ignoring_out(tf.subtract),
+        scale_to_float32=scale_to_float32, sin=ignoring_out(tf.sin), cos=ignoring_out(tf.cos), nearest=nearest,
+        flip_sign=flip_sign, cast=tf.cast, constant=constant, concat=tf.concat, stack=tf.stack,
+        merge_last=merge_last, expand_like=expand_like, reshape=tf.reshape, complex_parts=complex_parts,
+    )
+    # Inside tf.function, AutoGraph would rewrite these as it traces; they hold no Python
+    # control flow over tensors, so they run as written.
+    operations = {name: tf.autograph.experimental.do_not_convert(op) for name, op in operations.items()}
+    return Backend(
+        name="tensorflow", float16=tf.float16, bfloat16=tf.bfloat16, float32=tf.float32, float64=tf.float64,
+        bits=tf.int32, **operations,
+    )
+
+
+_ENTRIES: dict[str, Callable[[], Backend]] = {"numpy": _numpy, "torch": _torch, "tensorflow": _tensorflow}
+
+
+@functools.cache
+def backend(name: str) -> Backend:
+    """The entry for framework ``name`` (``"numpy"``, ``"torch"``, ``"tensorflow"``), built on first use."""
+    if name not in _ENTRIES:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, _ENTRIES))}; got {name!r}")
+    return _ENTRIES[name]()
+
+
+def backend_of(array: Any) -> Backend:
+    """The entry for ``array``'s framework: a torch or TensorFlow tensor, else NumPy.
+
+    Looks at the loaded modules only, so it never imports a framework.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(array, torch.Tensor):
+        return backend("torch")
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and tf.is_tensor(array):
+        return backend("tensorflow")
+    return backend("numpy")
