@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 TORCH = backend("torch")
+NUMPY = backend("numpy")
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # The dtypes NumPy can build a table in directly (bfloat16 is rounded from float32).
@@ -61,7 +62,8 @@ def _as_positions(positions):
     dtype = positions.dtype
     kind = "b" if dtype == torch.bool else "c" if dtype.is_complex else "f" if dtype.is_floating_point else "i"
     _checks.check_position_kind(kind, f"dtype {dtype}")
-    if kind == "f":
+    if kind == "f" and not torch.compiler.is_compiling():
+        # A compiled graph cannot branch on values: there the check would be a graph break.
         _checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
     return positions.to(torch.float64)
 
@@ -272,6 +274,11 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     return kernels.apply_rotary(TORCH, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 
 
+# RotaryEmbedding computes up to this many angles per call by kernels.rounded_sin_cos (decoding
+# steps, short prompts), where a call's handful of operations costs more than its arithmetic.
+_FEW_ANGLES = 4096
+
+
 class RotaryEmbedding(nn.Module):
     """The ``(cos, sin)`` of RoPE for the positions of a batch, like transformers' rotary modules.
 
@@ -311,6 +318,27 @@ class RotaryEmbedding(nn.Module):
         self.mrope_section, self.axes = mrope_section, None
         if mrope_section is not None:
             self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+        self._tensors = {}
+        self._frequencies(torch.get_default_device())
+
+    def _frequencies(self, device):
+        """``(w, w_hi, w_lo)``: float64 tensors on ``device`` of the frequencies of a call without a
+        sequence length, ``w`` spread over the channels for ``form="channels"``. Made once per
+        device (and on ``.to(device)``), so a decoding step converts no NumPy array, and kept out
+        of the buffers, so ``.to(bfloat16)`` cannot round them."""
+        tensors = self._tensors.get(device)
+        if tensors is None:
+            w_hi, w_lo, _ = self._parts[None]
+            w = kernels.spread(NUMPY, w_hi, self.layout) if self.form == "channels" else w_hi
+            tensors = tuple(torch.tensor(a, dtype=torch.float64, device=device) for a in (w, w_hi, w_lo))
+            self._tensors = {**self._tensors, device: tensors}
+        return tensors
+
+    def _apply(self, fn, recurse=True):
+        # .to(device), .cuda(), ...: the frequencies follow to the new device, as float64.
+        module = super()._apply(fn, recurse)
+        self._frequencies(fn(torch.empty(0)).device)
+        return module
 
     @classmethod
     def from_config(cls, config, *, layer_type=None):
@@ -338,6 +366,9 @@ class RotaryEmbedding(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)
+        if self.rope_type not in rotary.LENGTH_DEPENDENT and self.axes is None:
+            return self._cos_sin(position_ids, dtype, x.device)
+        # M-RoPE, and the rope types that read the largest position (a value: a graph break under torch.compile).
         positions = _as_positions(position_ids).to(x.device)
         if self.axes is not None and positions.ndim == 2:
             positions = positions.expand(3, *positions.shape)
@@ -348,6 +379,32 @@ class RotaryEmbedding(nn.Module):
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
             self._parts = {None: self._parts[None], seq_len: parts}
         return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self.axes, self.form)
+
+    def _cos_sin(self, position_ids, dtype, device):
+        """forward for the frequencies fixed at construction, in torch operations on ``device`` but for
+        large eager calls on the CPU, which NumPy's blocked kernel serves faster (``_sin_cos``)."""
+        if isinstance(position_ids, torch.Tensor) and not (position_ids.is_floating_point() or position_ids.is_complex()
+                                                           or position_ids.dtype == torch.bool):
+            positions = position_ids.to(device)  # integers: the product with float64 frequencies is float64
+        else:
+            positions = _as_positions(position_ids).to(device)
+        w, w_hi, w_lo = self._frequencies(positions.device)
+        attention, form = self._parts[None][2], self.form
+        few = positions.numel() * w_hi.shape[0] <= _FEW_ANGLES
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        if few and dtype != torch.float64:
+            c_dtype = wide if form == "complex" else dtype
+            s, c = kernels.rounded_sin_cos(TORCH, positions, w, c_dtype, attention)
+            return torch.complex(c, s) if form == "complex" else (c, s)
+        if not (few or torch.compiler.is_compiling() or positions.device.type != "cpu"):
+            return _rope_cos_sin(positions.to(torch.float64), self._parts[None], self.layout, dtype, None, form)
+        parts = w_hi, w_lo, attention
+        sin_cos = functools.partial(kernels.sin_cos, TORCH)
+        positions = positions.to(torch.float64)
+        if form != "complex":
+            return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, self.layout, dtype, form)
+        c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, self.layout, wide, "pairs")
+        return torch.complex(c, s)
 
     def extra_repr(self):
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
