@@ -139,9 +139,11 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
     shares it, strides and all): each core its own run of rows, block by block, where
     torch's parallel ops would pay a thread hand-off for every op of every block.
-    Elsewhere (and for bfloat16, which NumPy lacks) the same kernel in torch ops.
+    Elsewhere (and for bfloat16, which NumPy lacks, and under torch.compile, which would trace
+    NumPy's calls as torch operations without its unsigned views) the same kernel in torch ops.
     """
-    if sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
+    numpy = sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad
+    if numpy and not torch.compiler.is_compiling():
         parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
         _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:

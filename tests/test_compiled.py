@@ -57,7 +57,7 @@ def test_torch_model_compiles_fullgraph_with_eager_outputs(position):
 
 
 @pytest.mark.parametrize("rope", [{"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 8},
-                                  {"rope_type": "longrope", "original_max_position_embeddings": 8,
+                                  {"rope_type": "longrope", "original_max_position_embeddings": 8, "max_position_embeddings": 32,
                                    "short_factor": [1.0] * 16, "long_factor": [4.0] * 16}],
                          ids=["dynamic", "longrope"])
 def test_length_dependent_rope_types_compile_with_graph_breaks(rope):
