@@ -215,7 +215,11 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     if out.dtype != np.float64 and length <= _DIRECT_ROWS and (abs(offset) + length) * w_hi.max(initial=0.0) <= 2**26:
         # Few rows: the reduction in half turns (part 3) with float32 sin and cos costs less than the
         # float64 sincos of the rotation's B + L/B rows (B >= 64), and is as accurate at these angles.
-        return fill_encoding(out, offset + np.arange(length, dtype=np.float64), w_hi, w_lo, layout)
+        # Fresh arrays, then two copies into the columns: cheaper than write_sin_cos' buffers and
+        # strided writes at this size.
+        s, c = kernels.half_turns(NUMPY, offset + np.arange(length, dtype=np.float64), w_hi / np.pi)
+        store(out, s, c, layout)
+        return out
     within, steps = rotation_factors(length, w_hi, w_lo, complex_dtype(out.dtype), offset)
     rows, blocks = len(within), len(steps)
     direct = (
