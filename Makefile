@@ -50,6 +50,8 @@ lab: $(READY)
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: $(READY)
+	$(BIN)/ruff check --quiet .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadscope --nbval --nbval-current-env -q
 
 # The .py twins carry no header, so name their format: a guess reads the escaped

@@ -184,7 +184,7 @@ def subprocess_peak(framework, name, length, d_model):
 
 
 def _status_kib(field):
-    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    line = next(row for row in Path("/proc/self/status").read_text().splitlines() if row.startswith(field + ":"))
     return int(line.split()[1])
 
 

@@ -56,6 +56,7 @@ class Backend:
     complex_parts: Callable  # z -> (z.real, z.imag)
     expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
     empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
+    add_product: Callable | None = None  # (target, a, b, sign): target += sign * a * b in place; None likewise
     has_float64: bool = True
 
 
@@ -96,6 +97,7 @@ def _numpy():
         complex_parts=lambda z: (z.real, z.imag),
         expand_like=lambda x, y: np.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
+        add_product=lambda target, a, b, sign: np.add(target, sign * a * b, out=target),
     )
 
 
@@ -125,6 +127,7 @@ def _torch():
         complex_parts=lambda z: (z.real, z.imag),
         expand_like=lambda x, y: x.expand(*y.shape[:-1], x.shape[-1]),
         empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
+        add_product=lambda target, a, b, sign: target.addcmul_(a, b, value=sign),
     )
 
 

@@ -27,6 +27,7 @@ import dataclasses
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from typing import NamedTuple
 
 from . import _checks, _rotation
@@ -165,8 +166,8 @@ def _no_options():
 
 
 _FLOAT32_NAN = "the source's float division by zero gives NaN"
-_PRESETS = {}
-_LAYOUTS_WRITTEN = {}  # the layouts each source's own options can give
+_PRESETS: dict[str, tuple[Preset, Convention, Callable[..., dict]]] = {}
+_LAYOUTS_WRITTEN: dict[str, tuple[str, ...]] = {}  # the layouts each source's own options can give
 
 
 # Runs only while the module is imported: mutmut switches a mutant on when a test calls its
@@ -312,6 +313,13 @@ def check_convention(name):
     return name
 
 
+def option_names(convention):
+    """The source's own option names that ``resolve`` takes for ``convention`` (none for a
+    ``Convention``); every convention also takes ``base``, ``layout``, ``offset`` and ``padding_idx``."""
+    options = _no_options if isinstance(convention, Convention) else _PRESETS[check_convention(convention)][2]
+    return list(inspect.signature(options).parameters)
+
+
 def resolve(convention="paper", *, base=None, layout=None, **overrides):
     """The ``Convention`` that ``convention`` (a preset name or a ``Convention``) and overrides give.
 
@@ -322,13 +330,13 @@ def resolve(convention="paper", *, base=None, layout=None, **overrides):
     """
     if not overrides and base is None and layout is None and not isinstance(convention, Convention):
         return _PRESETS[check_convention(convention)][1]  # the common call, at a small table's cost
+    allowed = [*option_names(convention), "base", "layout", "offset", "padding_idx"] if overrides else []
     generic = {key: overrides.pop(key) for key in ("offset", "padding_idx") if key in overrides}
     if isinstance(convention, Convention):
         options = _no_options
     else:
         _, preset, options = _PRESETS[check_convention(convention)]
         convention = preset
-    allowed = [*inspect.signature(options).parameters, "base", "layout", "offset", "padding_idx"] if overrides else []
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise TypeError(

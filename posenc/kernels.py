@@ -186,14 +186,23 @@ def rope_cos_sin(xp, sin_cos, positions, parts, layout, dtype, form="channels"):
 def apply_rotary(xp, x, cos, sin, layout, rotated):
     """``x`` with the pairs among its first ``rotated`` channels turned by ``cos``/``sin``.
 
-    For pairs ``(a, b)`` of ``layout``: ``a cos - b sin`` and ``b cos + a sin``, put back in
-    the layout's order; channels beyond ``rotated`` pass through. Shapes checked by the caller.
+    For pairs ``(a, b)`` of ``layout``: ``a cos - b sin`` and ``b cos + a sin``, in the
+    layout's order; channels beyond ``rotated`` pass through. Shapes checked by the caller.
+    Backends that write in place compute ``x * cos`` and add the two sine terms into its
+    halves (``add_product``): fewer passes over memory than building both halves and joining
+    them, which the others do.
     """
     first, second = pair_slices(rotated, layout)
+    whole = rotated == x.shape[-1]
     a, b = x[..., first], x[..., second]
-    new_a = a * cos[..., first] - b * sin[..., first]
-    new_b = b * cos[..., second] + a * sin[..., second]
-    out = xp.concat([new_a, new_b], -1) if layout == "half" else xp.merge_last(xp.stack([new_a, new_b], -1))
-    if rotated == x.shape[-1]:
+    if xp.add_product is not None:
+        out = (x if whole else x[..., :rotated]) * cos
+        xp.add_product(out[..., first], b, sin[..., first], -1)
+        xp.add_product(out[..., second], a, sin[..., second], 1)
+    else:
+        new_a = a * cos[..., first] - b * sin[..., first]
+        new_b = b * cos[..., second] + a * sin[..., second]
+        out = xp.concat([new_a, new_b], -1) if layout == "half" else xp.merge_last(xp.stack([new_a, new_b], -1))
+    if whole:
         return out
     return xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)

@@ -256,22 +256,27 @@ class PositionalEncoding(keras.layers.Layer):
     in the layer's compute dtype (Keras casts float inputs to it: pass ``dtype=`` or a
     mixed-precision policy). The first ``max_len`` rows are computed once; a longer sequence
     (the length may be unknown until run time) gets its remaining rows computed in the call.
-    ``convention`` (a preset name or a ``posenc.conventions.Convention``, e.g. from
-    ``posenc.conventions.resolve(name, **options)`` for a source's own options), ``base``
-    and ``layout`` choose the table as in ``positional_encoding``; ``self.convention`` is
-    the resolved one, saved whole by ``get_config``.
+    ``convention`` (a preset name or a ``posenc.conventions.Convention``), ``base``,
+    ``layout`` and the source's own options (``max_timescale=...``, ``offset``,
+    ``padding_idx``: keywords beside Keras' own ``name``, ``dtype``, ...) choose the table as
+    in ``positional_encoding``, as ``posenc.torch.PositionalEncoding`` takes them;
+    ``self.convention`` is the resolved one, saved whole by ``get_config``. ``self.pe``: the
+    first ``max_len`` rows.
     """
 
     def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, **kwargs):
+        names = [*(conventions.option_names(convention) if not isinstance(convention, dict) else []), "offset",
+                 "padding_idx"]
+        options = {name: kwargs.pop(name) for name in names if name in kwargs}
         super().__init__(**kwargs)
         self.d_model = _checks.check_d_model(d_model)
         self.max_len = _checks.check_length(max_len, "max_len")
         self.dropout = _checks.check_dropout(dropout)
         if isinstance(convention, dict):  # as get_config wrote it
             convention = conventions.Convention(**convention)
-        self.convention = conventions.resolve(convention, base=base, layout=layout)
+        self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
-        self.table = self._table(tf.range(self.max_len, dtype=tf.float64))
+        self.pe = self._table(tf.range(self.max_len, dtype=tf.float64))
 
     def _table(self, positions):
         return encode(positions, self.d_model, convention=self.convention)
@@ -284,7 +289,7 @@ class PositionalEncoding(keras.layers.Layer):
         # Switch/Merge nodes in Keras' graphs, which Grappler's loop optimizer warns about
         # on stderr (TF 2.19, whatever TF_CPP_MIN_LOG_LEVEL says).
         beyond = self._table(tf.range(self.max_len, tf.maximum(seq, self.max_len), dtype=tf.float64))
-        pe = tf.concat([self.table[:seq], beyond], axis=0)
+        pe = tf.concat([self.pe[:seq], beyond], axis=0)
         return self.drop(x + tf.cast(pe, x.dtype), training=training)
 
     def compute_output_shape(self, input_shape):
@@ -355,13 +360,22 @@ class RotaryEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         self.layout = rotary.check_rotary_layout(layout)
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
-        self.parts = rotary.rotary_parts(head_dim, base, rope_type, **params)  # also checks them
+        self._parts = rotary.rotary_parts(head_dim, base, rope_type, **params)  # also checks them
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+
+    @property
+    def inv_freq(self):
+        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
+        return tf.constant(self._parts[0], tf.float64)
+
+    @property
+    def attention_factor(self):
+        return self._parts[2]
 
     def call(self, x, position_ids):
         dtype = _check_dtype(x.dtype)
         positions = _as_positions(position_ids)
-        parts = self.parts
+        parts = self._parts
         if self.rope_type in rotary.LENGTH_DEPENDENT and tf.executing_eagerly() and tf.size(positions) > 0:
             seq_len = int(tf.reduce_max(positions)) + 1
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)

@@ -51,7 +51,8 @@ def qwen2():
 
 def qwen3():
     return transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
-        num_attention_heads=4, num_key_value_heads=2, head_dim=32, rope_parameters={"rope_type": "linear", "rope_theta": 1e6, "factor": 4.0}, **TINY))
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, rope_parameters={"rope_type": "linear", "rope_theta": 1e6,
+                                                                                    "factor": 4.0}, **TINY))
 
 
 def gemma3():
@@ -107,7 +108,8 @@ def vl_config(config_class, section, **text):
     return config_class(
         text_config={"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
                      "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": section}, **TINY, **text},
-        vision_config={"depth": 1, "hidden_size": 64, "num_heads": 2, **({"embed_dim": 32} if "Qwen2" in config_class.__name__ else {"out_hidden_size": 64})},
+        vision_config={"depth": 1, "hidden_size": 64, "num_heads": 2,
+                       **({"embed_dim": 32} if "Qwen2" in config_class.__name__ else {"out_hidden_size": 64})},
     )
 
 

@@ -216,7 +216,8 @@ def assert_accurate(got, exact, dtype_name, layout="half"):
 @pytest.mark.parametrize("rope_type", list(CASES))
 def test_numpy_cos_sin_accurate_at_a_million(exact_tables, rope_type, dtype):
     cos, sin = posenc.rotary_cos_sin(POSITIONS, HEAD_DIM, rope_type=rope_type, dtype=dtype, **CASES[rope_type])
-    assert cos.dtype == np.dtype(dtype) and cos.shape == sin.shape == (len(POSITIONS), rotary.rotary_dim(HEAD_DIM, rope_type, **CASES[rope_type]))
+    assert cos.dtype == np.dtype(dtype) and cos.shape == sin.shape == (len(POSITIONS), rotary.rotary_dim(HEAD_DIM, rope_type,
+                                                                                                         **CASES[rope_type]))
     assert_accurate(cos, exact_tables[rope_type][0], dtype)
     assert_accurate(sin, exact_tables[rope_type][1], dtype)
 
@@ -367,7 +368,8 @@ def test_partial_rotation_permutes_the_rotated_channels_only():
         (lambda: posenc.rotary_cos_sin(["a"], 64), TypeError, ["positions"]),
         (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 10)), np.zeros((4, 10))), ValueError, ["cos", "(4, 10)", "8"]),
         (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 8)), np.zeros((4, 6))), ValueError, ["cos", "sin", "(4, 6)"]),
-        (lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))), ValueError, ["broadcast", "cos[:, None]"]),
+        (lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))), ValueError, ["broadcast",
+                                                                                                                     "cos[:, None]"]),
         (lambda: posenc.convert_rotary_layout(np.zeros((24, 4)), "interleaved", "half", heads=5), ValueError, ["heads", "24"]),
         (lambda: posenc.rotary_permutation(8, "interleaved", "half", rotary_dim=3), ValueError, ["rotary_dim", "3"]),
     ],
@@ -442,7 +444,8 @@ def test_framework_rotary_embedding(framework):
         x, position_ids = tf.zeros((2, 6, HEAD_DIM), tf.float32), tf.constant(position_ids)
     cos, sin = layer(x, position_ids)
     assert cos.dtype == dtype_of("bfloat16") and tuple(cos.shape) == (2, 6, HEAD_DIM)
-    expected = posenc.rotary_cos_sin(np.asarray(position_ids), HEAD_DIM, rope_type="llama3", layout="interleaved", dtype=np.float64, **CASES["llama3"])
+    expected = posenc.rotary_cos_sin(np.asarray(position_ids), HEAD_DIM, rope_type="llama3", layout="interleaved",
+                                     dtype=np.float64, **CASES["llama3"])
     for got, want in zip((cos, sin), expected):
         assert np.all(np.abs(to_numpy(got) - want) <= allowed_error(want, "bfloat16"))
 
@@ -456,7 +459,8 @@ def test_torch_module_reads_the_length_for_dynamic():
     x = torch.zeros(1, dtype=torch.float64)
     for longest in (100, 4999):
         cos, _ = module(x, torch.arange(longest + 1)[None])
-        want, _ = posenc.rotary_cos_sin(np.arange(longest + 1), HEAD_DIM, rope_type="dynamic", dtype=np.float64, **params, seq_len=longest + 1)
+        want, _ = posenc.rotary_cos_sin(np.arange(longest + 1), HEAD_DIM, rope_type="dynamic", dtype=np.float64, **params,
+                                        seq_len=longest + 1)
         np.testing.assert_allclose(cos[0].numpy(), want, rtol=0, atol=4e-16)
     # bf16 models keep float64 frequencies: nothing of them is rounded by .to().
     assert module.to(torch.bfloat16).inv_freq.dtype == torch.float64
@@ -515,7 +519,8 @@ def test_torch_apply_rotary_gradients(layout, fraction):
 
     torch.manual_seed(0)
     x = torch.randn(2, 3, 5, 8, dtype=torch.float64, requires_grad=True)
-    cos, sin = (t[:, None].requires_grad_() for t in pt.rotary_cos_sin(torch.arange(10).reshape(2, 5), 8, layout=layout, dtype=torch.float64, partial_rotary_factor=fraction))
+    cos, sin = (t[:, None].requires_grad_() for t in pt.rotary_cos_sin(torch.arange(10).reshape(2, 5), 8, layout=layout,
+                                                                       dtype=torch.float64, partial_rotary_factor=fraction))
     assert torch.autograd.gradcheck(lambda x, c, s: pt.apply_rotary(x, c, s, layout=layout), (x, cos, sin))
 
 
@@ -634,5 +639,6 @@ def test_longrope_factors_in_use_must_be_positive(chosen, seq_len, bad):
     factors[3] = bad
     params = dict(CASES["longrope"], seq_len=seq_len, **{chosen: factors})
     assert_raises_naming(
-        lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **params), ValueError, [chosen, "32 positive numbers", "'longrope'"]
+        lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **params), ValueError, [chosen, "32 positive numbers",
+                                                                                                  "'longrope'"]
     )

@@ -77,7 +77,7 @@ def test_axial_frequencies_are_the_formulas():
     # Pixtral: w_j = 10000^(-2j/16), even j for rows, odd j for columns; Qwen2-VL: 10000^(-4i/16) twice.
     hi, lo, axes = rg.axial_parts(16, convention="pixtral")
     exact = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * j) / 16) for j in (0, 2, 4, 6, 1, 3, 5, 7)]
-    assert all(abs(mpmath.mpf(h) + mpmath.mpf(l) - e) < 1e-28 for h, l, e in zip(hi, lo, exact))
+    assert all(abs(mpmath.mpf(h) + mpmath.mpf(low) - e) < 1e-28 for h, low, e in zip(hi, lo, exact))
     np.testing.assert_array_equal(axes, [0, 0, 0, 0, 1, 1, 1, 1])
     hi, _, axes = rg.axial_parts(16, convention="qwen2_vl")
     np.testing.assert_allclose(hi, [10000.0 ** (-4 * i / 16) for i in (0, 1, 2, 3, 0, 1, 2, 3)], rtol=1e-15)
@@ -128,7 +128,8 @@ def test_mrope_position_ids_equal_get_rope_index():
 def test_mrope_equals_transformers(section, interleaved):
     shape = {"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32}
     parameters = {"rope_type": "default", "rope_theta": 1e6, "mrope_section": list(section)}
-    config_class, module_class = (Qwen3VLTextConfig, Qwen3VLTextRotaryEmbedding) if interleaved else (Qwen2VLTextConfig, Qwen2VLRotaryEmbedding)
+    config_class, module_class = (Qwen3VLTextConfig, Qwen3VLTextRotaryEmbedding) if interleaved else (Qwen2VLTextConfig,
+                                                                                                      Qwen2VLRotaryEmbedding)
     module = module_class(config_class(rope_parameters=parameters, **shape))
     ids = torch.from_numpy(np.stack([rg.mrope_position_ids([3, (1, 4, 6), 2, (3, 2, 4), 2])] * 2, axis=1))
     theirs = module(torch.zeros(1), ids)

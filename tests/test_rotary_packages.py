@@ -37,7 +37,8 @@ CONFIGS = [
     ("linear", {"factor": 4.0}, 2048),
     ("dynamic", {"factor": 2.0}, 2048),
     ("yarn", {"factor": 8.0, "original_max_position_embeddings": 4096}, 32768),
-    ("yarn", {"factor": 16.0, "original_max_position_embeddings": 4096, "beta_fast": 16, "beta_slow": 2, "mscale": 0.707, "mscale_all_dim": 1.0}, 65536),
+    ("yarn", {"factor": 16.0, "original_max_position_embeddings": 4096, "beta_fast": 16, "beta_slow": 2, "mscale": 0.707,
+              "mscale_all_dim": 1.0}, 65536),
     ("yarn", {"factor": 4.0, "original_max_position_embeddings": 2048, "truncate": False, "attention_factor": 1.25}, 8192),
     ("longrope", {"original_max_position_embeddings": 4096}, 131072),
     ("longrope", {"original_max_position_embeddings": 4096, "factor": 8.0, "attention_factor": 1.1}, 131072),
@@ -55,7 +56,8 @@ def llama_config(rope_type, params, max_positions, head_dim, base, **sizes):
     if rope_type == "longrope":
         params.update(longrope_factors(int(head_dim * params.get("partial_rotary_factor", 1.0)) // 2))
     shape = {"hidden_size": 4 * head_dim, "num_attention_heads": 4, **sizes}
-    config = LlamaConfig(max_position_embeddings=max_positions, rope_parameters={"rope_type": rope_type, "rope_theta": base, **params}, **shape)
+    config = LlamaConfig(max_position_embeddings=max_positions, rope_parameters={"rope_type": rope_type, "rope_theta": base,
+                                                                                 **params}, **shape)
     return config, params
 
 
@@ -224,7 +226,8 @@ def assert_equal_to_transformers(rope_type, params, head_dim, base, max_position
     config, params = llama_config(rope_type, params, max_positions, head_dim, base)
     inv_freq, attention = transformers_frequencies(config, rope_type, seq_len)
     extra = {"seq_len": seq_len} if seq_len is not None else {}
-    ours, our_attention = posenc.rotary_frequencies(head_dim, base, rope_type=rope_type, max_position_embeddings=max_positions, **params, **extra)
+    ours, our_attention = posenc.rotary_frequencies(head_dim, base, rope_type=rope_type, max_position_embeddings=max_positions,
+                                                    **params, **extra)
     np.testing.assert_allclose(ours, inv_freq.double().numpy(), rtol=(math.log(base) + 5) * 2.0**-24, atol=0)
     assert our_attention == pytest.approx(attention, rel=1e-15)
     return ours, our_attention
@@ -272,5 +275,6 @@ def test_longrope_uses_the_short_factors_up_to_the_original_length(head_dim):
 @pytest.mark.parametrize("factor", [0.5, 1.0, 1.5, 2.0])
 def test_longrope_attention_factor_around_one_equals_transformers(factor):
     # Up to a factor of 1 nothing is scaled (1.0); above it sqrt(1 + ln(factor) / ln(original)).
-    _, attention = assert_equal_to_transformers("longrope", {"original_max_position_embeddings": 4096, "factor": factor}, 64, 10000.0, 131072)
+    _, attention = assert_equal_to_transformers("longrope", {"original_max_position_embeddings": 4096, "factor": factor}, 64,
+                                                10000.0, 131072)
     assert attention == (1.0 if factor <= 1 else pytest.approx(math.sqrt(1 + math.log(factor) / math.log(4096)), rel=1e-15))

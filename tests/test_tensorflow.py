@@ -140,7 +140,7 @@ def test_layer_takes_a_convention_and_keeps_it_through_a_save(tmp_path):
 def test_layer_loads_a_config_written_before_conventions():
     layer = ptf.PositionalEncoding.from_config({"d_model": 6, "max_len": 4, "dropout": 0.0, "base": 500.0,
                                                 "layout": "sin_cos", "name": "pe"})
-    np.testing.assert_allclose(layer.table.numpy(), posenc.positional_encoding(4, 6, base=500.0, layout="sin_cos"),
+    np.testing.assert_allclose(layer.pe.numpy(), posenc.positional_encoding(4, 6, base=500.0, layout="sin_cos"),
                                rtol=0, atol=2e-7)
 
 
