@@ -69,7 +69,7 @@ def _as_positions(positions):
 
 
 def _output(out, shape, dtype, device):
-    if out is None and torch.device(device).type == "cpu" and dtype in _NUMPY:
+    if out is None and torch.device(device).type == "cpu" and dtype in _NUMPY and not torch.compiler.is_compiling():
         # On Linux NumPy asks the kernel for huge pages (2 MiB) for large arrays, so a fresh
         # output takes 512 times fewer page faults than in torch.empty's memory (about a
         # third of encode's time at 64 MiB, measured).
@@ -98,8 +98,13 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
-    positions = conventions.offset_positions(_as_positions(positions), chosen)
+    return _encode(_as_positions(positions), d_model, chosen, chosen.parts(d_model), dtype, out)
+
+
+def _encode(positions, d_model, chosen, parts, dtype, out=None):
+    # encode after its checks: float64 positions, the resolved convention and its parts(d_model).
+    w_hi, w_lo, width = parts
+    positions = conventions.offset_positions(positions, chosen)
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
     flat = out.is_contiguous()
     rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
@@ -139,11 +144,15 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
     shares it, strides and all): each core its own run of rows, block by block, where
     torch's parallel ops would pay a thread hand-off for every op of every block.
-    Elsewhere (and for bfloat16, which NumPy lacks, and under torch.compile, which would trace
-    NumPy's calls as torch operations without its unsigned views) the same kernel in torch ops.
+    Elsewhere (and for bfloat16, which NumPy lacks) the same kernel in torch ops. Under
+    torch.compile, which can trace neither NumPy's kernel nor ops writing into strided columns,
+    ``kernels.sin_cos`` whole, then copies into the columns (the compiler fuses them).
     """
-    numpy = sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad
-    if numpy and not torch.compiler.is_compiling():
+    if torch.compiler.is_compiling():
+        s, c = kernels.sin_cos(TORCH, positions, w_hi, w_lo, sines.dtype)
+        sines.copy_(s)
+        cosines.copy_(c[:, : cosines.shape[-1]])
+    elif sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
         parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
         _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:
@@ -199,9 +208,16 @@ class PositionalEncoding(nn.Module):
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         max_len = _checks.check_length(max_len, "max_len")
         self.dropout = nn.Dropout(_checks.check_dropout(dropout))
+        self._parts = self.convention.parts(self.d_model)
         self.register_buffer("pe", self._table(max_len), persistent=False)
 
     def _table(self, length, device=None, dtype=None):
+        if torch.compiler.is_compiling():
+            # A longer sequence inside a compiled graph: the same rows by encode's torch operations,
+            # from frequencies made in __init__ (torch.compile can trace neither NumPy's table
+            # builder nor the decimal arithmetic of the frequencies).
+            positions = torch.arange(length, dtype=torch.float64, device=device)
+            return _encode(positions, self.d_model, self.convention, self._parts, dtype)
         return positional_encoding(length, self.d_model, convention=self.convention, dtype=dtype, device=device)
 
     @property

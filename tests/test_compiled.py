@@ -56,6 +56,18 @@ def test_torch_model_compiles_fullgraph_with_eager_outputs(position):
     np.testing.assert_allclose(sin.numpy(), expected_sin, rtol=0, atol=2e-7)
 
 
+def test_positional_encoding_grows_inside_a_compiled_graph():
+    """A sequence longer than max_len rebuilds the table in the graph, by torch operations."""
+    module = pt.PositionalEncoding(16, max_len=8, convention="fairseq", padding_idx=3)
+    x = torch.randn(2, 12, 16, generator=torch.Generator().manual_seed(0))
+    torch._dynamo.reset()
+    compiled = torch.compile(module, fullgraph=True)(x)
+    assert module.max_len == 12
+    expected = x + pt.positional_encoding(12, 16, convention="fairseq", padding_idx=3, dtype=torch.float32)
+    # Two routes, each within 2e-7 of the exact table, and the rounding of x + PE (half a float32 spacing below 8).
+    torch.testing.assert_close(compiled, expected, rtol=0, atol=4e-7 + 2**-22)
+
+
 @pytest.mark.parametrize("rope", [{"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 8},
                                   {"rope_type": "longrope", "original_max_position_embeddings": 8, "max_position_embeddings": 32,
                                    "short_factor": [1.0] * 16, "long_factor": [4.0] * 16}],
