@@ -18,7 +18,7 @@ from . import _checks
 from ._core import column_order, denominators, frequencies
 
 
-def wavelengths(d_model, base=10000.0):
+def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
     """Positions per full turn of each sin/cos pair: ``2*pi * base ** (2i / d_model)``.
 
     float64, shape ``(ceil(d_model / 2),)``, the same for every layout (column ``c`` of a
@@ -39,7 +39,7 @@ def _check_offset(k):
     return float(k)
 
 
-def shift_matrix(k, d_model, *, base=10000.0, layout="interleaved"):
+def shift_matrix(k: float, d_model: int, *, base: float = 10000.0, layout: str = "interleaved") -> np.ndarray:
     """The ``(d_model, d_model)`` float64 matrix ``M`` with ``PE(p + k) = M @ PE(p)`` for every ``p``.
 
     ``M`` multiplies a column vector from the left; for the rows of a table that is

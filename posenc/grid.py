@@ -29,7 +29,11 @@ import inspect
 import math
 import numbers
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import _checks, _core, _rotation, identification
 
@@ -144,7 +148,7 @@ _NOT_DIVISIBLE = {
 }
 
 
-def list_grid_conventions():
+def list_grid_conventions() -> dict[str, str]:
     """``{name: description}`` of every grid convention ``grid_encoding`` knows."""
     return {name: description for name, (description, _) in _PRESETS.items()}
 
@@ -229,7 +233,10 @@ def _check_positions(positions, sizes):
     return out
 
 
-def grid_encoding(shape, d, *, convention="mae", dtype=np.float32, positions=None, **options):
+def grid_encoding(
+    shape: Sequence[int], d: int, *, convention: str = "mae", dtype: DTypeLike = np.float32, positions: Any = None,
+    **options: Any,
+) -> np.ndarray:
     """The sin-cos table of a grid, exact to ``convention``'s source: ``(prefix + prod(shape), d)``.
 
     ``shape``: ``(H, W)``, or ``(T, H, W)`` for video (convention "diffusers" only).
@@ -377,7 +384,7 @@ def _split_prefix(table, shape):
     return table[prefix:], prefix, bool(np.all(table[:prefix] == 0))
 
 
-def identify_grid(table, shape):
+def identify_grid(table: Any, shape: Sequence[int]) -> "GridIdentification":
     """Which grid convention wrote ``table`` (``(tokens, d)`` or ``(1, tokens, d)``) for a grid of ``shape``?
 
     Rows beyond ``prod(shape)`` are taken as prefix rows (class or extra tokens) and
@@ -451,7 +458,7 @@ class GridDiagnosis:
         return "\n".join(lines)
 
 
-def diagnose_grid(table, shape, convention=None, **options):
+def diagnose_grid(table: Any, shape: Sequence[int], convention: str | None = None, **options: Any) -> "GridDiagnosis":
     """Which grid mistake made ``table``? ``(tokens, d)`` or ``(1, tokens, d)`` for a grid of ``shape`` (2-D).
 
     For ``convention`` (every one if None, with ``options`` as in ``grid_encoding``) the

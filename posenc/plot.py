@@ -9,7 +9,12 @@ its axes, adds a colorbar where colours carry values, and returns the ``Axes`` i
     posenc.plot.heatmap(posenc.positional_encoding(100, 64))
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 import numpy as np
 
 from . import _checks
@@ -32,8 +37,10 @@ def _table(table):
     return table
 
 
-def heatmap(table, ax=None, *, cmap=DIVERGING, vmin=None, vmax=None, colorbar=True,
-            xlabel="dimension (column)", ylabel="position", clabel="value", title=None):
+def heatmap(table: Any, ax: Axes | None = None, *, cmap: str = DIVERGING, vmin: float | None = None,
+            vmax: float | None = None, colorbar: bool = True,
+            xlabel: str = "dimension (column)", ylabel: str = "position", clabel: str = "value",
+            title: str | None = None) -> Axes:
     """The table as an image: row ``p`` (position) downwards, column ``c`` across.
 
     ``vmin``/``vmax`` default to ``-m, m`` with ``m`` the largest absolute value (at least
@@ -57,7 +64,8 @@ def heatmap(table, ax=None, *, cmap=DIVERGING, vmin=None, vmax=None, colorbar=Tr
     return ax
 
 
-def columns(table, cols, ax=None, *, positions=None, title=None):
+def columns(table: Any, cols: Sequence[int], ax: Axes | None = None, *, positions: Any = None,
+            title: str | None = None) -> Axes:
     """Curves of the chosen columns of ``table`` against position, one labelled line each.
 
     ``positions`` (default ``0 .. len(table) - 1``) is the x value of each row.
@@ -75,7 +83,8 @@ def columns(table, cols, ax=None, *, positions=None, title=None):
     return ax
 
 
-def wavelengths(d_model, base=10000.0, ax=None, *, layout="interleaved", title=None):
+def wavelengths(d_model: int, base: float = 10000.0, ax: Axes | None = None, *, layout: str = "interleaved",
+                title: str | None = None) -> Axes:
     """The wavelength of every column (log scale), sines and cosines marked apart.
 
     Dashed lines mark ``2*pi`` and ``base * 2*pi``, the two ends of the progression.
@@ -99,7 +108,8 @@ def wavelengths(d_model, base=10000.0, ax=None, *, layout="interleaved", title=N
     return ax
 
 
-def similarity(table, ax=None, *, cmap="viridis", colorbar=True, title=None):
+def similarity(table: Any, ax: Axes | None = None, *, cmap: str = "viridis", colorbar: bool = True,
+               title: str | None = None) -> Axes:
     """The matrix of dot products ``table @ table.T`` between positions, with a colorbar.
 
     For the sinusoidal table entry ``(p, q)`` depends only on ``q - p``: bands parallel to
@@ -118,7 +128,8 @@ def similarity(table, ax=None, *, cmap="viridis", colorbar=True, title=None):
     return ax
 
 
-def dot_by_offset(table, ax=None, *, positions=(0,), title=None):
+def dot_by_offset(table: Any, ax: Axes | None = None, *, positions: Sequence[int] = (0,),
+                  title: str | None = None) -> Axes:
     """``PE(p) · PE(p + k)`` against the offset ``k``, one line per ``p`` in ``positions``.
 
     Each line covers the offsets that stay inside the table, ``-p .. len(table) - 1 - p``;
@@ -141,7 +152,8 @@ def dot_by_offset(table, ax=None, *, positions=(0,), title=None):
     return ax
 
 
-def grid(length, d_models, bases, *, kind="table", max_offset=None, figsize=None):
+def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: str = "table",
+         max_offset: int | None = None, figsize: tuple[float, float] | None = None) -> Figure:
     """Small multiples: one panel per ``(base, d_model)``, bases down, widths across.
 
     ``kind="table"`` draws each table as a heatmap (one shared colorbar, -1 .. 1);

@@ -27,10 +27,10 @@ _SHAPE_PATTERNS = (
 _HALF_DTYPE = re.compile(r"dtype=(?:torch\.|tf\.)?(float16|half|bfloat16)\b")
 #: Relative rounding of the half-precision dtypes: half a unit in the last place is at most
 #: this times ``|x|`` (float16 keeps 11 significant bits, bfloat16 8).
-HALF_PRECISION = {"float16": 2.0**-11, "bfloat16": 2.0**-8}
+HALF_PRECISION: dict[str | None, float] = {"float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
-def half_tolerance(values, dtype):
+def half_tolerance(values: np.ndarray, dtype: str | None) -> np.ndarray:
     """How far each of ``values`` may be from what it rounds in ``dtype`` (0 for other dtypes)."""
     return HALF_PRECISION.get(dtype, 0.0) * np.abs(values)
 
@@ -66,7 +66,7 @@ class Entries:
         return self.values.shape == tuple(self.shape)
 
 
-def parse_printed(text, shape=None):
+def parse_printed(text: str, shape: tuple[int, ...] | None = None) -> "Entries":
     """``Entries`` of the table printed in ``text``.
 
     The largest bracketed array in ``text`` is read; leading axes of length 1 are dropped

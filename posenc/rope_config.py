@@ -20,6 +20,8 @@ dict). What is read:
   (``"complex"``: Llama 4's ``freqs_cis``).
 """
 
+from typing import Any
+
 from . import rotary
 
 # model_type -> (layout, form, M-RoPE: None, or (default mrope_section, interleaved)).
@@ -63,7 +65,7 @@ def _model_type(config):
     return model_type
 
 
-def layer_types(config):
+def layer_types(config: Any) -> list[str] | None:
     """The layer types of a config with rope parameters per layer type (Gemma 3), else None."""
     parameters = _get(config, "rope_parameters")
     if isinstance(parameters, dict) and "rope_type" not in parameters and parameters:
@@ -103,7 +105,7 @@ def _head(config, model_type):
     return head_dim, None
 
 
-def rotary_arguments(config, *, layer_type=None):
+def rotary_arguments(config: Any, *, layer_type: str | None = None) -> dict[str, Any]:
     """Keyword arguments of ``posenc.torch.RotaryEmbedding`` for a transformers ``config``.
 
     ``{"head_dim", "base", "rope_type", "layout", "form", "mrope_section", "mrope_interleaved",
