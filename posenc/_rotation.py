@@ -186,7 +186,8 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     ``q < ceil(length / B)``, so that row ``q*B + r`` of the table is ``within[r] * steps[q]``.
     Each is one product of two complex128 tables within a few 1e-16, rounded once to ``ctype``.
     """
-    rows = block_rows(length)
+    # A table shorter than a block is that block's first rows: only those are computed.
+    rows = min(block_rows(length), max(length, 1))
     blocks = -(-length // rows)
     coarse, fine = _turn_pair(rows, 1, w_hi, w_lo)
     if offset:
@@ -212,12 +213,12 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
-    if out.dtype != np.float64 and length <= _DIRECT_ROWS and (abs(offset) + length) * w_hi.max(initial=0.0) <= 2**26:
-        # Few rows: the reduction in half turns (part 3) with float32 sin and cos costs less than the
-        # float64 sincos of the rotation's B + L/B rows (B >= 64), and is as accurate at these angles.
-        # Fresh arrays, then two copies into the columns: cheaper than write_sin_cos' buffers and
-        # strided writes at this size.
-        s, c = kernels.half_turns(NUMPY, offset + np.arange(length, dtype=np.float64), w_hi / np.pi)
+    tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES
+    if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:
+        # A tiny table, one block: float32 values rounded once from float64 sines of the float64 angle
+        # (off by < 1e-11 here), as the rotation's first block rounds its double-float ones, in a few
+        # operations instead of two dozen.
+        s, c = kernels.rounded_sin_cos(NUMPY, offset + np.arange(length, dtype=np.float64), w_hi, np.float32)
         store(out, s, c, layout)
         return out
     within, steps = rotation_factors(length, w_hi, w_lo, complex_dtype(out.dtype), offset)
@@ -230,10 +231,6 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     )
     _over_cores(blocks, out.size, lambda a, b: _fill_blocks(out, within, steps, rows, layout, direct, a, b))
     return out
-
-
-# Tables of up to this many rows in float32 or float16 are written by write_sin_cos (fill_table).
-_DIRECT_ROWS = 512
 
 
 def _over_cores(count, size, work):

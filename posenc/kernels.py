@@ -63,6 +63,11 @@ def half_turns(xp, positions, v, width=None, out=(None, None), scratch=(None, No
     return s, c
 
 
+# Up to this many angles a call pays more for its operations than for its arithmetic: the fronts
+# use rounded_sin_cos there (a RoPE decoding step, a tiny table).
+FEW_ANGLES = 4096
+
+
 def rounded_sin_cos(xp, positions, w, dtype, attention=1.0):
     """``(sin, cos)`` of the float64 angle ``positions[..., None] * w``, times ``attention``, each rounded once to ``dtype``.
 

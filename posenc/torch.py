@@ -292,11 +292,6 @@ def apply_rotary(x, cos, sin, *, layout="half"):
     return kernels.apply_rotary(TORCH, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 
 
-# RotaryEmbedding computes up to this many angles per call by kernels.rounded_sin_cos (decoding
-# steps, short prompts), where a call's handful of operations costs more than its arithmetic.
-_FEW_ANGLES = 4096
-
-
 class RotaryEmbedding(nn.Module):
     """The ``(cos, sin)`` of RoPE for the positions of a batch, like transformers' rotary modules.
 
@@ -317,6 +312,14 @@ class RotaryEmbedding(nn.Module):
     ``layout``), ``"pairs"`` (one per pair, ``(..., rotary_dim // 2)``, as GPT-OSS), or
     ``"complex"`` (``cos + i sin`` per pair, complex64, Llama 4's ``freqs_cis``).
     ``from_config`` builds one from a transformers config.
+
+    Speed and compilers: the frequencies are kept as float64 tensors per device, so a call
+    converts no NumPy array. Up to ``kernels.FEW_ANGLES`` angles (a decoding step) come from the
+    float64 angle in a handful of operations (``kernels.rounded_sin_cos``); more go through
+    NumPy's blocked kernel on the CPU and the kernels in torch operations elsewhere and under
+    ``torch.compile``, which compiles the module with ``fullgraph=True``. ``dynamic`` and
+    ``longrope`` (which read a value, the largest position) and M-RoPE compile without
+    ``fullgraph``: with a graph break.
     """
 
     FORMS = ("channels", "pairs", "complex")
@@ -408,7 +411,7 @@ class RotaryEmbedding(nn.Module):
             positions = _as_positions(position_ids).to(device)
         w, w_hi, w_lo = self._frequencies(positions.device)
         attention, form = self._parts[None][2], self.form
-        few = positions.numel() * w_hi.shape[0] <= _FEW_ANGLES
+        few = positions.numel() * w_hi.shape[0] <= kernels.FEW_ANGLES
         wide = torch.float64 if dtype == torch.float64 else torch.float32
         if few and dtype != torch.float64:
             c_dtype = wide if form == "complex" else dtype

@@ -103,11 +103,11 @@ def test_long_table_within_bound_up_to_1e7(framework, dtype):
     assert np.abs(pe[rows] - exact_at(rows, [0, 1], 2)).max() <= BOUND[dtype]
 
 
-@pytest.mark.parametrize("offset", [0, 9_999_488.5, 1e9], ids=["start", "near-1e7", "past-2**26"])
-@pytest.mark.parametrize("length", [10, 512, 513])
+@pytest.mark.parametrize("offset", [0, 30_000.25, 9_999_488.5, 1e9], ids=["start", "fractional", "near-1e7", "far"])
+@pytest.mark.parametrize("length", [10, 64, 65])
 def test_short_tables_within_bound_at_any_offset(length, offset):
-    # Up to 512 rows with angles up to 2**26 are written by the half-turn reduction, longer or
-    # farther ones by rotation: each side of both limits within the float32 bound.
+    # Up to one rotation block (64 rows) with angles up to 2**15: the float64 angle rounded once;
+    # farther, the rotation's block of just these rows; longer, the rotation. All within the bound.
     pe = as_float64(posenc.positional_encoding(length, 64, offset=offset))
     rows = [0, 1, length // 2, length - 1]
     columns = [0, 1, 2, 3, 31, 62, 63]

@@ -12,7 +12,7 @@ import pytest
 from messages import assert_raises_naming
 
 import posenc
-from posenc import rotary
+from posenc import kernels, rotary
 
 HEAD_DIM = 64
 # One set of parameters per rope type (transformers' names), the kind real configs carry.
@@ -487,7 +487,7 @@ def test_torch_module_routes_accurate_to_1e7(monkeypatch, far_tables, rope_type,
     if route == "many compiling":
         monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     module = pt.RotaryEmbedding(HEAD_DIM, rope_type=rope_type, **CASES[rope_type])
-    padding = [] if route == "few" else [7] * (pt._FEW_ANGLES // (module.rotary_dim // 2))
+    padding = [] if route == "few" else [7] * (kernels.FEW_ANGLES // (module.rotary_dim // 2))
     position_ids = torch.tensor([*padding, *FAR])[None]
     for dtype in ("bfloat16", "float32", "float64"):
         cos, sin = module(torch.zeros(1, dtype=getattr(torch, dtype)), position_ids)
