@@ -4,8 +4,10 @@
     python benchmarks/bench.py --quick           # tiny sizes: checks that everything runs
     python benchmarks/bench.py --length 1000000 --d-model 256 --frameworks numpy
 
-With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py), then 2-D
-sin-cos tables against transformers' and diffusers' own code (benchmarks/grid_tables.py).
+With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py), then small
+work where fixed costs decide (benchmarks/small.py: tiny tables, a RoPE decode step eager and
+compiled), then 2-D sin-cos tables against transformers' and diffusers' own code
+(benchmarks/grid_tables.py).
 
 Times are medians over repeats taken round-robin (every implementation once per round), so
 the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
@@ -34,6 +36,7 @@ import numpy as np  # noqa: E402
 import grid_tables  # noqa: E402
 import rotary  # noqa: E402
 import routes  # noqa: E402
+import small  # noqa: E402
 from timing import time_all, torch_section  # noqa: E402
 
 FRAMEWORKS = ("numpy", "torch", "tensorflow", "jax")
@@ -358,12 +361,13 @@ def main():
             encoded[f"{framework} {shape} d_model {d_model}"] = rows
             show_encode(framework, shape, span, d_model, rows)
     rope = torch_section(args.frameworks.split(","), ("transformers",), "RoPE", rotary.run, args.quick, args.repeats)
+    smalls = torch_section(args.frameworks.split(","), (), "Small work", small.run, args.quick, args.repeats)
     grids = torch_section(args.frameworks.split(","), ("transformers", "diffusers"), "2-D grid", grid_tables.run, args.quick, args.repeats)
     jax_rope = jax_rope_rows(args.quick, args.repeats) if "jax" in args.frameworks.split(",") else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
-    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "grid": grids,
+    summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "small": smalls, "grid": grids,
                "jax_rope": jax_rope}
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")

@@ -13,7 +13,7 @@ LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
 
 def _is_int(value):
     # bool is an int subclass, but length=True is always a mistake.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
 
 def check_length(length, name="length"):

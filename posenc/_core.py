@@ -14,6 +14,7 @@ import numpy as np
 from . import _checks, _rotation, conventions
 
 DTYPES = (np.float16, np.float32, np.float64)
+_ALLOWED = [np.dtype(t) for t in DTYPES]
 
 
 def denominators(d_model, base=10000.0):
@@ -108,8 +109,7 @@ def check_dtype(dtype):
         dtype = np.dtype(dtype)
     except TypeError:
         pass  # left as received, so the message shows what the caller passed
-    names = "numpy.float16, numpy.float32, numpy.float64"
-    return _checks.check_dtype(dtype, [np.dtype(t) for t in DTYPES], names)
+    return _checks.check_dtype(dtype, _ALLOWED, "numpy.float16, numpy.float32, numpy.float64")
 
 
 def _output(out, shape, dtype):
@@ -181,7 +181,8 @@ def positional_encoding(
     out = _output(out, (length, d_model), dtype)
     if width:
         _rotation.fill_table(out[:, :width], w_hi, w_lo, chosen.layout, chosen.offset)
-    out[:, width:] = 0
+    if width < d_model:
+        out[:, width:] = 0
     row = chosen.padding_row(length)
     if row is not None:
         out[row] = 0

@@ -186,7 +186,8 @@ def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):
     ``q < ceil(length / B)``, so that row ``q*B + r`` of the table is ``within[r] * steps[q]``.
     Each is one product of two complex128 tables within a few 1e-16, rounded once to ``ctype``.
     """
-    rows = block_rows(length)
+    # A table shorter than a block is that block's first rows: only those are computed.
+    rows = min(block_rows(length), max(length, 1))
     blocks = -(-length // rows)
     coarse, fine = _turn_pair(rows, 1, w_hi, w_lo)
     if offset:
@@ -212,6 +213,14 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
+    tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES
+    if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:
+        # A tiny table, one block: float32 values rounded once from float64 sines of the float64 angle
+        # (off by < 1e-11 here), as the rotation's first block rounds its double-float ones, in a few
+        # operations instead of two dozen.
+        s, c = kernels.rounded_sin_cos(NUMPY, offset + np.arange(length, dtype=np.float64), w_hi, np.float32)
+        store(out, s, c, layout)
+        return out
     within, steps = rotation_factors(length, w_hi, w_lo, complex_dtype(out.dtype), offset)
     rows, blocks = len(within), len(steps)
     direct = (
@@ -233,6 +242,9 @@ def _over_cores(count, size, work):
     cost switches (a third of the time on two cores, measured).
     """
     workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1
+    if workers == 1:
+        work(0, count)  # no pool: its set-up is most of a small table's time
+        return
     bounds = [count * k // workers for k in range(workers + 1)]
     with ThreadPoolExecutor(max(1, workers - 1)) as pool:  # threads start only on submit
         others = [pool.submit(work, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]

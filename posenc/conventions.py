@@ -328,6 +328,8 @@ def resolve(convention="paper", *, base=None, layout=None, **overrides):
     ``offset`` and ``padding_idx``, which win. ``None`` for ``base`` or ``layout`` keeps
     the convention's.
     """
+    if not overrides and base is None and layout is None and not isinstance(convention, Convention):
+        return _PRESETS[check_convention(convention)][1]  # the common call, at a small table's cost
     allowed = [*option_names(convention), "base", "layout", "offset", "padding_idx"] if overrides else []
     generic = {key: overrides.pop(key) for key in ("offset", "padding_idx") if key in overrides}
     if isinstance(convention, Convention):

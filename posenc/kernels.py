@@ -69,6 +69,28 @@ def half_turns(xp, positions, v, width=None, out=(None, None), scratch=(None, No
     return s, c
 
 
+# Up to this many angles a call pays more for its operations than for its arithmetic: the fronts
+# use rounded_sin_cos there (a RoPE decoding step, a tiny table).
+FEW_ANGLES = 4096
+
+
+def rounded_sin_cos(xp, positions, w, dtype, attention=1.0):
+    """``(sin, cos)`` of the float64 angle ``positions[..., None] * w``, times ``attention``, each rounded once to ``dtype``.
+
+    Few operations, for a few angles at a time (a decoding step), where each operation's fixed
+    cost outweighs float64 ``sin``'s price per angle. For float32 or half precision output
+    only: the float64 angle is off by at most ``|theta| * 2**-52`` (``w``'s rounding and the
+    product's), 2.3e-9 at ``|theta| = 1e7``, and float64 ``sin``/``cos`` by an ulp, so the
+    value is within half a float32 spacing (``2**-25``, 3e-8) plus 2.3e-9 of the exact one.
+    ``positions``: integers or float64; ``w``: float64, ``(n,)`` (``spread`` ones give channels).
+    """
+    theta = xp.mul(positions[..., None], w)
+    s, c = xp.sin(theta), xp.cos(theta)
+    if attention != 1:
+        s, c = xp.mul(s, attention), xp.mul(c, attention)
+    return xp.cast(s, dtype), xp.cast(c, dtype)
+
+
 def sin_cos(xp, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)`` in ``dtype``, each ``(*positions.shape, h)``.
 

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 TORCH = backend("torch")
+NUMPY = backend("numpy")
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # The dtypes NumPy can build a table in directly (bfloat16 is rounded from float32).
@@ -61,13 +62,14 @@ def _as_positions(positions):
     dtype = positions.dtype
     kind = "b" if dtype == torch.bool else "c" if dtype.is_complex else "f" if dtype.is_floating_point else "i"
     _checks.check_position_kind(kind, f"dtype {dtype}")
-    if kind == "f":
+    if kind == "f" and not torch.compiler.is_compiling():
+        # A compiled graph cannot branch on values: there the check would be a graph break.
         _checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
     return positions.to(torch.float64)
 
 
 def _output(out, shape, dtype, device):
-    if out is None and torch.device(device).type == "cpu" and dtype in _NUMPY:
+    if out is None and torch.device(device).type == "cpu" and dtype in _NUMPY and not torch.compiler.is_compiling():
         # On Linux NumPy asks the kernel for huge pages (2 MiB) for large arrays, so a fresh
         # output takes 512 times fewer page faults than in torch.empty's memory (about a
         # third of encode's time at 64 MiB, measured).
@@ -96,8 +98,13 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
-    positions = conventions.offset_positions(_as_positions(positions), chosen)
+    return _encode(_as_positions(positions), d_model, chosen, chosen.parts(d_model), dtype, out)
+
+
+def _encode(positions, d_model, chosen, parts, dtype, out=None):
+    # encode after its checks: float64 positions, the resolved convention and its parts(d_model).
+    w_hi, w_lo, width = parts
+    positions = conventions.offset_positions(positions, chosen)
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
     flat = out.is_contiguous()
     rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
@@ -137,9 +144,15 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
     shares it, strides and all): each core its own run of rows, block by block, where
     torch's parallel ops would pay a thread hand-off for every op of every block.
-    Elsewhere (and for bfloat16, which NumPy lacks) the same kernel in torch ops.
+    Elsewhere (and for bfloat16, which NumPy lacks) the same kernel in torch ops. Under
+    torch.compile, which can trace neither NumPy's kernel nor ops writing into strided columns,
+    ``kernels.sin_cos`` whole, then copies into the columns (the compiler fuses them).
     """
-    if sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
+    if torch.compiler.is_compiling():
+        s, c = kernels.sin_cos(TORCH, positions, w_hi, w_lo, sines.dtype)
+        sines.copy_(s)
+        cosines.copy_(c[:, : cosines.shape[-1]])
+    elif sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
         parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
         _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:
@@ -195,9 +208,16 @@ class PositionalEncoding(nn.Module):
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         max_len = _checks.check_length(max_len, "max_len")
         self.dropout = nn.Dropout(_checks.check_dropout(dropout))
+        self._parts = self.convention.parts(self.d_model)
         self.register_buffer("pe", self._table(max_len), persistent=False)
 
     def _table(self, length, device=None, dtype=None):
+        if torch.compiler.is_compiling():
+            # A longer sequence inside a compiled graph: the same rows by encode's torch operations,
+            # from frequencies made in __init__ (torch.compile can trace neither NumPy's table
+            # builder nor the decimal arithmetic of the frequencies).
+            positions = torch.arange(length, dtype=torch.float64, device=device)
+            return _encode(positions, self.d_model, self.convention, self._parts, dtype)
         return positional_encoding(length, self.d_model, convention=self.convention, dtype=dtype, device=device)
 
     @property
@@ -292,6 +312,14 @@ class RotaryEmbedding(nn.Module):
     ``layout``), ``"pairs"`` (one per pair, ``(..., rotary_dim // 2)``, as GPT-OSS), or
     ``"complex"`` (``cos + i sin`` per pair, complex64, Llama 4's ``freqs_cis``).
     ``from_config`` builds one from a transformers config.
+
+    Speed and compilers: the frequencies are kept as float64 tensors per device, so a call
+    converts no NumPy array. Up to ``kernels.FEW_ANGLES`` angles (a decoding step) come from the
+    float64 angle in a handful of operations (``kernels.rounded_sin_cos``); more go through
+    NumPy's blocked kernel on the CPU and the kernels in torch operations elsewhere and under
+    ``torch.compile``, which compiles the module with ``fullgraph=True``. ``dynamic`` and
+    ``longrope`` (which read a value, the largest position) and M-RoPE compile without
+    ``fullgraph``: with a graph break.
     """
 
     FORMS = ("channels", "pairs", "complex")
@@ -311,6 +339,27 @@ class RotaryEmbedding(nn.Module):
         self.mrope_section, self.axes = mrope_section, None
         if mrope_section is not None:
             self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+        self._tensors = {}
+        self._frequencies(torch.get_default_device())
+
+    def _frequencies(self, device):
+        """``(w, w_hi, w_lo)``: float64 tensors on ``device`` of the frequencies of a call without a
+        sequence length, ``w`` spread over the channels for ``form="channels"``. Made once per
+        device (and on ``.to(device)``), so a decoding step converts no NumPy array, and kept out
+        of the buffers, so ``.to(bfloat16)`` cannot round them."""
+        tensors = self._tensors.get(device)
+        if tensors is None:
+            w_hi, w_lo, _ = self._parts[None]
+            w = kernels.spread(NUMPY, w_hi, self.layout) if self.form == "channels" else w_hi
+            tensors = tuple(torch.tensor(a, dtype=torch.float64, device=device) for a in (w, w_hi, w_lo))
+            self._tensors = {**self._tensors, device: tensors}
+        return tensors
+
+    def _apply(self, fn, recurse=True):
+        # .to(device), .cuda(), ...: the frequencies follow to the new device, as float64.
+        module = super()._apply(fn, recurse)
+        self._frequencies(fn(torch.empty(0)).device)
+        return module
 
     @classmethod
     def from_config(cls, config, *, layer_type=None):
@@ -338,6 +387,9 @@ class RotaryEmbedding(nn.Module):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)
+        if self.rope_type not in rotary.LENGTH_DEPENDENT and self.axes is None:
+            return self._cos_sin(position_ids, dtype, x.device)
+        # M-RoPE, and the rope types that read the largest position (a value: a graph break under torch.compile).
         positions = _as_positions(position_ids).to(x.device)
         if self.axes is not None and positions.ndim == 2:
             positions = positions.expand(3, *positions.shape)
@@ -348,6 +400,32 @@ class RotaryEmbedding(nn.Module):
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
             self._parts = {None: self._parts[None], seq_len: parts}
         return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self.axes, self.form)
+
+    def _cos_sin(self, position_ids, dtype, device):
+        """forward for the frequencies fixed at construction, in torch operations on ``device`` but for
+        large eager calls on the CPU, which NumPy's blocked kernel serves faster (``_sin_cos``)."""
+        if isinstance(position_ids, torch.Tensor) and not (position_ids.is_floating_point() or position_ids.is_complex()
+                                                           or position_ids.dtype == torch.bool):
+            positions = position_ids.to(device)  # integers: the product with float64 frequencies is float64
+        else:
+            positions = _as_positions(position_ids).to(device)
+        w, w_hi, w_lo = self._frequencies(positions.device)
+        attention, form = self._parts[None][2], self.form
+        few = positions.numel() * w_hi.shape[0] <= kernels.FEW_ANGLES
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        if few and dtype != torch.float64:
+            c_dtype = wide if form == "complex" else dtype
+            s, c = kernels.rounded_sin_cos(TORCH, positions, w, c_dtype, attention)
+            return torch.complex(c, s) if form == "complex" else (c, s)
+        if not (few or torch.compiler.is_compiling() or positions.device.type != "cpu"):
+            return _rope_cos_sin(positions.to(torch.float64), self._parts[None], self.layout, dtype, None, form)
+        parts = w_hi, w_lo, attention
+        sin_cos = functools.partial(kernels.sin_cos, TORCH)
+        positions = positions.to(torch.float64)
+        if form != "complex":
+            return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, self.layout, dtype, form)
+        c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, self.layout, wide, "pairs")
+        return torch.complex(c, s)
 
     def extra_repr(self):
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())

@@ -103,6 +103,17 @@ def test_long_table_within_bound_up_to_1e7(framework, dtype):
     assert np.abs(pe[rows] - exact_at(rows, [0, 1], 2)).max() <= BOUND[dtype]
 
 
+@pytest.mark.parametrize("offset", [0, 30_000.25, 9_999_488.5, 1e9], ids=["start", "fractional", "near-1e7", "far"])
+@pytest.mark.parametrize("length", [10, 64, 65])
+def test_short_tables_within_bound_at_any_offset(length, offset):
+    # Up to one rotation block (64 rows) with angles up to 2**15: the float64 angle rounded once;
+    # farther, the rotation's block of just these rows; longer, the rotation. All within the bound.
+    pe = as_float64(posenc.positional_encoding(length, 64, offset=offset))
+    rows = [0, 1, length // 2, length - 1]
+    columns = [0, 1, 2, 3, 31, 62, 63]
+    assert np.abs(pe[np.ix_(rows, columns)] - exact_at([offset + r for r in rows], columns, 64)).max() <= BOUND["float32"]
+
+
 def half_rounding(exact_values, dtype):
     # Half a unit in the last place of the exact value, in that format (bfloat16: 8 bits).
     bits = {"float16": 11, "bfloat16": 8}[dtype]

@@ -12,7 +12,7 @@ import pytest
 from messages import assert_raises_naming
 
 import posenc
-from posenc import rotary
+from posenc import kernels, rotary
 
 HEAD_DIM = 64
 # One set of parameters per rope type (transformers' names), the kind real configs carry.
@@ -464,6 +464,36 @@ def test_torch_module_reads_the_length_for_dynamic():
         np.testing.assert_allclose(cos[0].numpy(), want, rtol=0, atol=4e-16)
     # bf16 models keep float64 frequencies: nothing of them is rounded by .to().
     assert module.to(torch.bfloat16).inv_freq.dtype == torch.float64
+
+
+FIXED = [t for t in CASES if t not in rotary.LENGTH_DEPENDENT]
+FAR = np.array([0, 1, 65535, 4_194_305, 9_999_991, 10_000_000])
+
+
+@pytest.fixture(scope="module")
+def far_tables():
+    return {rope_type: exact_cos_sin(FAR, rope_type, CASES[rope_type]) for rope_type in FIXED}
+
+
+@pytest.mark.parametrize("route", ["few", "many", "many compiling"])
+@pytest.mark.parametrize("rope_type", FIXED)
+def test_torch_module_routes_accurate_to_1e7(monkeypatch, far_tables, rope_type, route):
+    """RotaryEmbedding's three routes: a few angles (a decoding step) from the float64 angle,
+    many on the CPU through NumPy's kernel, and, when torch.compile traces (stood in for here),
+    the kernels in torch operations; each within its bound at positions up to 10**7."""
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    if route == "many compiling":
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    module = pt.RotaryEmbedding(HEAD_DIM, rope_type=rope_type, **CASES[rope_type])
+    padding = [] if route == "few" else [7] * (kernels.FEW_ANGLES // (module.rotary_dim // 2))
+    position_ids = torch.tensor([*padding, *FAR])[None]
+    for dtype in ("bfloat16", "float32", "float64"):
+        cos, sin = module(torch.zeros(1, dtype=getattr(torch, dtype)), position_ids)
+        assert cos.dtype == getattr(torch, dtype) and cos.shape == (1, len(padding) + len(FAR), module.rotary_dim)
+        for got, exact in zip((cos, sin), far_tables[rope_type]):
+            assert_accurate(got[0, len(padding):].to(torch.float64).numpy(), exact, dtype)
 
 
 def test_keras_layer_config_round_trip():
