@@ -551,6 +551,16 @@ def test_a_bad_rope_parameter_is_named(rope_type, name, bad):
     assert_raises_naming(lambda: posenc.rotary_cos_sin([0, 1], HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
 
 
+@pytest.mark.parametrize("bad", ["2", True, [2.0]])
+@pytest.mark.parametrize(("rope_type", "name"), READ_PARAMETERS)
+def test_a_rope_parameter_that_is_no_number_is_a_type_error(rope_type, name, bad):
+    params = dict(CASES[rope_type], **{name: bad})
+    if rope_type == "longrope" and name == "max_position_embeddings":
+        params.pop("factor", None)
+    words = [name, repr(bad), type(bad).__name__, repr(rope_type), "real number"]
+    assert_raises_naming(lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params), TypeError, words)
+
+
 # The whole message a learner reads, for the errors that list what is allowed or say what to do.
 FULL_MESSAGES = [
     (lambda: posenc.rotary_cos_sin([1], 64, layout="sin_cos"), ValueError, "layout must be one of 'half', 'interleaved'; got 'sin_cos'"),
