@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from . import _core, conventions, layouts
+from . import _core, conventions, identification, layouts
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
 #: Every code a ``Finding`` may carry.
@@ -707,17 +707,23 @@ def _matches(names):
 
 
 def _preset_names(entries, offset):
-    """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, rows from
-    ``offset``, holds these entries, and the first one's largest deviation."""
+    """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, as it is with
+    rows from ``offset``, holds these entries, and the largest deviation of the one named.
+
+    A whole table is ``identification.identify``'s question, asked with diagnose's allowance
+    (the data's rounding plus float32 drift) as the tolerance; only a preset it finds as it is
+    (its own layout and base, positions from ``offset``) counts. What ``identify`` cannot read,
+    a print with rows or columns left out, is checked entry by entry against each preset.
+    """
+    if entries.complete:
+        allowed = float(_allowed(entries, (entries.rows + offset)[:, None]).max())
+        found = identification.identify(entries.values, atol=allowed)
+        if found.name is None or found.convention != dataclasses.replace(conventions.resolve(found.name), offset=offset):
+            return [], math.inf
+        return list(found.matches), found.max_deviation
     names, deviations = [], []
-    parts = [_probe(entries), entries]
-    if entries.values.size > 2**20:
-        # A big table: 1024 rows spread over it tell the presets apart; only a preset that holds
-        # them is checked on every row (a wrong row between them must not pass for a match).
-        spread = np.unique(np.linspace(0, len(entries.rows) - 1, 1024).round().astype(int))
-        parts.insert(1, entries.take(spread, np.arange(len(entries.columns))))
     for name in conventions.NAMES:
-        for part in parts:
+        for part in (_probe(entries), entries):
             try:
                 table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
             except ValueError:
