@@ -145,7 +145,7 @@ assert np.array_equal(interleaved[:, perm], posenc.positional_encoding(20, 8, la
 # as the attention heads' own axes or the feed-forward's hidden units, stay as they are.
 #
 # We train the small model of notebook 07 (token embedding, the sinusoidal table, one
-# Transformer encoder layer, a linear head) on its task from `posenc.copy_task`, copying
+# Transformer encoder layer, a linear head) on its task from `posenc.lessons`, copying
 # the previous token, with the interleaved table, then move it to the sin_cos table.
 
 # %%
@@ -153,7 +153,7 @@ import torch
 from torch import nn
 
 import posenc.torch
-from posenc.copy_task import BATCH, STEPS, TRAIN_LENGTH, VOCAB, accuracy, copy_previous_task, predict, train
+from posenc.lessons import BATCH, STEPS, TRAIN_LENGTH, VOCAB, accuracy, copy_previous_task, predict, train
 
 torch.manual_seed(0)
 WIDTH = 32

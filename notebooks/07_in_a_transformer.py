@@ -32,8 +32,8 @@ import torch
 from torch import nn
 
 import posenc.torch
-from posenc import copy_task
-from posenc.copy_task import (
+from posenc import lessons
+from posenc.lessons import (
     BATCH, IGNORE, STEPS, TRAIN_LENGTH, VOCAB, LearnedPositions, accuracy, copy_previous_task, first_step_above,
     order_blind_ceiling, predict, train,
 )
@@ -85,15 +85,16 @@ assert largest_change > 0.1
 # not scored (its target is `IGNORE`, which the loss skips). The same NumPy generator
 # feeds the PyTorch and the Keras models.
 #
-# This task and its helpers live in `posenc.copy_task`, so that notebook 08 can run the
-# same task with RoPE: `copy_previous_task` makes the data, `accuracy` scores predictions,
+# This task and its helpers live in `posenc.lessons` (the lessons' scaffolding, kept apart
+# from the library's API), so that notebook 08 can run the same task with RoPE:
+# `copy_previous_task` makes the data, `accuracy` scores predictions,
 # `order_blind_ceiling` is the best an order-blind model can do (below), `train` and
 # `predict` run a model, `first_step_above` reads a learning curve, and `LearnedPositions`
 # is the learned position table. The constants `VOCAB`, `TRAIN_LENGTH` and `IGNORE` are
 # 16, 12 and -100. Here is how the data is made (the first lines check the arguments):
 
 # %%
-print(inspect.getsource(copy_task.copy_previous_task))
+print(inspect.getsource(lessons.copy_previous_task))
 
 # %%
 assert (VOCAB, TRAIN_LENGTH, IGNORE) == (16, 12, -100)
@@ -123,7 +124,7 @@ assert 0.15 < ceiling < 0.35
 #
 # - `none`: nothing is added;
 # - `learned`: a trainable table with one vector per position, for positions 0..11, as
-#   BERT and GPT-2 do (`copy_task.LearnedPositions`);
+#   BERT and GPT-2 do (`lessons.LearnedPositions`);
 # - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixed, defined for every position.
 #
 # The seed is reset before each model is built, so the three share their initial token
@@ -151,10 +152,10 @@ for name, model in models.items():
     print(f"{name:>10}: {sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# One training function, `copy_task.train`, serves all three: 300 steps (`STEPS`) of Adam
+# One training function, `lessons.train`, serves all three: 300 steps (`STEPS`) of Adam
 # on batches of 64 (`BATCH`) fresh sequences (the same 19 200 sequences, in the same order,
 # for every model). It returns the loss and the accuracy on each batch, for the learning
-# curves; `copy_task.predict` runs a trained model in eval mode.
+# curves; `lessons.predict` runs a trained model in eval mode.
 
 # %%
 train_tokens, train_targets = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)

@@ -34,7 +34,7 @@ from torch import nn
 
 import posenc
 import posenc.torch
-from posenc.copy_task import (
+from posenc.lessons import (
     BATCH, STEPS, TRAIN_LENGTH, VOCAB, LearnedPositions, accuracy, copy_previous_task, first_step_above,
     order_blind_ceiling, predict, train,
 )
@@ -610,7 +610,7 @@ for name, error in errors.items():
 #
 # Notebook 07's task: sequences of 12 random tokens out of 16, and at each position the
 # model must output the token one place to its left (position 0 is not scored). The helpers
-# are notebook 07's, imported above from `posenc.copy_task`: `copy_previous_task`,
+# are notebook 07's, imported above from `posenc.lessons`: `copy_previous_task`,
 # `accuracy`, `order_blind_ceiling`, `train`, `predict`, `first_step_above` and
 # `LearnedPositions`.
 

@@ -1,8 +1,8 @@
 """posenc: the sinusoidal positional encoding of "Attention Is All You Need", and RoPE.
 
 ``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow``,
-``posenc.plot`` (matplotlib) and ``posenc.copy_task`` (PyTorch; the copy task of
-notebooks 07 and 08) load their framework when imported.
+``posenc.plot`` (matplotlib) and ``posenc.lessons`` (PyTorch; the notebooks' copy task,
+scaffolding rather than library) load their framework when imported.
 """
 
 from ._checks import LAYOUTS

@@ -106,19 +106,19 @@ class Preset(NamedTuple):
     source: str
 
 
-def _real(name, value, low=-math.inf, strict=False):
-    """``value`` as a float, checked finite and ``> low`` (``strict``) or ``>= low``."""
+def _real(name, value, above=None):
+    """``value`` as a float, checked finite and, when ``above`` is given, ``> above``."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
     value = float(value)
-    if not math.isfinite(value) or value < low or (strict and value == low):
-        bound = f"> {low:g}" if strict else f">= {low:g}"
-        raise ValueError(f"{name} must be a finite real number{'' if low == -math.inf else ' ' + bound}, got {value!r}")
+    if not math.isfinite(value) or (above is not None and value <= above):
+        bound = "" if above is None else f" > {above:g}"
+        raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
     return value
 
 
 def _base(name, value):
-    return _real(name, value, 1.0, strict=True)
+    return _real(name, value, 1.0)
 
 
 def _offset(name, value):
@@ -139,8 +139,8 @@ def _keras_hub(max_wavelength=10000, start_index=0):
 
 
 def _tensor2tensor(min_timescale=1.0, max_timescale=1.0e4, start_index=0):
-    low = _real("min_timescale", min_timescale, 0.0, strict=True)
-    high = _real("max_timescale", max_timescale, low, strict=True)
+    low = _real("min_timescale", min_timescale, 0.0)
+    high = _real("max_timescale", max_timescale, low)
     # The source multiplies its "inverse timescales" by min_timescale (not 1 / min_timescale):
     # reproduced as it is, since checkpoints were trained with it.
     return {"base": high / low, "factor": low, "offset": _offset("start_index", start_index)}

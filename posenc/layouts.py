@@ -78,7 +78,8 @@ def _framework(array):
 
 def shape_of(array):
     """The shape of a NumPy array (or array-like), torch tensor or TF tensor/variable, as a tuple."""
-    return tuple(array.shape) if _framework(array) in ("torch", "tensorflow", "keras") else np.shape(array)
+    # np.shape reads a tensor's own .shape (torch.Size, TensorShape) without converting it.
+    return tuple(np.shape(array))
 
 
 def gather(array, perm, axis):

@@ -57,27 +57,8 @@ __all__ = [
 
 NUMPY = backend("numpy")
 ROTARY_LAYOUTS = ("half", "interleaved")
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
-
 # Every rope type takes these (transformers reads them from the model config).
 _SHARED = ("partial_rotary_factor", "max_position_embeddings")
-# (required, optional) parameters per rope type, with transformers' names. yarn and
-# longrope may leave out ``factor`` when the ratio max / original positions gives it.
-_PARAMETERS = {
-    "default": ((), ()),
-    "linear": (("factor",), ()),
-    "dynamic": (("factor", "max_position_embeddings"), ("seq_len",)),
-    "yarn": (
-        ("original_max_position_embeddings",),
-        ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
-    ),
-    "longrope": (
-        ("short_factor", "long_factor", "original_max_position_embeddings"),
-        ("factor", "attention_factor", "seq_len"),
-    ),
-    "llama3": (("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"), ()),
-    "proportional": ((), ("factor",)),
-}
 
 
 def check_rotary_layout(layout):
@@ -115,7 +96,12 @@ def _positive(params, name, rope_type, default=None):
     value = params.get(name)
     if value is None:
         return default
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, got {value!r}")
     return float(value)
 
@@ -190,93 +176,60 @@ def _blend(hi, lo, ramp, factor):
     return pick[0], pick[1]
 
 
-def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
-    """``(w_hi, w_lo, attention_factor)``: the ``rotary_dim // 2`` frequencies as float64 + remainder.
-
-    The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),
-    in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
-    sequence, a quotient or a blend of the two.
-    """
-    base = _checks.check_base(base)
-    dim = rotary_dim(head_dim, rope_type, **params)
-    factor = None
-    if rope_type in ("linear", "dynamic", "llama3"):
-        factor = _positive(params, "factor", rope_type)
-    elif rope_type == "proportional":
-        factor = _positive(params, "factor", rope_type, 1.0)
-    elif rope_type in ("yarn", "longrope"):
-        factor = _factor_from_lengths(params, rope_type)
-    original = _positive(params, "original_max_position_embeddings", rope_type)
-    attention = 1.0
-
-    if rope_type == "dynamic":
-        # NTK-aware: a larger base once the sequence outgrows the trained length.
-        if dim < 4:
-            raise ValueError(f"rope_type='dynamic' needs at least 4 rotary channels, got {dim}")
-        longest = _positive(params, "max_position_embeddings", rope_type)
-        seq_len = max(_positive(params, "seq_len", rope_type, longest), longest)
-        base = base * ((factor * seq_len / longest) - (factor - 1)) ** (dim / (dim - 2))
-    if rope_type == "proportional":
-        # Exponents over the whole head; the pairs beyond the fraction do not turn.
-        fraction = _positive(params, "partial_rotary_factor", rope_type, 1.0)
-        turning = int(fraction * dim // 2)
-        hi, lo = (np.concatenate([w, np.zeros(dim // 2 - turning)]) for w in _rotation.geometric_parts(turning, base, dim / 2))
-    else:
-        hi, lo = _rotation.geometric_parts(dim // 2, base, dim / 2)
-
-    if rope_type in ("linear", "proportional"):
-        hi, lo = _over(hi, lo, factor)
-    elif rope_type == "llama3":
-        hi, lo = _llama3(hi, lo, factor, original, params)
-    elif rope_type == "yarn":
-        hi, lo, attention = _yarn(hi, lo, dim, base, factor, original, params)
-    elif rope_type == "longrope":
-        seq_len = _positive(params, "seq_len", rope_type, 0.0)
-        chosen = "long_factor" if seq_len > original else "short_factor"
-        scales = np.asarray(params[chosen], dtype=np.float64)
-        if scales.shape != (dim // 2,) or not np.all(scales > 0):
-            raise ValueError(
-                f"{chosen} must hold {dim // 2} positive numbers (one per rotary pair) for rope_type='longrope', "
-                f"got shape {scales.shape}"
-            )
-        other = "short_factor" if chosen == "long_factor" else "long_factor"
-        if np.shape(params[other]) != (dim // 2,):
-            raise ValueError(
-                f"{other} must hold {dim // 2} numbers (one per rotary pair) for rope_type='longrope', "
-                f"got shape {np.shape(params[other])}"
-            )
-        hi, lo = _over(hi, lo, scales)
-        attention = _positive(params, "attention_factor", rope_type)
-        if attention is None:
-            attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
-    return hi, lo, attention
+# The rope types, each a function ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``
+# registered with its (required, optional) parameters, transformers' names; ``rotary_parts``
+# checks the parameters before it calls one.
+_PARAMETERS = {}
+_RULES = {}
 
 
-def _llama3(hi, lo, factor, original, params):
-    """Llama 3.1: wavelengths above ``original / low_freq_factor`` divided by ``factor``, below
-    ``original / high_freq_factor`` kept, a blend between; equal factors make it a step at
-    ``original / low_freq_factor`` (Llama-4-Scout: factor 16, both factors 1)."""
-    rope_type = "llama3"
-    low, high = _positive(params, "low_freq_factor", rope_type), _positive(params, "high_freq_factor", rope_type)
-    if high < low:
-        raise ValueError(f"rope_type='llama3' needs high_freq_factor >= low_freq_factor, got {high!r} and {low!r}")
-    wavelength = 2 * math.pi / hi
-    stretched, kept = wavelength > original / low, wavelength < original / high
-    between = ~stretched & ~kept
-    if high == low and between.any():
-        # Meta's reference asserts here and transformers divides 0 by 0.
-        raise ValueError(
-            f"rope_type='llama3' with low_freq_factor == high_freq_factor == {low!r} leaves the wavelength "
-            f"{wavelength[between][0]!r}, equal to original_max_position_embeddings / low_freq_factor, undefined"
-        )
-    ramp = stretched.astype(np.float64)
-    ramp[between] = 1.0 - (original / wavelength[between] - low) / (high - low)
-    return _blend(hi, lo, ramp, factor)
+# Runs only while the module is imported (see conventions._preset): what it registers is
+# checked per rope type in tests/test_rotary.py.
+def _rope_type(name, rule, required=(), optional=()):  # pragma: no mutate block
+    _PARAMETERS[name] = (required, optional)
+    _RULES[name] = rule
 
 
-def _yarn(hi, lo, dim, base, factor, original, params):
+def _paper(dim, base):
+    """``w_j = base ** (-2j / dim)`` for the ``dim // 2`` pairs, as ``(w_hi, w_lo)``."""
+    return _rotation.geometric_parts(dim // 2, base, dim / 2)
+
+
+def _default(dim, base, params):
+    return (*_paper(dim, base), 1.0)
+
+
+_rope_type("default", _default)
+
+
+def _linear(dim, base, params):
+    """Position interpolation: every frequency divided by ``factor``."""
+    factor = _positive(params, "factor", "linear")
+    return (*_over(*_paper(dim, base), factor), 1.0)
+
+
+_rope_type("linear", _linear, required=("factor",))
+
+
+def _dynamic(dim, base, params):
+    """NTK-aware: a larger base once the sequence outgrows the trained length."""
+    factor = _positive(params, "factor", "dynamic")
+    if dim < 4:
+        raise ValueError(f"rope_type='dynamic' needs at least 4 rotary channels, got {dim}")
+    longest = _positive(params, "max_position_embeddings", "dynamic")
+    seq_len = max(_positive(params, "seq_len", "dynamic", longest), longest)
+    base = base * ((factor * seq_len / longest) - (factor - 1)) ** (dim / (dim - 2))
+    return (*_paper(dim, base), 1.0)
+
+
+_rope_type("dynamic", _dynamic, required=("factor", "max_position_embeddings"), optional=("seq_len",))
+
+
+def _yarn(dim, base, params):
     """YaRN: extrapolate the fast pairs, interpolate the slow ones, a linear ramp between."""
     rope_type = "yarn"
+    factor = _factor_from_lengths(params, rope_type)
+    original = _positive(params, "original_max_position_embeddings", rope_type)
     fast = _positive(params, "beta_fast", rope_type, 32.0)
     slow = _positive(params, "beta_slow", rope_type, 1.0)
     if fast < slow:
@@ -293,7 +246,7 @@ def _yarn(hi, lo, dim, base, factor, original, params):
     if low == high:
         high += 0.001  # as transformers: no division by zero
     ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0.0, 1.0)
-    hi, lo = _blend(hi, lo, ramp, factor)
+    hi, lo = _blend(*_paper(dim, base), ramp, factor)
 
     attention = _positive(params, "attention_factor", rope_type)
     if attention is None:
@@ -304,6 +257,104 @@ def _yarn(hi, lo, dim, base, factor, original, params):
         bottom = _positive(params, "mscale_all_dim", rope_type)
         attention = mscale(top) / mscale(bottom) if top and bottom else mscale(1.0)
     return hi, lo, attention
+
+
+_rope_type(
+    "yarn",
+    _yarn,
+    required=("original_max_position_embeddings",),
+    optional=("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+)
+
+
+def _longrope(dim, base, params):
+    """LongRoPE: ``w / short_factor`` per pair, ``w / long_factor`` beyond the original length."""
+    rope_type = "longrope"
+    factor = _factor_from_lengths(params, rope_type)
+    original = _positive(params, "original_max_position_embeddings", rope_type)
+    seq_len = _positive(params, "seq_len", rope_type, 0.0)
+    chosen = "long_factor" if seq_len > original else "short_factor"
+    scales = np.asarray(params[chosen], dtype=np.float64)
+    if scales.shape != (dim // 2,) or not np.all(scales > 0):
+        raise ValueError(
+            f"{chosen} must hold {dim // 2} positive numbers (one per rotary pair) for rope_type='longrope', "
+            f"got shape {scales.shape}"
+        )
+    other = "short_factor" if chosen == "long_factor" else "long_factor"
+    if np.shape(params[other]) != (dim // 2,):
+        raise ValueError(
+            f"{other} must hold {dim // 2} numbers (one per rotary pair) for rope_type='longrope', "
+            f"got shape {np.shape(params[other])}"
+        )
+    hi, lo = _over(*_paper(dim, base), scales)
+    attention = _positive(params, "attention_factor", rope_type)
+    if attention is None:
+        attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    return hi, lo, attention
+
+
+_rope_type(
+    "longrope",
+    _longrope,
+    required=("short_factor", "long_factor", "original_max_position_embeddings"),
+    optional=("factor", "attention_factor", "seq_len"),
+)
+
+
+def _llama3(dim, base, params):
+    """Llama 3.1: wavelengths above ``original / low_freq_factor`` divided by ``factor``, below
+    ``original / high_freq_factor`` kept, a blend between; equal factors make it a step at
+    ``original / low_freq_factor`` (Llama-4-Scout: factor 16, both factors 1)."""
+    rope_type = "llama3"
+    factor = _positive(params, "factor", rope_type)
+    original = _positive(params, "original_max_position_embeddings", rope_type)
+    low, high = _positive(params, "low_freq_factor", rope_type), _positive(params, "high_freq_factor", rope_type)
+    if high < low:
+        raise ValueError(f"rope_type='llama3' needs high_freq_factor >= low_freq_factor, got {high!r} and {low!r}")
+    hi, lo = _paper(dim, base)
+    wavelength = 2 * math.pi / hi
+    stretched, kept = wavelength > original / low, wavelength < original / high
+    between = ~stretched & ~kept
+    if high == low and between.any():
+        # Meta's reference asserts here and transformers divides 0 by 0.
+        raise ValueError(
+            f"rope_type='llama3' with low_freq_factor == high_freq_factor == {low!r} leaves the wavelength "
+            f"{wavelength[between][0]!r}, equal to original_max_position_embeddings / low_freq_factor, undefined"
+        )
+    ramp = stretched.astype(np.float64)
+    ramp[between] = 1.0 - (original / wavelength[between] - low) / (high - low)
+    return (*_blend(hi, lo, ramp, factor), 1.0)
+
+
+_rope_type(
+    "llama3", _llama3, required=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor")
+)
+
+
+def _proportional(dim, base, params):
+    """Exponents over the whole head; the pairs beyond ``partial_rotary_factor`` do not turn."""
+    factor = _positive(params, "factor", "proportional", 1.0)
+    fraction = _positive(params, "partial_rotary_factor", "proportional", 1.0)
+    turning = int(fraction * dim // 2)
+    hi, lo = (np.concatenate([w, np.zeros(dim // 2 - turning)]) for w in _rotation.geometric_parts(turning, base, dim / 2))
+    return (*_over(hi, lo, factor), 1.0)
+
+
+_rope_type("proportional", _proportional, optional=("factor",))
+
+ROPE_TYPES = tuple(_RULES)
+
+
+def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
+    """``(w_hi, w_lo, attention_factor)``: the ``rotary_dim // 2`` frequencies as float64 + remainder.
+
+    The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),
+    in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
+    sequence, a quotient or a blend of the two.
+    """
+    base = _checks.check_base(base)
+    dim = rotary_dim(head_dim, rope_type, **params)  # also checks rope_type and its parameters
+    return _RULES[rope_type](dim, base, params)
 
 
 def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params):
@@ -417,7 +468,7 @@ def rotary_permutation(head_dim, source, target, *, heads=1, rotary_dim=None):
         layouts.layout_permutation(rotated, as_table[check_rotary_layout(source)], as_table[check_rotary_layout(target)]),
         np.arange(rotated, head_dim),
     ])
-    return (np.arange(heads)[:, None] * head_dim + per_head).reshape(-1)
+    return (np.arange(heads)[:, None] * head_dim + per_head).ravel()
 
 
 def convert_rotary_layout(weight, source, target, *, heads, axis=0, rotary_dim=None):

@@ -249,6 +249,10 @@ def test_bad_conventions_and_options_are_named():
         posenc.encode([1], 8, convention="whisper", start_index=2)
     with pytest.raises(ValueError, match=r"max_timescale must be a finite real number > 2, got 1.0"):
         posenc.positional_encoding(4, 8, convention="tensor2tensor", min_timescale=2, max_timescale=1.0)
+    with pytest.raises(ValueError, match=r"max_wavelength must be a finite real number > 1, got 1.0"):
+        posenc.positional_encoding(4, 8, convention="keras-hub", max_wavelength=1)
+    with pytest.raises(ValueError, match=r"max_timescale must be a finite real number > 1, got 0.5"):
+        posenc.positional_encoding(4, 8, convention="whisper", max_timescale=0.5)
     with pytest.raises(TypeError, match=r"flip_sin_to_cos must be a bool, got 'yes'"):
         posenc.positional_encoding(4, 8, convention="diffusers", flip_sin_to_cos="yes")
     with pytest.raises(TypeError, match=r"padding_idx must be an int or None, got 1.5"):

@@ -441,6 +441,7 @@ MESSAGES = {
     "wrong_base": (lambda: learner_base_1000(10, 6), ["the base is 1000, not 10000", "write 10000",
                                                        "its exponent is 0.75 times 2i/d"]),
     "exponent_scaled": (lambda: _by_name("rothman", 10, 6), ["those of the exponent 4i/d", "i already steps by 2",
+                                                             "the code still writes 2 * i / d_model; write i / d_model there",
                                                              "if your code writes the base 1e+08 instead"]),
     "integer_division": (lambda: learner_integer_division(10, 6), ["every exponent 2i/d is 0", "integer division",
                                                                    "2 * i / float(d_model)"]),
@@ -535,6 +536,18 @@ def test_diagnosis_to_dict_in_process():
     assert report["findings"][1]["exponent_scale"] == pytest.approx(0.75)
     assert found.max_deviation < 1e-12
     assert json.loads(json.dumps(report)) == report
+
+
+def test_str_of_a_named_convention_and_of_alternatives_with_several_codes():
+    # A Diagnosis as a caller may build one: the head for a named convention that is not the
+    # paper's and has nothing else to say, and alternatives of two codes, joined in words.
+    from posenc.diagnosis import Finding
+
+    named = posenc.Diagnosis((Finding("matches", "convention 'x'", {"conventions": ["tensor2tensor"]}),), (4, 8), 0.0,
+                             alternatives=(("swapped_sin_cos", "position_offset"), ()))
+    assert str(named) == ("A known convention:\n- matches: convention 'x'\n"
+                          "  (as well explained by: swapped_sin_cos, position_offset)\n"
+                          "  (as well explained by: the paper itself)")
 
 
 def test_equally_good_fits_are_alternatives():

@@ -30,7 +30,7 @@ def declared_requirements():
 
 
 def test_import_posenc_loads_no_framework():
-    heavy = "('torch', 'tensorflow', 'keras', 'matplotlib', 'posenc.torch', 'posenc.copy_task')"
+    heavy = "('torch', 'tensorflow', 'keras', 'matplotlib', 'posenc.torch', 'posenc.lessons')"
     code = f"import sys, posenc; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

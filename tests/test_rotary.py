@@ -155,6 +155,16 @@ def test_blends_keep_twice_float64(rope_type):
             assert abs(ratio - mpmath.mpf(float(ratio))) <= 1e-28
 
 
+@pytest.mark.parametrize("rope_type", ["llama3", "yarn"])
+def test_blends_divide_the_slowest_pairs_exactly(rope_type):
+    # Pairs fully interpolated (ramp 1) are w / factor to ~1e-30, not w times a rounded
+    # 1 / factor: 3 has no float64 reciprocal, so that product is off by ~1e-17.
+    w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **dict(CASES[rope_type], factor=3.0))
+    with mpmath.workdps(40):
+        exact = exact_frequencies("default", {})[-1] / 3
+        assert abs(mpmath.mpf(w_hi[-1]) + mpmath.mpf(w_lo[-1]) - exact) <= 1e-30 * exact
+
+
 def test_attention_factors():
     _, longrope = posenc.rotary_frequencies(HEAD_DIM, rope_type="longrope", **CASES["longrope"])
     assert longrope == pytest.approx(math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)), rel=1e-15)
@@ -584,6 +594,16 @@ def test_a_bad_rope_parameter_is_named(rope_type, name, bad):
     words = [name, repr(bad), repr(rope_type)]
     assert_raises_naming(lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
     assert_raises_naming(lambda: posenc.rotary_cos_sin([0, 1], HEAD_DIM, rope_type=rope_type, **params), ValueError, words)
+
+
+@pytest.mark.parametrize("bad", ["2", True, [2.0]])
+@pytest.mark.parametrize(("rope_type", "name"), READ_PARAMETERS)
+def test_a_rope_parameter_that_is_no_number_is_a_type_error(rope_type, name, bad):
+    params = dict(CASES[rope_type], **{name: bad})
+    if rope_type == "longrope" and name == "max_position_embeddings":
+        params.pop("factor", None)
+    words = [name, repr(bad), type(bad).__name__, repr(rope_type), "real number"]
+    assert_raises_naming(lambda: posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params), TypeError, words)
 
 
 # The whole message a learner reads, for the errors that list what is allowed or say what to do.

@@ -1,4 +1,6 @@
-"""The copy task of notebooks 07 and 08: at every position, output the previous token.
+"""Lesson scaffolding, apart from the library: the copy task of notebooks 05, 07 and 08.
+
+The task: at every position, output the previous token.
 
 Each sequence holds random tokens out of ``VOCAB``; the target at position ``i`` is the
 token at ``i - 1``. Position 0 has no previous token, so its target is ``IGNORE``, which
@@ -7,9 +9,12 @@ the loss and :func:`accuracy` skip. A model that cannot see order does no better
 
 PyTorch-based and imported on its own, like ``posenc.torch``::
 
-    from posenc import copy_task
+    from posenc import lessons
 
-    tokens, targets = copy_task.copy_previous_task(np.random.default_rng(0), 1000, 12)
+    tokens, targets = lessons.copy_previous_task(np.random.default_rng(0), 1000, 12)
+
+Tensors made here go to the device of the model (its first parameter) or of the input, so a
+lesson run on a GPU stays there.
 
 ``import posenc`` does not load this module (nor PyTorch).
 """
@@ -109,7 +114,7 @@ class LearnedPositions(nn.Module):
                 f"LearnedPositions has rows for positions 0..{self.table.num_embeddings - 1} only, "
                 f"got x of shape {tuple(x.shape)} (seq = {x.shape[1]})"
             )
-        return x + self.table(torch.arange(x.shape[1]))
+        return x + self.table(torch.arange(x.shape[1], device=x.device))
 
 
 def train(model, tokens, targets, *, steps, batch_size=BATCH, lr=3e-3, report_every=None, stop_above=None):
@@ -133,18 +138,20 @@ def train(model, tokens, targets, *, steps, batch_size=BATCH, lr=3e-3, report_ev
     if report_every is not None:
         report_every = check_int_at_least(report_every, "report_every", 1)
     model.train()
+    device = _device(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses, accuracies = [], []
     for step in range(steps):
         batch = slice(step * batch_size, (step + 1) * batch_size)
-        batch_tokens, batch_targets = torch.from_numpy(tokens[batch]), torch.from_numpy(targets[batch])
+        batch_tokens = torch.from_numpy(tokens[batch]).to(device)
+        batch_targets = torch.from_numpy(targets[batch]).to(device)
         logits = model(batch_tokens)
         loss = nn.functional.cross_entropy(logits.transpose(1, 2), batch_targets, ignore_index=IGNORE)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-        accuracies.append(accuracy(logits.argmax(-1).numpy(), batch_targets.numpy()))
+        accuracies.append(accuracy(logits.argmax(-1).cpu().numpy(), targets[batch]))
         if report_every and (step + 1) % report_every == 0:
             print(f"  step {step + 1}: loss {losses[-1]:.3f}, accuracy {accuracies[-1]:.2f}")
         if stop_above is not None and accuracies[-1] > stop_above:
@@ -157,7 +164,12 @@ def predict(model, tokens):
     tokens = _check_tokens(tokens)
     model.eval()
     with torch.no_grad():
-        return model(torch.from_numpy(tokens)).argmax(-1).numpy()
+        return model(torch.from_numpy(tokens).to(_device(model))).argmax(-1).cpu().numpy()
+
+
+def _device(model):
+    """Where ``model`` keeps its weights (its first parameter or buffer; the CPU if it has none)."""
+    return next((t.device for t in (*model.parameters(), *model.buffers())), torch.device("cpu"))
 
 
 def _check_generator(rng):
