@@ -37,6 +37,7 @@ about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
 
 import math
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 
@@ -179,8 +180,8 @@ def _blend(hi, lo, ramp, factor):
 # The rope types, each a function ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``
 # registered with its (required, optional) parameters, transformers' names; ``rotary_parts``
 # checks the parameters before it calls one.
-_PARAMETERS = {}
-_RULES = {}
+_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_RULES: dict[str, Callable[..., tuple]] = {}
 
 
 # Runs only while the module is imported (see conventions._preset): what it registers is
