@@ -109,7 +109,7 @@ def _encode(positions, d_model, chosen, parts, dtype, out=None):
     flat = out.is_contiguous()
     rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
     sines, cosines = _rotation.column_slices(width, chosen.layout)
-    w_hi, w_lo = (torch.tensor(w, device=positions.device) for w in (w_hi, w_lo))
+    w_hi, w_lo = (_float64(w, positions.device) for w in (w_hi, w_lo))
     _write_sin_cos(positions.reshape(-1), w_hi, w_lo, rows[:, sines], rows[:, cosines])
     rows[:, width:] = 0
     if chosen.padding_idx is not None:
@@ -117,6 +117,14 @@ def _encode(positions, d_model, chosen, parts, dtype, out=None):
     if not flat:
         out.copy_(rows.view(out.shape))  # out's strides allowed no flat view
     return out
+
+
+def _float64(values, device):
+    # torch.tensor warns when given a tensor, and torch.compile traces NumPy arrays as
+    # tensors; torch.as_tensor warns about NumPy's read-only cached frequencies: copied.
+    if isinstance(values, torch.Tensor) or torch.compiler.is_compiling():
+        return torch.as_tensor(values, dtype=torch.float64, device=device)
+    return torch.tensor(values, dtype=torch.float64, device=device)
 
 
 def _sin_cos(positions, w_hi, w_lo, dtype):
@@ -127,9 +135,7 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
     device. Accuracy as ``posenc._rotation.sin_cos``: float64 ~2e-16, float32 within
     2e-7, half precision one rounding of the float32 value.
     """
-    w_hi, w_lo = (
-        (w if isinstance(w, torch.Tensor) else torch.tensor(w)).to(positions.device, torch.float64) for w in (w_hi, w_lo)
-    )
+    w_hi, w_lo = (_float64(w, positions.device) for w in (w_hi, w_lo))
     shape = (*positions.shape, len(w_hi))
     sines = torch.empty(shape, dtype=dtype, device=positions.device)
     cosines = torch.empty_like(sines)
@@ -351,7 +357,7 @@ class RotaryEmbedding(nn.Module):
         if tensors is None:
             w_hi, w_lo, _ = self._parts[None]
             w = kernels.spread(NUMPY, w_hi, self.layout) if self.form == "channels" else w_hi
-            tensors = tuple(torch.tensor(a, dtype=torch.float64, device=device) for a in (w, w_hi, w_lo))
+            tensors = tuple(_float64(a, device) for a in (w, w_hi, w_lo))
             self._tensors = {**self._tensors, device: tensors}
         return tensors
 
