@@ -509,6 +509,18 @@ def test_unknown_says_where_and_by_how_much(size):
     assert np.abs(table - paper).max() == pytest.approx(abs(table[row, column] - paper[row, column]))
     assert details["allowed"] == pytest.approx(2e-6 + 1e-5 + 1e-6 * abs(row * 10000 ** (-2 * (column // 2) / size[1])))
     assert details["nearest"] and details["max_deviation"] > 0.1  # what the nearest explanation misses by
+    assert details["tolerance"] == 2e-6  # a float64 array carries no rounding: the float32 rounding allowance only
+
+
+def test_the_probe_samples_the_whole_width():
+    # The fit screens candidates on a probe: the first and last 16 columns of a wide table and
+    # more spread over all of it, so no stretch of columns wider than one step of the spread is unseen.
+    from posenc.diagnosis import _probe, _entries
+
+    probe = _probe(_entries(learner_paper(30, 200), None))
+    columns = probe.columns
+    assert set(range(16)) | set(range(184, 200)) <= set(columns)
+    assert np.diff(columns).max() <= round(199 / 31) + 1 and len(columns) <= 64
 
 
 def test_str_opens_with_the_verdict():
