@@ -118,10 +118,10 @@ def column_slices(d_model, layout):
     """
     half, n_cos = (d_model + 1) // 2, d_model // 2
     if layout == "sin_cos":
-        return slice(0, half), slice(half, d_model)
+        return slice(half), slice(half, d_model)
     if layout == "cos_sin":
-        return slice(n_cos, d_model), slice(0, n_cos)
-    return slice(0, None, 2), slice(1, None, 2)
+        return slice(n_cos, d_model), slice(n_cos)
+    return slice(None, None, 2), slice(1, None, 2)
 
 
 def complex_dtype(dtype):
@@ -261,7 +261,7 @@ def _fill_blocks(out, within, steps, rows, layout, direct, first, stop):
         target = out[first * rows : full * rows].view(within.dtype)
         np.multiply(within, steps[first:full, None], out=target.reshape(full - first, rows, -1))
         first = full
-    scratch = np.empty_like(within) if stop > first else None
+    scratch = np.empty_like(within)  # one block; unused when every block went direct
     for q in range(first, stop):
         start = q * rows
         n = min(rows, length - start)
