@@ -77,6 +77,19 @@ def _sign_bits(add, sub, shift, xor, bits, float32):
     return nearest, flip_sign
 
 
+def _spelled_like_numpy(xnp):
+    """The operations that NumPy and ``jax.numpy`` (``xnp``) spell alike."""
+    return dict(
+        constant=lambda values, dtype, like=None: xnp.asarray(values, dtype),
+        concat=lambda arrays, axis: xnp.concatenate(arrays, axis=axis),
+        stack=lambda arrays, axis: xnp.stack(arrays, axis=axis),
+        merge_last=lambda x: x.reshape(*x.shape[:-2], -1),
+        reshape=xnp.reshape,
+        complex_parts=lambda z: (z.real, z.imag),
+        expand_like=lambda x, y: xnp.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
+    )
+
+
 def _numpy():
     def scale_to_float32(x, factor, out=None):
         if out is None:
@@ -90,13 +103,7 @@ def _numpy():
         float64=np.dtype(np.float64), bits=np.dtype(np.uint32), mul=np.multiply, add=np.add, sub=np.subtract,
         scale_to_float32=scale_to_float32, sin=np.sin, cos=np.cos, nearest=nearest, rint=np.rint, flip_sign=flip_sign,
         cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
-        constant=lambda values, dtype, like=None: np.asarray(values, dtype),
-        concat=lambda arrays, axis: np.concatenate(arrays, axis=axis),
-        stack=lambda arrays, axis: np.stack(arrays, axis=axis),
-        merge_last=lambda x: x.reshape(*x.shape[:-2], -1),
-        reshape=np.reshape,
-        complex_parts=lambda z: (z.real, z.imag),
-        expand_like=lambda x, y: np.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
+        **_spelled_like_numpy(np),
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
         add_product=lambda target, a, b, sign: np.add(target, sign * a * b, out=target),
     )
@@ -205,13 +212,7 @@ def _jax():
         scale_to_float32=lambda x, factor, out=None: (x * factor).astype(jnp.float32),
         sin=ignoring_out(jnp.sin), cos=ignoring_out(jnp.cos), nearest=nearest, rint=jnp.rint, flip_sign=flip_sign,
         cast=lambda x, dtype: jnp.asarray(x).astype(dtype),
-        constant=lambda values, dtype, like=None: jnp.asarray(values, dtype),
-        concat=lambda arrays, axis: jnp.concatenate(arrays, axis=axis),
-        stack=lambda arrays, axis: jnp.stack(arrays, axis=axis),
-        merge_last=lambda x: x.reshape(*x.shape[:-2], -1),
-        reshape=jnp.reshape,
-        complex_parts=lambda z: (z.real, z.imag),
-        expand_like=lambda x, y: jnp.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
+        **_spelled_like_numpy(jnp),
         has_float64=False,
     )
 

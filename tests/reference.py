@@ -27,3 +27,12 @@ def exact(position, column, d_model, base=10000, digits=40):
 
 def exact_rows(positions, d_model, base=10000):
     return np.array([[exact(p, k, d_model, base) for k in range(d_model)] for p in positions])
+
+
+def exact_sin_cos(positions, w_hi, w_lo):
+    """mpmath's ``(sin, cos)`` of ``positions[:, None] * (w_hi + w_lo)`` at 40 digits, as float64 arrays."""
+    with mpmath.workdps(40):
+        theta = [[mpmath.mpf(float(p)) * (mpmath.mpf(float(a)) + mpmath.mpf(float(b))) for a, b in zip(w_hi, w_lo)]
+                 for p in positions]
+        return (np.array([[float(mpmath.sin(t)) for t in row] for row in theta]),
+                np.array([[float(mpmath.cos(t)) for t in row] for row in theta]))

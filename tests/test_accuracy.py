@@ -18,7 +18,7 @@ import posenc  # noqa: E402
 from posenc import _rotation, kernels  # noqa: E402
 from posenc.backends import backend  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
-from reference import exact, paper_table  # noqa: E402
+from reference import exact, exact_sin_cos, paper_table  # noqa: E402
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("tensorflow")
@@ -252,14 +252,6 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
         return as_float64(s), as_float64(c)
     run = tf.function(ptf._sin_cos) if kernel == "tensorflow graph" else ptf._sin_cos
     return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))
-
-
-def exact_sin_cos(positions, w_hi, w_lo):
-    with mpmath.workdps(40):
-        theta = [[mpmath.mpf(float(p)) * (mpmath.mpf(float(a)) + mpmath.mpf(float(b))) for a, b in zip(w_hi, w_lo)]
-                 for p in positions]
-        return (np.array([[float(mpmath.sin(t)) for t in row] for row in theta]),
-                np.array([[float(mpmath.cos(t)) for t in row] for row in theta]))
 
 
 def hard_angles():

@@ -14,17 +14,10 @@ import posenc.jax as pj
 from posenc import _rotation, kernels
 from posenc.backends import backend, backend_of
 from messages import assert_raises_naming
+from reference import exact_sin_cos
 
 BOUND = 2e-7
 NUMPY, JAX = backend("numpy"), backend("jax")
-
-
-def exact_sin_cos(positions, w_hi, w_lo):
-    with mpmath.workdps(40):
-        theta = [[mpmath.mpf(float(p)) * (mpmath.mpf(float(a)) + mpmath.mpf(float(b))) for a, b in zip(w_hi, w_lo)]
-                 for p in positions]
-        return (np.array([[float(mpmath.sin(t)) for t in row] for row in theta]),
-                np.array([[float(mpmath.cos(t)) for t in row] for row in theta]))
 
 
 def hard_positions():
