@@ -96,7 +96,6 @@ def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
 
 
 def as_positions(positions: npt.ArrayLike) -> np.ndarray:
-
     """Check ``positions`` (array-like of ints or real floats, all finite); return float64."""
     try:
         array = np.asarray(positions)
@@ -168,7 +167,6 @@ def positional_encoding(
     length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
     layout: str | None = None, dtype: npt.DTypeLike = np.float32, out: np.ndarray | None = None, **options: Any,
 ) -> np.ndarray:
-
     """The table for positions ``0 .. length - 1``: shape ``(length, d_model)``.
 
     Row ``pos``, column ``2i`` holds ``sin(pos / base^(2i / d_model))`` and column ``2i + 1``

@@ -32,7 +32,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-
 from . import _checks, _rotation
 
 

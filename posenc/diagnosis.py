@@ -40,7 +40,6 @@ import functools
 import math
 from typing import Any
 
-
 import numpy as np
 
 from . import _core, conventions, identification, layouts

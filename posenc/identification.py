@@ -22,7 +22,6 @@ import dataclasses
 import math
 from typing import Any
 
-
 import numpy as np
 
 from . import _checks, _core, _rotation, conventions

@@ -13,7 +13,6 @@ import functools
 from collections.abc import Sequence
 from typing import Any, cast
 
-
 import jax
 import jax.numpy as jnp
 import jax.typing
@@ -246,7 +245,6 @@ class RotaryEmbedding(nnx.Module):
         return self._parts[2]
 
     def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
-
         if not isinstance(x, (jax.Array, np.ndarray)):
             raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)

@@ -51,7 +51,6 @@ def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "si
 
 
 def convert_layout(array: Any, source: str, target: str, *, axis: int = -1, odd: str = "sine") -> Any:
-
     """``array`` with the ``d_model`` entries along ``axis`` moved from layout ``source`` to ``target``.
 
     A table ``(..., d_model)`` uses ``axis=-1``; the weights of a layer that reads the table

@@ -166,7 +166,6 @@ def train(
 
 
 def predict(model: nn.Module, tokens: np.ndarray) -> np.ndarray:
-
     """Predicted tokens, (n, length) -> (n, length) int64, with the model put in eval mode."""
     tokens = _check_tokens(tokens)
     model.eval()

@@ -480,7 +480,6 @@ def rotary_permutation(head_dim: int, source: str, target: str, *, heads: int = 
 def convert_rotary_layout(
     weight: Any, source: str, target: str, *, heads: int, axis: int = 0, rotary_dim: int | None = None
 ) -> Any:
-
     """``weight`` of a q/k projection with its ``heads * head_dim`` outputs along ``axis`` moved
     from layout ``source`` to ``target`` (see ``rotary_permutation``).
 

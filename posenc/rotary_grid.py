@@ -198,7 +198,6 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
 
 
 def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatial_merge_size: int = 2) -> np.ndarray:
-
     """int64 ``(3, length)``: M-RoPE's (time, height, width) position of each token, as Qwen2-VL.
 
     ``segments``: in sequence order, an int ``n`` for ``n`` text tokens, or ``(t, h, w)`` for

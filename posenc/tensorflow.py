@@ -420,7 +420,6 @@ class RotaryEmbedding(keras.layers.Layer):
 def grid_encoding(
     shape: Sequence[int], d: int, *, convention: str = "mae", dtype: tf.DType | None = None, **options: Any
 ) -> tf.Tensor:
-
     """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``, float32 by default.
 
     NumPy builds the table (same conventions, options and accuracy: float32 within 2e-7):

@@ -187,7 +187,7 @@ def positional_encoding(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     out = None if out is None else _output(out, (length, d_model), dtype, device)
-    # out, when NumPy can write the table straight into its memory
+    # NumPy writes the table straight into out's memory when it can: on the CPU, in a NumPy dtype, without autograd.
     shared = out if out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad else None
     table = _core.positional_encoding(
         length, d_model, convention=convention, base=base, layout=layout,
@@ -358,7 +358,6 @@ class RotaryEmbedding(nn.Module):
         self._parts: dict[int | None, tuple[np.ndarray, np.ndarray, float]] = {
             None: rotary.rotary_parts(head_dim, base, rope_type, **params)
         }
-
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section, self.axes = mrope_section, None
         if mrope_section is not None:
@@ -493,7 +492,6 @@ def resample_abs_pos_embed(
     posemb: torch.Tensor, new_size: Sequence[int], old_size: Sequence[int] | None = None, *, num_prefix_tokens: int = 1,
     interpolation: str = "bicubic", antialias: bool = True,
 ) -> torch.Tensor:
-
     """A grid's position table resampled to ``new_size`` as timm's ``resample_abs_pos_embed`` does.
 
     ``posemb``: ``(1, prefix + H*W, d)`` or ``(prefix + H*W, d)`` tensor, its grid rows
