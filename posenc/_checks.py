@@ -7,12 +7,14 @@ what is allowed, so a mistake never surfaces as a shape error deep inside a fram
 
 import math
 import numbers
+from typing import TypeGuard
 
 LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
 
 
-def _is_int(value):
-    # bool is an int subclass, but length=True is always a mistake.
+def _is_int(value: object) -> TypeGuard[int]:
+    # bool is an int subclass, but length=True is always a mistake. NumPy integers pass too
+    # (hence the TypeGuard's int is loose): they serve wherever an int does here.
     return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
 

@@ -9,7 +9,10 @@ Every layout is the interleaved table with its columns permuted; ``column_order`
 is that permutation, and the torch and TensorFlow front ends use it too.
 """
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _checks, _rotation, conventions
 
@@ -17,7 +20,7 @@ DTYPES = (np.float16, np.float32, np.float64)
 _ALLOWED = [np.dtype(t) for t in DTYPES]
 
 
-def denominators(d_model, base=10000.0):
+def denominators(d_model: int, base: float = 10000.0) -> np.ndarray:
     """The divisors of the position, one per sin/cos pair.
 
     ``base ** (2i / d_model)`` for ``i = 0 .. ceil(d_model / 2) - 1``: float64,
@@ -30,7 +33,7 @@ def denominators(d_model, base=10000.0):
     return np.power(base, 2.0 * pair / d_model)
 
 
-def frequencies(d_model, base=10000.0):
+def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
     """Angle per unit of position: ``1 / denominators``, shape ``(ceil(d_model / 2),)``.
 
     Wavelengths ``2*pi / frequencies`` grow geometrically from ``2*pi`` towards
@@ -42,7 +45,7 @@ def frequencies(d_model, base=10000.0):
     return np.power(base, -2.0 * pair / d_model)
 
 
-def angles(positions, d_model, base=10000.0):
+def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.ndarray:
     """The arguments of sin and cos: ``positions[..., None] * frequencies``.
 
     ``positions`` of any shape (ints or real floats, finite) gives float64 angles of shape
@@ -53,7 +56,7 @@ def angles(positions, d_model, base=10000.0):
     return positions[..., None] * frequencies(d_model, base)
 
 
-def interleave(sines, cosines):
+def interleave(sines: npt.ArrayLike, cosines: npt.ArrayLike) -> np.ndarray:
     """Alternate the columns of two same-shape arrays: ``(..., n), (..., n) -> (..., 2n)``.
 
     Output column ``2i`` is ``sines[..., i]`` and column ``2i + 1`` is ``cosines[..., i]``:
@@ -68,7 +71,7 @@ def interleave(sines, cosines):
     return stacked.reshape(*sines.shape[:-1], 2 * sines.shape[-1])
 
 
-def column_order(d_model, layout="interleaved"):
+def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
     """Where each output column comes from in ``concatenate([sin, cos], -1)``.
 
     ``sin`` and ``cos`` are each ``h = ceil(d_model / 2)`` wide, so index ``j`` means the
@@ -92,7 +95,7 @@ def column_order(d_model, layout="interleaved"):
     return interleave(sines, half + sines)[:d_model]
 
 
-def as_positions(positions):
+def as_positions(positions: npt.ArrayLike) -> np.ndarray:
     """Check ``positions`` (array-like of ints or real floats, all finite); return float64."""
     try:
         array = np.asarray(positions)
@@ -124,7 +127,10 @@ def _output(out, shape, dtype):
     return out
 
 
-def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=np.float32, out=None, **options):
+def encode(
+    positions: npt.ArrayLike, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: npt.DTypeLike = np.float32, out: np.ndarray | None = None, **options: Any,
+) -> np.ndarray:
     """Encode arbitrary positions: ``(*positions.shape,) -> (*positions.shape, d_model)``.
 
     ``PE[..., 2i] = sin(p * w_i)`` and ``PE[..., 2i+1] = cos(p * w_i)`` with
@@ -144,10 +150,10 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
-    positions = conventions.offset_positions(as_positions(positions), chosen)
-    out = _output(out, (*positions.shape, d_model), dtype)
+    shifted = conventions.offset_positions(as_positions(positions), chosen)
+    out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
-    flat = positions.reshape(-1)
+    flat = shifted.reshape(-1)
     _rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
     rows[:, width:] = 0
     if chosen.padding_idx is not None:
@@ -158,8 +164,9 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
 
 
 def positional_encoding(
-    length, d_model, *, convention="paper", base=None, layout=None, dtype=np.float32, out=None, **options
-):
+    length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: npt.DTypeLike = np.float32, out: np.ndarray | None = None, **options: Any,
+) -> np.ndarray:
     """The table for positions ``0 .. length - 1``: shape ``(length, d_model)``.
 
     Row ``pos``, column ``2i`` holds ``sin(pos / base^(2i / d_model))`` and column ``2i + 1``

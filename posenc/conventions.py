@@ -28,7 +28,9 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from . import _checks, _rotation
 
@@ -56,7 +58,7 @@ class Convention:
     odd_note: str = ""
     span_note: str = ""
 
-    def width(self, d_model):
+    def width(self, d_model: int) -> int:
         """How many of the ``d_model`` columns hold sines and cosines: ``d_model``, or one fewer
         for an odd width under the ``"zero"`` policy (the last column is zeros)."""
         if d_model % 2 and self.odd == "error":
@@ -65,7 +67,7 @@ class Convention:
             )
         return d_model - d_model % 2 if self.odd == "zero" else d_model
 
-    def span(self, d_model):
+    def span(self, d_model: int) -> float:
         """The divisor in ``w_j = factor * base ** (-j / span)``: ``d_model / 2`` for the paper's
         rule, ``h - shift`` for "h-1" (``h`` pairs; at least 1 with ``clamp``)."""
         width = self.width(d_model)
@@ -80,19 +82,19 @@ class Convention:
             )
         return float(span)
 
-    def parts(self, d_model):
+    def parts(self, d_model: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``(w_hi, w_lo, width)``: the ``ceil(width / 2)`` frequencies as two float64 parts
         (``_rotation.geometric_parts``, cached) and the number of sin/cos columns."""
         width = self.width(d_model)
         w_hi, w_lo = _rotation.geometric_parts((width + 1) // 2, self.base, self.span(d_model), self.factor)
         return w_hi, w_lo, width
 
-    def frequencies(self, d_model):
+    def frequencies(self, d_model: int) -> np.ndarray:
         """The angular frequencies ``w_j`` (float64, shape ``(ceil(width / 2),)``)."""
         w_hi, w_lo, _ = self.parts(d_model)
         return w_hi + w_lo
 
-    def padding_row(self, length):
+    def padding_row(self, length: int) -> int | None:
         """The row of a ``length``-row table that holds position ``padding_idx``, or None."""
         if self.padding_idx is None:
             return None
@@ -279,18 +281,18 @@ _preset(
 NAMES = tuple(_PRESETS)
 
 
-def list_conventions():
+def list_conventions() -> list[Preset]:
     """Every preset as ``Preset(name, description, source)``, in a fixed order ("paper" first)."""
     return [preset for preset, _, _ in _PRESETS.values()]
 
 
-def adjustable_fields(name):
+def adjustable_fields(name: str) -> set[str]:
     """The ``Convention`` fields that preset ``name``'s options or the generic overrides can set."""
     _, _, options = _PRESETS[check_convention(name)]
     return {"base", "layout", "offset", "padding_idx", *options()}
 
 
-def changes_beyond_options(name, convention):
+def changes_beyond_options(name: str, convention: Convention) -> int:
     """How many of ``convention``'s layout, rule, base, shift, factor and odd policy preset
     ``name``'s source cannot write through its own options (0: the source can make this table).
 
@@ -313,14 +315,15 @@ def check_convention(name):
     return name
 
 
-def option_names(convention):
+def option_names(convention: str | Convention) -> list[str]:
     """The source's own option names that ``resolve`` takes for ``convention`` (none for a
     ``Convention``); every convention also takes ``base``, ``layout``, ``offset`` and ``padding_idx``."""
     options = _no_options if isinstance(convention, Convention) else _PRESETS[check_convention(convention)][2]
     return list(inspect.signature(options).parameters)
 
 
-def resolve(convention="paper", *, base=None, layout=None, **overrides):
+def resolve(convention: str | Convention = "paper", *, base: float | None = None, layout: str | None = None,
+            **overrides: Any) -> Convention:
     """The ``Convention`` that ``convention`` (a preset name or a ``Convention``) and overrides give.
 
     Overrides: the source's own option names (``list_conventions`` says which a preset
@@ -354,6 +357,6 @@ def resolve(convention="paper", *, base=None, layout=None, **overrides):
     return dataclasses.replace(convention, **fields) if fields else convention
 
 
-def offset_positions(positions, convention):
+def offset_positions(positions: Any, convention: Convention) -> Any:
     """``positions + convention.offset`` (NumPy, torch or TF float64), untouched for offset 0."""
     return positions + convention.offset if convention.offset else positions

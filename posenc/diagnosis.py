@@ -38,6 +38,7 @@ nearest explanation and the entry where the table departs most from it.
 import dataclasses
 import functools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -187,7 +188,7 @@ class Finding:
     message: str
     details: dict = dataclasses.field(default_factory=dict, compare=False)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.details}
 
 
@@ -210,17 +211,17 @@ class Diagnosis:
     alternatives: tuple = ()
 
     @property
-    def codes(self):
+    def codes(self) -> list[str]:
         return [finding.code for finding in self.findings]
 
     @property
-    def matches_paper(self):
+    def matches_paper(self) -> bool:
         """True when the table is the paper's (float32 rounding allowed), as it lies."""
         named = [f for f in self.findings if f.code == "matches"]
         return bool(named) and "paper" in named[0].details["conventions"] and set(self.codes) <= {
             "matches", "float32_precision"}
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.matches_paper:
             head = "This is the paper's table."
         elif "unknown" in self.codes:
@@ -232,7 +233,7 @@ class Diagnosis:
             lines.append(f"  (as well explained by: {', '.join(codes) or 'the paper itself'})")
         return "\n".join(lines)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "matches_paper": self.matches_paper,
             "shape": list(self.shape),
@@ -242,7 +243,7 @@ class Diagnosis:
         }
 
 
-def diagnose(table, *, shape=None):
+def diagnose(table: Any, *, shape: tuple[int, ...] | None = None) -> Diagnosis:
     """Say what ``table`` is: the paper's positional encoding, a known convention, or which mistakes.
 
     ``table``: a 2-D NumPy array, torch or TF tensor (``(length, d_model)``, or transposed;

@@ -20,6 +20,7 @@ off.
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Identification:
     max_deviation: float
     tolerance: float
 
-    def __str__(self):
+    def __str__(self) -> str:
         c = self.convention
         fitted = f"layout {c.layout}, frequencies {c.rule}, base {c.base:.6g}, offset {c.offset:g}"
         if c.rule == "h-1" and c.shift != 1:
@@ -163,7 +164,7 @@ def _deviation(table, convention):
     return float(np.abs(table - rebuilt).max())
 
 
-def identify(table, *, atol=None):
+def identify(table: Any, *, atol: float | None = None) -> Identification:
     """Name the convention that generated ``table`` (a 2-D array, ``(length, d_model)``).
 
     ``table``: NumPy array, torch tensor or TF tensor, e.g. a frozen position embedding from

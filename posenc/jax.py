@@ -10,10 +10,14 @@ values ``posenc.encode`` gives (and float64 when x64 is on).
 """
 
 import functools
+from collections.abc import Sequence
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
+import jax.typing
 import numpy as np
+import numpy.typing as npt
 from flax import nnx
 
 from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
@@ -71,7 +75,10 @@ def _concrete(positions):
     return _core.as_positions(np.asarray(positions))
 
 
-def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+def encode(
+    positions: jax.Array | npt.ArrayLike, d_model: int, *, convention: str | conventions.Convention = "paper",
+    base: float | None = None, layout: str | None = None, dtype: jax.typing.DTypeLike | None = None, **options: Any,
+) -> jax.Array:
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` array, as ``posenc.encode``.
 
     Same formula, conventions, layouts and checks. ``dtype`` defaults to float32. Concrete
@@ -87,16 +94,21 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
         wide = np.float64 if dtype == jnp.float64 else np.float32
         return jnp.asarray(_core.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
     w_hi, w_lo, width = chosen.parts(d_model)
-    positions = conventions.offset_positions(positions.astype(jnp.float32), chosen)
-    rows = kernels.columns(JAX, *_SIN_COS(positions, w_hi, w_lo, jnp.float32), chosen.layout, width)
+    traced = cast(jax.Array, positions)  # _concrete returns None for a tracer only
+    shifted = conventions.offset_positions(traced.astype(jnp.float32), chosen)
+    sines, cosines = _SIN_COS(shifted, w_hi, w_lo, jnp.float32)
+    rows = kernels.columns(JAX, sines, cosines, chosen.layout, width)
     if width < d_model:
         rows = jnp.concatenate([rows, jnp.zeros((*rows.shape[:-1], d_model - width), rows.dtype)], -1)
     if chosen.padding_idx is not None:
-        rows = jnp.where((positions == chosen.padding_idx)[..., None], 0, rows)
+        rows = jnp.where((shifted == chosen.padding_idx)[..., None], 0, rows)
     return rows.astype(dtype)
 
 
-def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+def positional_encoding(
+    length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: jax.typing.DTypeLike | None = None, **options: Any,
+) -> jax.Array:
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
     ``length`` is a Python int (a shape, static under ``jit``), so NumPy's builder makes the
@@ -109,7 +121,9 @@ def positional_encoding(length, d_model, *, convention="paper", base=None, layou
     return jnp.asarray(table, dtype)
 
 
-def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
+def grid_encoding(
+    shape: Sequence[int], d: int, *, convention: str = "mae", dtype: jax.typing.DTypeLike | None = None, **options: Any
+) -> jax.Array:
     """``posenc.grid_encoding`` as a JAX array: ``(prefix + prod(shape), d)`` (NumPy builds it)."""
     dtype = _check_dtype(dtype)
     wide = np.float64 if dtype == jnp.float64 else np.float32
@@ -129,7 +143,10 @@ def _rope_cos_sin(positions, parts, layout, dtype, form="channels"):
     return kernels.rope_cos_sin(JAX, _SIN_COS, positions.astype(jnp.float32), parts, layout, dtype, form)
 
 
-def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+def rotary_cos_sin(
+    positions: jax.Array | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, rope_type: str = "default",
+    layout: str = "half", dtype: jax.typing.DTypeLike | None = None, **params: Any,
+) -> tuple[jax.Array, jax.Array]:
     """``(cos, sin)`` arrays, each ``(*positions.shape, rotary_dim)``, as ``posenc.rotary_cos_sin``.
 
     Frequencies, attention factor and layouts as there; ``dtype`` defaults to float32.
@@ -141,7 +158,8 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     return _rope_cos_sin(positions, rotary.rotary_parts(head_dim, base, rope_type, **params), layout, dtype)
 
 
-def apply_rotary(x, cos, sin, *, layout="half"):
+def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, sin: jax.Array | npt.ArrayLike, *,
+                 layout: str = "half") -> jax.Array:
     """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
@@ -168,8 +186,8 @@ class PositionalEncoding(nnx.Module):
     ``rngs``: ``nnx.Rngs`` for dropout (needed when ``dropout > 0`` in training mode).
     """
 
-    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, rngs=None,
-                 **options):
+    def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0, convention: str | conventions.Convention = "paper",
+                 base: float | None = None, layout: str | None = None, rngs: nnx.Rngs | None = None, **options: Any) -> None:
         self.d_model = _checks.check_d_model(d_model)
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         max_len = _checks.check_length(max_len, "max_len")
@@ -177,10 +195,10 @@ class PositionalEncoding(nnx.Module):
         self.pe = _Table(positional_encoding(max_len, self.d_model, convention=self.convention))
 
     @property
-    def max_len(self):
+    def max_len(self) -> int:
         return self.pe[...].shape[0]
 
-    def __call__(self, x):
+    def __call__(self, x: jax.Array | np.ndarray) -> jax.Array:
         if not isinstance(x, (jax.Array, np.ndarray)):
             raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
         _checks.check_input_width(x.shape, self.d_model)
@@ -205,7 +223,8 @@ class RotaryEmbedding(nnx.Module):
 
     FORMS = ("channels", "pairs", "complex")
 
-    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", form="channels", **params):
+    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
+                 form: str = "channels", **params: Any) -> None:
         self.layout = rotary.check_rotary_layout(layout)
         if form not in self.FORMS:
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
@@ -217,15 +236,15 @@ class RotaryEmbedding(nnx.Module):
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
 
     @property
-    def inv_freq(self):
+    def inv_freq(self) -> np.ndarray:
         """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length, NumPy."""
         return np.array(self._parts[0])
 
     @property
-    def attention_factor(self):
+    def attention_factor(self) -> float:
         return self._parts[2]
 
-    def __call__(self, x, position_ids):
+    def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
         if not isinstance(x, (jax.Array, np.ndarray)):
             raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)

@@ -19,6 +19,7 @@ trained PyTorch model this way and gets the same logits.
 """
 
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from . import _checks, _core
 ODD_POLICIES = ("sine", "zero")
 
 
-def layout_permutation(d_model, source, target, *, odd="sine"):
+def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "sine") -> np.ndarray:
     """``perm`` (int64, shape ``(d_model,)``) with ``table_target = table_source[..., perm]``.
 
     ``source`` and ``target`` are layouts (``posenc.LAYOUTS``). ``odd`` says how an odd
@@ -49,7 +50,7 @@ def layout_permutation(d_model, source, target, *, odd="sine"):
     return np.concatenate([perm, np.arange(width, d_model)])
 
 
-def convert_layout(array, source, target, *, axis=-1, odd="sine"):
+def convert_layout(array: Any, source: str, target: str, *, axis: int = -1, odd: str = "sine") -> Any:
     """``array`` with the ``d_model`` entries along ``axis`` moved from layout ``source`` to ``target``.
 
     A table ``(..., d_model)`` uses ``axis=-1``; the weights of a layer that reads the table

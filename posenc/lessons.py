@@ -19,7 +19,10 @@ lesson run on a GPU stays there.
 ``import posenc`` does not load this module (nor PyTorch).
 """
 
+from collections.abc import Iterable
+
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -50,7 +53,7 @@ IGNORE = -100
 STEPS, BATCH = 300, 64
 
 
-def copy_previous_task(rng, n, length):
+def copy_previous_task(rng: np.random.Generator, n: int, length: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` sequences of ``length`` random tokens -> (tokens, targets), both (n, length) int64.
 
     targets[:, i] = tokens[:, i - 1] for i >= 1; targets[:, 0] = IGNORE.
@@ -64,7 +67,7 @@ def copy_previous_task(rng, n, length):
     return tokens, targets
 
 
-def accuracy(predictions, targets):
+def accuracy(predictions: npt.ArrayLike, targets: npt.ArrayLike) -> float:
     """Share of scored positions (targets != IGNORE) where the prediction is the target.
 
     predictions and targets: arrays of the same shape, e.g. (n, length); returns a float.
@@ -80,7 +83,7 @@ def accuracy(predictions, targets):
     return float((predictions == targets)[scored].mean())
 
 
-def order_blind_ceiling(tokens):
+def order_blind_ceiling(tokens: np.ndarray) -> float:
     """Expected accuracy of the best guess from a token and the bag of tokens: (n, length) -> float.
 
     Without order, the best guess for the token before position i is the most frequent of
@@ -93,7 +96,7 @@ def order_blind_ceiling(tokens):
     return float((others.max(axis=-1)[:, 1:] / (tokens.shape[1] - 1)).mean())
 
 
-def first_step_above(accuracies, level=0.9):
+def first_step_above(accuracies: Iterable[float], level: float = 0.9) -> int | None:
     """The first step (counted from 1) whose accuracy is above ``level``, or None if none is."""
     return next((step for step, value in enumerate(accuracies, 1) if value > level), None)
 
@@ -104,11 +107,11 @@ class LearnedPositions(nn.Module):
     A sequence longer than ``max_len`` raises IndexError: the table has no row for it.
     """
 
-    def __init__(self, d_model, max_len):
+    def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
         self.table = nn.Embedding(check_int_at_least(max_len, "max_len", 1), check_int_at_least(d_model, "d_model", 1))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[1] > self.table.num_embeddings:
             raise IndexError(
                 f"LearnedPositions has rows for positions 0..{self.table.num_embeddings - 1} only, "
@@ -117,7 +120,10 @@ class LearnedPositions(nn.Module):
         return x + self.table(torch.arange(x.shape[1], device=x.device))
 
 
-def train(model, tokens, targets, *, steps, batch_size=BATCH, lr=3e-3, report_every=None, stop_above=None):
+def train(
+    model: nn.Module, tokens: np.ndarray, targets: np.ndarray, *, steps: int, batch_size: int = BATCH, lr: float = 3e-3,
+    report_every: int | None = None, stop_above: float | None = None,
+) -> tuple[list[float], list[float]]:
     """Train ``model`` in place with Adam; returns the per-step (losses, accuracies), two lists of floats.
 
     model: (batch, length) int64 tokens -> (batch, length, VOCAB) logits; put in training mode.
@@ -159,7 +165,7 @@ def train(model, tokens, targets, *, steps, batch_size=BATCH, lr=3e-3, report_ev
     return losses, accuracies
 
 
-def predict(model, tokens):
+def predict(model: nn.Module, tokens: np.ndarray) -> np.ndarray:
     """Predicted tokens, (n, length) -> (n, length) int64, with the model put in eval mode."""
     tokens = _check_tokens(tokens)
     model.eval()

@@ -38,8 +38,10 @@ about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
 import math
 import numbers
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _checks, _core, _rotation, kernels, layouts
 from .backends import backend
@@ -121,7 +123,7 @@ def _factor_from_lengths(params, rope_type):
     return longest / _positive(params, "original_max_position_embeddings", rope_type)
 
 
-def rotary_dim(head_dim, rope_type="default", **params):
+def rotary_dim(head_dim: int, rope_type: str = "default", **params: Any) -> int:
     """Channels that rotate: ``int(head_dim * partial_rotary_factor)`` (``head_dim`` for ``proportional``)."""
     head_dim = check_head_dim(head_dim)
     _check_params(rope_type, params)
@@ -358,7 +360,7 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
     return _RULES[rope_type](dim, base, params)
 
 
-def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params):
+def rotary_frequencies(head_dim: int, base: float = 10000.0, *, rope_type: str = "default", **params: Any) -> tuple[np.ndarray, float]:
     """``(inv_freq, attention_factor)``: float64 array ``(rotary_dim // 2,)`` and a float.
 
     ``w_j = base ** (-2j / rotary_dim)`` (``"default"``), with ``rotary_dim =
@@ -389,7 +391,10 @@ def rotary_frequencies(head_dim, base=10000.0, *, rope_type="default", **params)
     return np.array(hi), float(attention)
 
 
-def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=np.float32, **params):
+def rotary_cos_sin(
+    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, rope_type: str = "default", layout: str = "half",
+    dtype: npt.DTypeLike = np.float32, **params: Any,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*positions.shape, rotary_dim)``, for RoPE at ``positions``.
 
     ``cos[..., k] = attention_factor * cos(p * w_j)`` for the pair ``j`` that channel ``k``
@@ -406,7 +411,7 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     return kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
 
 
-def apply_rotary(x, cos, sin, *, layout="half"):
+def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, layout: str = "half") -> np.ndarray:
     """Rotate the pairs of the last axis of ``x`` (``(..., seq, head_dim)``) by ``cos``/``sin``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` as ``rotary_cos_sin`` returns them,
@@ -447,7 +452,7 @@ def check_rotary_shapes(x_shape, cos_shape, sin_shape):
     return rotated
 
 
-def rotary_permutation(head_dim, source, target, *, heads=1, rotary_dim=None):
+def rotary_permutation(head_dim: int, source: str, target: str, *, heads: int = 1, rotary_dim: int | None = None) -> np.ndarray:
     """``perm`` (int64, ``(heads * head_dim,)``): ``W_target = W_source[perm]`` for a q/k projection.
 
     The output rows of a query or key projection (torch ``Linear.weight`` ``(heads *
@@ -472,7 +477,9 @@ def rotary_permutation(head_dim, source, target, *, heads=1, rotary_dim=None):
     return (np.arange(heads)[:, None] * head_dim + per_head).ravel()
 
 
-def convert_rotary_layout(weight, source, target, *, heads, axis=0, rotary_dim=None):
+def convert_rotary_layout(
+    weight: Any, source: str, target: str, *, heads: int, axis: int = 0, rotary_dim: int | None = None
+) -> Any:
     """``weight`` of a q/k projection with its ``heads * head_dim`` outputs along ``axis`` moved
     from layout ``source`` to ``target`` (see ``rotary_permutation``).
 

@@ -22,7 +22,11 @@ Since each pair sees one coordinate, the score of two tokens depends on the offs
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _checks, _core, _rotation, kernels, layouts, rotary
 from .backends import backend
@@ -41,7 +45,7 @@ AXIAL_CONVENTIONS = ("pixtral", "qwen2_vl")
 NUMPY = backend("numpy")
 
 
-def axial_parts(head_dim, base=10000.0, *, convention="qwen2_vl"):
+def axial_parts(head_dim: int, base: float = 10000.0, *, convention: str = "qwen2_vl") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(w_hi, w_lo, axes)``: the ``head_dim // 2`` frequencies as float64 + remainder, and
     the axis each pair reads (0 height, 1 width; the first ``head_dim // 4`` pairs the height).
 
@@ -64,7 +68,7 @@ def axial_parts(head_dim, base=10000.0, *, convention="qwen2_vl"):
     return hi, lo, np.repeat([0, 1], quarter)
 
 
-def mrope_axes(mrope_section, *, interleaved=False):
+def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np.ndarray:
     """The axis (0 time, 1 height, 2 width) of each of the ``sum(mrope_section)`` pairs of M-RoPE.
 
     Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``.
@@ -126,7 +130,9 @@ def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
     return kernels.rope_cos_sin(NUMPY, sin_cos, positions, (w_hi, w_lo, attention), "half", dtype)
 
 
-def axial_cos_sin(positions, head_dim, *, base=10000.0, convention="qwen2_vl", dtype=np.float32):
+def axial_cos_sin(
+    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl", dtype: npt.DTypeLike = np.float32
+) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*positions.shape[1:], head_dim)``, of 2-D RoPE at ``positions``.
 
     ``positions``: ``(2, ...)``, row 0 the height (row index of a patch), row 1 the width
@@ -150,8 +156,9 @@ def mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params):
     return w_hi, w_lo, attention, axes
 
 
-def mrope_cos_sin(position_ids, head_dim, *, mrope_section, interleaved=False, base=10000.0, rope_type="default",
-                  dtype=np.float32, **params):
+def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
+                  base: float = 10000.0, rope_type: str = "default", dtype: npt.DTypeLike = np.float32,
+                  **params: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*position_ids.shape[1:], rotary_dim)``, of M-RoPE.
 
     ``position_ids``: ``(3, ...)`` time, height and width rows (``mrope_position_ids``;
@@ -169,7 +176,7 @@ def _check_merge(name, size, merge):
         raise ValueError(f"{name} must be a positive int divisible by spatial_merge_size={merge}, got {size!r}")
 
 
-def grid_position_ids(height, width, *, spatial_merge_size=1, frames=1):
+def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, frames: int = 1) -> np.ndarray:
     """int64 ``(2, frames * height * width)``: the (row, column) of each patch, in token order.
 
     ``spatial_merge_size`` 1 (Pixtral): row by row. ``m`` > 1 (the Qwen2-VL vision tower, whose
@@ -190,7 +197,7 @@ def grid_position_ids(height, width, *, spatial_merge_size=1, frames=1):
     return np.tile(np.stack(ids), (1, frames))
 
 
-def mrope_position_ids(segments, *, spatial_merge_size=2):
+def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatial_merge_size: int = 2) -> np.ndarray:
     """int64 ``(3, length)``: M-RoPE's (time, height, width) position of each token, as Qwen2-VL.
 
     ``segments``: in sequence order, an int ``n`` for ``n`` text tokens, or ``(t, h, w)`` for

@@ -13,9 +13,12 @@ import re
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import keras
 import numpy as np
+import numpy.typing as npt
 import tensorflow as tf
 
 from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
@@ -75,7 +78,10 @@ def _as_positions(positions):
     return positions
 
 
-def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+def encode(
+    positions: tf.Tensor | npt.ArrayLike, d_model: int, *, convention: str | conventions.Convention = "paper",
+    base: float | None = None, layout: str | None = None, dtype: tf.DType | None = None, **options: Any,
+) -> tf.Tensor:
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor.
 
     Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: float32
@@ -101,7 +107,8 @@ def encode(positions, d_model, *, convention="paper", base=None, layout=None, dt
         return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
     positions = conventions.offset_positions(positions, chosen)
     if dtype == tf.float64:
-        table = kernels.columns(TF, *_sin_cos(positions, w_hi, w_lo, tf.float64), chosen.layout, width)
+        sines, cosines = _sin_cos(positions, w_hi, w_lo, tf.float64)
+        table = kernels.columns(TF, sines, cosines, chosen.layout, width)
     else:
         table = _half_turns(positions, tf.constant(w_hi / math.pi), chosen.layout, width)
     return _finish(table, d_model, chosen, positions, dtype)
@@ -193,7 +200,10 @@ def _visible_log(text):
     return "".join(kept)
 
 
-def positional_encoding(length, d_model, *, convention="paper", base=None, layout=None, dtype=None, **options):
+def positional_encoding(
+    length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: tf.DType | None = None, **options: Any,
+) -> tf.Tensor:
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
     Run eagerly, NumPy's builder (``posenc.positional_encoding``: two small accurate tables
@@ -264,7 +274,9 @@ class PositionalEncoding(keras.layers.Layer):
     first ``max_len`` rows.
     """
 
-    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, **kwargs):
+    def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0,
+                 convention: str | conventions.Convention | dict[str, Any] = "paper", base: float | None = None,
+                 layout: str | None = None, **kwargs: Any) -> None:
         names = [*(conventions.option_names(convention) if not isinstance(convention, dict) else []), "offset",
                  "padding_idx"]
         options = {name: kwargs.pop(name) for name in names if name in kwargs}
@@ -281,7 +293,7 @@ class PositionalEncoding(keras.layers.Layer):
     def _table(self, positions):
         return encode(positions, self.d_model, convention=self.convention)
 
-    def call(self, x, training=None):
+    def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         _checks.check_input_width(x.shape, self.d_model)
         seq = tf.shape(x)[-2]
         # The stored rows, then the rows past max_len computed here: none for a sequence that
@@ -292,10 +304,10 @@ class PositionalEncoding(keras.layers.Layer):
         pe = tf.concat([self.pe[:seq], beyond], axis=0)
         return self.drop(x + tf.cast(pe, x.dtype), training=training)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return input_shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
             "d_model": self.d_model,
@@ -312,7 +324,10 @@ def _rope_cos_sin(positions, parts, layout, dtype):
     return kernels.rope_cos_sin(TF, _sin_cos, positions, parts, layout, dtype)
 
 
-def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+def rotary_cos_sin(
+    positions: tf.Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, rope_type: str = "default",
+    layout: str = "half", dtype: tf.DType | None = None, **params: Any,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``.
 
     As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts; float32 within 2e-7
@@ -325,7 +340,7 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
 
 
-def apply_rotary(x, cos, sin, *, layout="half"):
+def apply_rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, *, layout: str = "half") -> tf.Tensor:
     """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
@@ -355,7 +370,8 @@ class RotaryEmbedding(keras.layers.Layer):
     ``get_config`` holds everything needed to rebuild the layer.
     """
 
-    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", **kwargs):
+    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
+                 **kwargs: Any) -> None:
         params = {name: kwargs.pop(name) for name in list(kwargs) if name in _ROPE_PARAMETERS}
         super().__init__(**kwargs)
         self.layout = rotary.check_rotary_layout(layout)
@@ -364,15 +380,15 @@ class RotaryEmbedding(keras.layers.Layer):
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
 
     @property
-    def inv_freq(self):
+    def inv_freq(self) -> tf.Tensor:
         """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
         return tf.constant(self._parts[0], tf.float64)
 
     @property
-    def attention_factor(self):
+    def attention_factor(self) -> float:
         return self._parts[2]
 
-    def call(self, x, position_ids):
+    def call(self, x: tf.Tensor, position_ids: tf.Tensor | npt.ArrayLike) -> tuple[tf.Tensor, tf.Tensor]:
         dtype = _check_dtype(x.dtype)
         positions = _as_positions(position_ids)
         parts = self._parts
@@ -381,11 +397,13 @@ class RotaryEmbedding(keras.layers.Layer):
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
         return _rope_cos_sin(positions, parts, self.layout, dtype)
 
-    def compute_output_shape(self, x_shape, position_ids_shape):
+    def compute_output_shape(
+        self, x_shape: tuple[int | None, ...], position_ids_shape: tuple[int | None, ...]
+    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
         shape = (*position_ids_shape, self.rotary_dim)
         return shape, shape
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
             "head_dim": self.head_dim,
@@ -399,7 +417,9 @@ class RotaryEmbedding(keras.layers.Layer):
 # Sin-cos tables on image grids (posenc.grid), as tensors.
 
 
-def grid_encoding(shape, d, *, convention="mae", dtype=None, **options):
+def grid_encoding(
+    shape: Sequence[int], d: int, *, convention: str = "mae", dtype: tf.DType | None = None, **options: Any
+) -> tf.Tensor:
     """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``, float32 by default.
 
     NumPy builds the table (same conventions, options and accuracy: float32 within 2e-7):

@@ -5,8 +5,11 @@ Importing this module imports torch; ``import posenc`` alone does not.
 
 import functools
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -84,7 +87,11 @@ def _output(out, shape, dtype, device):
     return out
 
 
-def encode(positions, d_model, *, convention="paper", base=None, layout=None, dtype=None, out=None, **options):
+def encode(
+    positions: torch.Tensor | npt.ArrayLike, d_model: int, *, convention: str | conventions.Convention = "paper",
+    base: float | None = None, layout: str | None = None, dtype: torch.dtype | None = None, out: torch.Tensor | None = None,
+    **options: Any,
+) -> torch.Tensor:
     """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor on their device.
 
     Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``: float32
@@ -167,8 +174,10 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
 
 
 def positional_encoding(
-    length, d_model, *, convention="paper", base=None, layout=None, dtype=None, device=None, out=None, **options
-):
+    length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: torch.dtype | None = None, device: torch.device | str | None = None,
+    out: torch.Tensor | None = None, **options: Any,
+) -> torch.Tensor:
     """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
 
     NumPy's builder (``posenc.positional_encoding``: two small accurate tables and one
@@ -184,17 +193,18 @@ def positional_encoding(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     out = None if out is None else _output(out, (length, d_model), dtype, device)
-    shared = out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad
+    # NumPy writes the table straight into out's memory when it can: on the CPU, in a NumPy dtype, without autograd.
+    shared = out if out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad else None
     table = _core.positional_encoding(
         length, d_model, convention=convention, base=base, layout=layout,
-        dtype=_NUMPY.get(dtype, np.float32), out=out.numpy() if shared else None, **options,
+        dtype=_NUMPY.get(dtype, np.float32), out=None if shared is None else shared.numpy(), **options,
     )
-    if shared:
-        return out
-    table = torch.from_numpy(table)
+    if shared is not None:
+        return shared
+    tensor = torch.from_numpy(table)
     if out is not None:
-        return out.copy_(table)
-    return table.to(device=torch.get_default_device() if device is None else device, dtype=dtype)
+        return out.copy_(tensor)
+    return tensor.to(device=torch.get_default_device() if device is None else device, dtype=dtype)
 
 
 class PositionalEncoding(nn.Module):
@@ -208,7 +218,10 @@ class PositionalEncoding(nn.Module):
     (row ``k`` holds position ``offset + k``); ``self.convention`` is the resolved one.
     """
 
-    def __init__(self, d_model, max_len=5000, *, dropout=0.0, convention="paper", base=None, layout=None, **options):
+    pe: torch.Tensor
+
+    def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0, convention: str | conventions.Convention = "paper",
+                 base: float | None = None, layout: str | None = None, **options: Any) -> None:
         super().__init__()
         self.d_model = _checks.check_d_model(d_model)
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
@@ -227,10 +240,10 @@ class PositionalEncoding(nn.Module):
         return positional_encoding(length, self.d_model, convention=self.convention, dtype=dtype, device=device)
 
     @property
-    def max_len(self):
+    def max_len(self) -> int:
         return self.pe.shape[0]
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         _checks.check_input_width(x.shape, self.d_model)
@@ -239,7 +252,7 @@ class PositionalEncoding(nn.Module):
             self.pe = self._table(seq, device=self.pe.device, dtype=self.pe.dtype)
         return self.dropout(x + self.pe[:seq].to(x.dtype))
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         c = self.convention
         named = "" if c.name == "paper" else f", convention={c.name!r}"
         return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"
@@ -259,7 +272,10 @@ def _rope_cos_sin(positions, parts, layout, dtype, axes=None, form="channels"):
     return torch.complex(c, s)
 
 
-def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", layout="half", dtype=None, **params):
+def rotary_cos_sin(
+    positions: torch.Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, rope_type: str = "default",
+    layout: str = "half", dtype: torch.dtype | None = None, **params: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``, on the positions' device.
 
     As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts; float32 within 2e-7
@@ -272,22 +288,26 @@ def rotary_cos_sin(positions, head_dim, *, base=10000.0, rope_type="default", la
     return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
 
 
-def axial_cos_sin(positions, head_dim, *, base=10000.0, convention="qwen2_vl", dtype=None):
+def axial_cos_sin(
+    positions: torch.Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl",
+    dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
     w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
     return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), axes)
 
 
-def mrope_cos_sin(position_ids, head_dim, *, mrope_section, interleaved=False, base=10000.0, rope_type="default",
-                  dtype=None, **params):
+def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
+                  interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
+                  dtype: torch.dtype | None = None, **params: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
     w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
     return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), axes)
 
 
-def apply_rotary(x, cos, sin, *, layout="half"):
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
     """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
@@ -330,8 +350,9 @@ class RotaryEmbedding(nn.Module):
 
     FORMS = ("channels", "pairs", "complex")
 
-    def __init__(self, head_dim, base=10000.0, *, rope_type="default", layout="half", form="channels",
-                 mrope_section=None, mrope_interleaved=False, **params):
+    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
+                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
+                 **params: Any) -> None:
         super().__init__()
         self.layout = rotary.check_rotary_layout(layout)
         if form not in self.FORMS:
@@ -340,12 +361,14 @@ class RotaryEmbedding(nn.Module):
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
         # rotary_parts of a call without a sequence length (this also checks the parameters),
         # and of the last length a dynamic/longrope call saw.
-        self._parts = {None: rotary.rotary_parts(head_dim, base, rope_type, **params)}
+        self._parts: dict[int | None, tuple[np.ndarray, np.ndarray, float]] = {
+            None: rotary.rotary_parts(head_dim, base, rope_type, **params)
+        }
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section, self.axes = mrope_section, None
         if mrope_section is not None:
             self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
-        self._tensors = {}
+        self._tensors: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._frequencies(torch.get_default_device())
 
     def _frequencies(self, device):
@@ -368,7 +391,7 @@ class RotaryEmbedding(nn.Module):
         return module
 
     @classmethod
-    def from_config(cls, config, *, layer_type=None):
+    def from_config(cls, config: Any, *, layer_type: str | None = None) -> "RotaryEmbedding | RotaryEmbeddingPerLayerType":
         """The module for a transformers ``config`` (``posenc.rope_config.rotary_arguments``):
         ``rope_parameters`` read whole, the head size, the family's layout and output form.
 
@@ -381,15 +404,15 @@ class RotaryEmbedding(nn.Module):
         return cls(**rope_config.rotary_arguments(config, layer_type=layer_type))
 
     @property
-    def inv_freq(self):
+    def inv_freq(self) -> torch.Tensor:
         """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
         return torch.from_numpy(np.array(self._parts[None][0]))
 
     @property
-    def attention_factor(self):
+    def attention_factor(self) -> float:
         return self._parts[None][2]
 
-    def forward(self, x, position_ids):
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)
@@ -433,7 +456,7 @@ class RotaryEmbedding(nn.Module):
         c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, self.layout, wide, "pairs")
         return torch.complex(c, s)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
         extra = "" if self.form == "channels" else f", form={self.form!r}"
         extra += "" if self.mrope_section is None else f", mrope_section={self.mrope_section!r}"
@@ -445,7 +468,9 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
     that type's module, as Gemma 3's rotary module is called (sliding and full attention
     turn at different bases)."""
 
-    def forward(self, x, position_ids, layer_type):
+    def forward(
+        self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
+    ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         if layer_type not in self:
             raise ValueError(f"layer_type must be one of {', '.join(map(repr, self))}, got {layer_type!r}")
         return self[layer_type](x, position_ids)
@@ -453,7 +478,10 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
 
 # Sin-cos tables on image grids (posenc.grid), as tensors, and resampling a grid's table.
 
-def grid_encoding(shape, d, *, convention="mae", dtype=None, device=None, **options):
+def grid_encoding(
+    shape: Sequence[int], d: int, *, convention: str = "mae", dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None, **options: Any,
+) -> torch.Tensor:
     """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``, on ``device``.
 
     NumPy builds the table (same conventions, options and accuracy: float32 within 2e-7);
@@ -466,7 +494,10 @@ def grid_encoding(shape, d, *, convention="mae", dtype=None, device=None, **opti
     return torch.from_numpy(table).to(device=device, dtype=dtype)
 
 
-def resample_abs_pos_embed(posemb, new_size, old_size=None, *, num_prefix_tokens=1, interpolation="bicubic", antialias=True):
+def resample_abs_pos_embed(
+    posemb: torch.Tensor, new_size: Sequence[int], old_size: Sequence[int] | None = None, *, num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic", antialias: bool = True,
+) -> torch.Tensor:
     """A grid's position table resampled to ``new_size`` as timm's ``resample_abs_pos_embed`` does.
 
     ``posemb``: ``(1, prefix + H*W, d)`` or ``(prefix + H*W, d)`` tensor, its grid rows
