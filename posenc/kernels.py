@@ -329,7 +329,7 @@ def half_turns_float32(xp, positions, pieces):
     cannot change it): ``s + e`` within ``gamma_4**2 * 5 < 1e-12`` of their sum. The rest,
     ``a Q2 + c V2 + a Q3 + c V3 + b W1 + t W``, is at most ``2**-11`` in size and added plainly
     (six roundings of at most ``2**-35``, about ``2e-10``), and so is ``e`` to it: ``f_lo``.
-    Taking ``k = rint(s)``, ``f_hi = s - k`` is exact (``|s| < 8``) and
+    Taking ``k = rint(s)``, ``f_hi = s - k`` is exact (``|s| < 8``) and::
 
         u = k + f_hi + f_lo + (even integers) + d,   |d| < 3e-10 half turns,
 
