@@ -105,7 +105,8 @@ def block_rows(length):
     """``B``, rows per block of a table of ``length`` rows: about ``sqrt(length)``, at least 64.
 
     ``B + length / B`` rows of sines and cosines are computed directly, fewest near the
-    square root; a table of up to 64 rows is a single block, so no rotation touches it.
+    square root; a table of up to 64 rows is a single block (whose rows ``_turns`` may still
+    build as a product).
     """
     return max(64, 1 << (length.bit_length() + 1) // 2)
 
@@ -140,14 +141,22 @@ def store(rows, s, c, layout):
     rows[..., cosines] = c[..., : rows.shape[-1] // 2]
 
 
+# Up to this many rows of turns come straight from kernels.sincos. NumPy's float64 sin and cos
+# are scalar loops (~13 ns an angle) and the product costs a fraction of that, so more rows are
+# cheaper as coarse * fine: a 50 x 512 table takes 15 rows of sines instead of 50, 2x faster.
+# Either way the rows are within a few 1e-16, so which side of the threshold a count falls on
+# changes nothing a float32 table shows.
+_DIRECT_TURNS = 16  # pragma: no mutate
+
+
 def _turns(count, stride, w_hi, w_lo):
     """``exp(i * k * stride * w)`` for ``k = 0 .. count - 1``: complex128, ``(count, h)``.
 
-    Up to 64 rows come straight from ``kernels.sincos``; more are the product of the two tables of
-    ``_turn_pair``, in complex128 (error a few 1e-16), so the trig work for a table of
-    ``L`` rows is some ``4 * L**0.25`` rows rather than ``2 * sqrt(L)``.
+    Up to ``_DIRECT_TURNS`` rows come straight from ``kernels.sincos``; more are the product of
+    the two tables of ``_turn_pair``, in complex128 (error a few 1e-16), so the trig work for a
+    table of ``L`` rows is some ``4 * L**0.25`` rows rather than ``2 * sqrt(L)``.
     """
-    if count <= 64:
+    if count <= _DIRECT_TURNS:  # pragma: no mutate (either side within a few 1e-16, see above)
         s, c = kernels.sincos(NUMPY, np.arange(count) * float(stride), w_hi, w_lo)
         turns = np.empty(s.shape, np.complex128)
         turns.real, turns.imag = c, s
@@ -159,9 +168,9 @@ def _turn_pair(count, stride, w_hi, w_lo):
     """``(coarse, fine)``, complex128, with ``_outer(coarse, fine)[k] = exp(i * k * stride * w)`` for ``k < count``.
 
     ``fine`` has about ``sqrt(count)`` rows, ``k = a * len(fine) + b``; a table of at most
-    64 rows is all ``fine``, with a single row of ones as ``coarse``.
+    ``_DIRECT_TURNS`` rows is all ``fine``, with a single row of ones as ``coarse``.
     """
-    if count <= 64:
+    if count <= _DIRECT_TURNS:  # pragma: no mutate (as in _turns)
         return np.ones((1, len(w_hi)), np.complex128), _turns(count, stride, w_hi, w_lo)
     fine = math.isqrt(count - 1) + 1
     return _turns(-(-count // fine), stride * fine, w_hi, w_lo), _turns(fine, stride, w_hi, w_lo)

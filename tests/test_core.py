@@ -65,10 +65,11 @@ def test_matches_the_formula_column_by_column(d_model, base):
 
 
 def test_first_pair_is_sin_and_cos_of_the_position():
-    # Frequency 1 at i = 0 whatever the base: catches a swapped sin/cos directly.
+    # Frequency 1 at i = 0 whatever the base: catches a swapped sin/cos directly. Rows past 16 are
+    # products of two rotations (_turns), within a few 1e-16 of libm's sines.
     table = posenc.positional_encoding(50, 8, dtype=np.float64)
-    np.testing.assert_array_equal(table[:, 0], np.sin(np.arange(50.0)))
-    np.testing.assert_array_equal(table[:, 1], np.cos(np.arange(50.0)))
+    np.testing.assert_allclose(table[:, 0], np.sin(np.arange(50.0)), rtol=0, atol=3e-16)
+    np.testing.assert_allclose(table[:, 1], np.cos(np.arange(50.0)), rtol=0, atol=3e-16)
     np.testing.assert_array_equal(table[0], [0, 1] * 4)
 
 
@@ -256,9 +257,10 @@ def test_encode_split_over_cores_writes_what_one_thread_writes(monkeypatch, core
 # --- branches no table of ordinary size reaches ----------------------------------------------
 
 
-def test_turns_beyond_64_steps_are_the_product_of_two_tables():
-    # _turns builds more than 64 steps as coarse * fine (_turn_pair); a table reaches that only
-    # past 4096**2 rows. 5000 steps of stride 3 against sincos of each angle directly.
+def test_turns_beyond_16_steps_are_the_product_of_two_tables():
+    # _turns builds more than _DIRECT_TURNS steps as coarse * fine (_turn_pair), recursively:
+    # 5000 steps of stride 3 go two levels deep. Against sincos of each angle directly.
+    assert _rotation._DIRECT_TURNS == 16
     w_hi, w_lo = _rotation.geometric_parts(32, 10000.0, 32)
     turns = _rotation._turns(5000, 3, w_hi, w_lo)
     s, c = kernels.sincos(backend("numpy"), np.arange(5000) * 3.0, w_hi, w_lo)
@@ -267,6 +269,14 @@ def test_turns_beyond_64_steps_are_the_product_of_two_tables():
     np.testing.assert_allclose(turns.imag, s, rtol=0, atol=2e-15)
     coarse, fine = _rotation._turn_pair(5000, 3, w_hi, w_lo)
     assert (len(coarse), len(fine)) == (71, 71)  # ceil(5000 / 71) rows of 71 steps
+
+
+def test_a_small_table_built_as_a_product_is_still_the_direct_sines_rounded_once():
+    # 50 rows are 7 coarse x 8 fine turns; the product's few 1e-16 move no float32 entry.
+    w_hi, w_lo = _rotation.geometric_parts(256, 10000.0, 256)
+    s, c = kernels.sincos(backend("numpy"), np.arange(50.0), w_hi, w_lo)
+    direct = np.stack([s, c], axis=-1).reshape(50, 512).astype(np.float32)
+    np.testing.assert_array_equal(posenc.positional_encoding(50, 512), direct)
 
 
 @pytest.mark.parametrize("offset", [0.5, -2.25, 1e6 + 0.125])
