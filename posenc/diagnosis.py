@@ -9,9 +9,9 @@ as data, and ``diagnose`` fits them to a table (or to what is known of it, from 
 summarised print):
 
 - which way the table lies (``transposed``: ``(d_model, length)``);
-- which columns hold sines and which cosines (``layout``: the paper's "interleaved", the
-  "swapped" mistake with cosines at even columns, or the concatenated conventions
-  "sin_cos" and "cos_sin");
+- which columns hold sines and which cosines: the table's ``layout`` (``posenc.LAYOUTS``:
+  the paper's "interleaved", or the concatenated conventions "sin_cos" and "cos_sin"), and
+  whether sine and cosine trade places (``swapped``, the mistake: cosines at even columns);
 - the exponent of column ``k`` (``exponent``): ``2i/d`` for pair ``i = k // 2`` (the
   paper), ``k/d`` or ``2k/d`` per column, or an integer division (``2i // d``, ``2k // d``)
   that rounds it down to 0;
@@ -66,7 +66,8 @@ CATALOG = (
     "scaled",
     "unknown",
 )
-LAYOUTS = ("interleaved", "swapped", "sin_cos", "cos_sin")
+# (layout, swapped) pairs tried, in this order; a swapped concatenated layout is the other one.
+ARRANGEMENTS = (("interleaved", False), ("interleaved", True), ("sin_cos", False), ("cos_sin", False))
 EXPONENTS = ("pair", "column", "double_column", "pair_floor", "column_floor")
 PAPER_BASE = 10000.0
 # One or two float32 roundings of a value in [-1, 1] (posenc's float32 table is within 2e-7).
@@ -105,13 +106,14 @@ class Explanation:
     d_model: int | None = None
     base: float = PAPER_BASE
     offset: int = 0
+    swapped: bool = False
 
     @functools.lru_cache(maxsize=4096)  # the fit asks each candidate several times; read-only
     def columns(self, width):
         """``(is_sine, exponent)`` of every column: bool and float64, shape ``(width,)``."""
         k = np.arange(width)
-        if self.layout in ("interleaved", "swapped"):
-            pair, is_sine = k // 2, (k % 2 == 0) ^ (self.layout == "swapped")
+        if self.layout == "interleaved":
+            pair, is_sine = k // 2, (k % 2 == 0) ^ self.swapped
         elif self.layout == "sin_cos":
             is_sine = k < (width + 1) // 2
             pair = np.where(is_sine, k, k - (width + 1) // 2)
@@ -151,9 +153,9 @@ class Explanation:
         found = []
         if self.transposed:
             found.append("transposed")
-        if self.layout == "swapped":
+        if self.swapped:
             found.append("swapped_sin_cos")
-        elif self.layout != "interleaved":
+        if self.layout != "interleaved":
             found.append("layout")
         if self.exponent in ("column", "double_column"):
             found.append("exponent_per_column")
@@ -424,9 +426,9 @@ def _width(explanation, entries):
 def _candidates(entries, frequencies, transposed):
     """Every structure (layout, exponent, divide or multiply, ``d``), with bases and offsets read off."""
     width = entries.shape[1]
-    for layout in LAYOUTS:
+    for layout, swapped in ARRANGEMENTS:
         for exponent in EXPONENTS:
-            if exponent in ("column", "double_column", "column_floor") and layout not in ("interleaved", "swapped"):
+            if exponent in ("column", "double_column", "column_floor") and layout != "interleaved":
                 continue
             for multiplied in (False, True):
                 if exponent == "pair_floor" and multiplied:
@@ -434,7 +436,7 @@ def _candidates(entries, frequencies, transposed):
                 for d_model in (width, width - 1, width + 1) if exponent == "pair" else (width,):
                     if d_model < 1:
                         continue
-                    structure = Explanation(transposed, layout, exponent, multiplied, d_model)
+                    structure = Explanation(transposed, layout, exponent, multiplied, d_model, swapped=swapped)
                     for base in _bases(structure, entries, frequencies):
                         fitted = dataclasses.replace(structure, base=base)
                         for offset in _offsets(fitted, entries):
