@@ -222,7 +222,9 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
-    tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES
+    # pragma below: the route a table takes changes its time, not its promise: a one-block table is
+    # rounded once either way (< for <= at FEW_ANGLES gives the same entries), longer ones within 2e-7.
+    tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES  # pragma: no mutate
     if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:
         # A tiny table, one block: float32 values rounded once from float64 sines of the float64 angle
         # (off by < 1e-11 here), as the rotation's first block rounds its double-float ones, in a few
@@ -250,12 +252,14 @@ def _over_cores(count, size, work):
     core. The calling thread does the first run itself; a thread that only waited would
     cost switches (a third of the time on two cores, measured).
     """
-    workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1
+    # pragma below: how many threads changes the time only; any split writes what one thread writes
+    # (tests/test_core.py), so mutants of these counts and of the pool's size are equivalent.
+    workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1  # pragma: no mutate
     if workers == 1:
         work(0, count)  # no pool: its set-up is most of a small table's time
         return
     bounds = [count * k // workers for k in range(workers + 1)]
-    with ThreadPoolExecutor(max(1, workers - 1)) as pool:  # threads start only on submit
+    with ThreadPoolExecutor(max(1, workers - 1)) as pool:  # pragma: no mutate (threads start only on submit)
         others = [pool.submit(work, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         work(bounds[0], bounds[1])
         for other in others:

@@ -208,6 +208,12 @@ def test_float32_precision_at_large_positions():
     assert details["float32_route_deviation"] < details["max_deviation"] / 10
     exact = posenc.positional_encoding(5000, 64, dtype=np.float64)
     assert details["max_deviation"] == pytest.approx(np.abs(table - exact).max(), rel=1e-6)
+    row = details["from_row"]
+    assert found.findings[1].message == (
+        f"the values drift from the exact ones by up to {details['max_deviation']:.1e}, beyond 1e-05 from row {row} "
+        f"(position {row}) on: float32 angles p * w lose digits as p grows (float32 code for the formula reproduces "
+        f"it to {details['float32_route_deviation']:.1e}); not a mistake, but compute the angles in float64 (or use "
+        "posenc.positional_encoding) if it matters")
     first_bad = np.flatnonzero((np.abs(table - exact) > 1e-5).any(axis=1))[0]
     assert details["from_row"] == first_bad
     # posenc's own float32 table is accurate there: a plain match.
@@ -578,6 +584,14 @@ def test_a_table_over_two_to_the_twenty_entries():
     swapped = table[:, np.r_[128:256, 0:128]]  # cos | sin
     found = posenc.diagnose(swapped)  # no preset writes cos_sin with the paper's frequencies
     assert found.codes == ["layout"] and found.findings[0].details["layout"] == "cos_sin"
+
+
+def test_a_long_table_wrong_in_one_entry_of_row_0_is_no_match():
+    # Past 2048 rows the check runs in blocks; the fit's probe reads columns 0-15, the last 16 and
+    # 32 spread ones, so only the whole-table check sees row 0, column 17.
+    table = posenc.positional_encoding(3000, 256, dtype=np.float64)
+    table[0, 17] = 0.5
+    assert posenc.diagnose(table).codes == ["unknown"]
 
 
 def test_a_big_named_convention_table_with_one_wrong_row_is_no_match():
