@@ -288,7 +288,8 @@ def fill_encoding(out, positions, w_hi, w_lo, layout):
     ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``). The sines and
     cosines come from ``write_sin_cos`` straight into the columns ``layout`` gives them.
     """
-    sines, cosines = column_slices(out.shape[-1], layout)
+    _, d_model = out.shape
+    sines, cosines = column_slices(d_model, layout)
     write_sin_cos(positions, w_hi, w_lo, out[:, sines], out[:, cosines])
     return out
 

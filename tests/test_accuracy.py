@@ -254,6 +254,17 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
     return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))
 
 
+def test_torch_ops_kernel_allocates_on_the_positions_device():
+    # The route of other devices, on torch's "meta" device (shapes, no data): a scratch buffer
+    # made on the CPU would stop it with a cross-device copy.
+    w_hi, w_lo = _rotation.geometric_parts(8, 10000.0, 8)
+    meta = [torch.tensor(a, device="meta") for a in (np.arange(5.0), w_hi, w_lo)]
+    for dtype in (torch.float32, torch.float16):
+        s, c = (torch.empty(5, len(w_hi), dtype=dtype, device="meta") for _ in range(2))
+        kernels.write_sin_cos(pt.TORCH, *meta, s, c)
+        assert s.device.type == c.device.type == "meta" and s.shape == c.shape == (5, len(w_hi))
+
+
 def hard_angles():
     """Frequencies of no pattern (w_lo zero, as a rotary model's float64 inverse frequencies), and
     positions up to 1e7 (integer, fractional, negative) whose angles sit where part 3 is weakest:

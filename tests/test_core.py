@@ -204,7 +204,7 @@ def test_bad_table_arguments_are_named(kwargs, error, words):
 
 
 @pytest.mark.parametrize("positions, error, words", [
-    ([1.0, float("nan")], ValueError, ["positions", "finite", "NaN"]),
+    ([1.0, float("nan")], ValueError, ["positions", "finite", "NaN", "an array of shape (2,)"]),
     ([float("inf")], ValueError, ["positions", "finite"]),
     ([True, False], TypeError, ["positions", "bool"]),
     (["a", "b"], TypeError, ["positions", "<U1"]),

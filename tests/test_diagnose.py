@@ -479,6 +479,20 @@ def test_every_code_has_a_message_case():
     assert set(MESSAGES) == set(CATALOG)
 
 
+def test_a_scale_other_than_sqrt_d_model_is_not_called_one():
+    finding = posenc.diagnose(2 * posenc.positional_encoding(10, 6, dtype=np.float64)).findings[-1]
+    assert finding.code == "scaled" and finding.details == {"factor": pytest.approx(2), "shift": pytest.approx(0, abs=1e-12)}
+    assert "times 2: the table is scaled" in finding.message and "sqrt" not in finding.message.split(";")[0]
+
+
+def test_half_precision_details():
+    table = learner_paper(10, 6).astype(np.float16)
+    found = posenc.diagnose(table)
+    exact = posenc.positional_encoding(10, 6, dtype=np.float64)
+    assert found.findings[-1].details == {"dtype": "float16",
+                                          "max_deviation": pytest.approx(np.abs(table - exact).max(), rel=1e-6)}
+
+
 @pytest.mark.parametrize("code", list(MESSAGES))
 def test_messages_in_plain_words(code):
     build, words = MESSAGES[code]

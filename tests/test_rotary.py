@@ -189,6 +189,16 @@ def test_dynamic_and_longrope_follow_seq_len():
     )
 
 
+def test_a_modules_own_seq_len_wins_over_the_length_it_reads():
+    # A module built with seq_len fixed (rotary.module_parts) ignores the length of each call.
+    fixed = rotary.module_parts(HEAD_DIM, 10000.0, "dynamic", CASES["dynamic"], seq_len=10)
+    np.testing.assert_array_equal(fixed[0], rotary.rotary_parts(HEAD_DIM, 10000.0, "dynamic", **CASES["dynamic"])[0])
+    short = {k: v for k, v in CASES["dynamic"].items() if k != "seq_len"}
+    read = rotary.module_parts(HEAD_DIM, 10000.0, "dynamic", short, seq_len=10)
+    np.testing.assert_array_equal(read[0], rotary.rotary_parts(HEAD_DIM, 10000.0, "dynamic", **short, seq_len=10)[0])
+    assert not np.array_equal(fixed[0], read[0])
+
+
 def exact_cos_sin(positions, rope_type, params, head_dim=HEAD_DIM):
     """mpmath ``attention * cos`` and ``* sin`` of ``p * (w_hi + w_lo)``, per pair: ``(len(positions), h)`` each."""
     w_hi, w_lo, attention = rotary.rotary_parts(head_dim, 10000.0, rope_type, **params)
@@ -378,6 +388,7 @@ def test_partial_rotation_permutes_the_rotated_channels_only():
         (lambda: posenc.rotary_cos_sin(["a"], 64), TypeError, ["positions"]),
         (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 10)), np.zeros((4, 10))), ValueError, ["cos", "(4, 10)", "8"]),
         (lambda: posenc.apply_rotary(np.zeros((4, 8)), np.zeros((4, 8)), np.zeros((4, 6))), ValueError, ["cos", "sin", "(4, 6)"]),
+        (lambda: posenc.apply_rotary(np.zeros(8), np.float64(1), np.float64(0)), ValueError, ["cos", "last axis", "(8,) and ()"]),
         (lambda: posenc.apply_rotary(np.zeros((2, 3, 4, 8)), np.zeros((2, 4, 8)), np.zeros((2, 4, 8))), ValueError, ["broadcast",
                                                                                                                      "cos[:, None]"]),
         (lambda: posenc.convert_rotary_layout(np.zeros((24, 4)), "interleaved", "half", heads=5), ValueError, ["heads", "24"]),
