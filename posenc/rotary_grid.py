@@ -22,13 +22,14 @@ Since each pair sees one coordinate, the score of two tokens depends on the offs
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _checks, _core, _rotation, kernels, layouts, rotary
+from . import _checks, _core, _rotation, kernels, rotary
 from .backends import backend
 
 __all__ = [
@@ -100,12 +101,12 @@ def check_axis_positions(shape, axes):
         )
 
 
-def axis_sin_cos(sin_cos, concatenate, axes, positions, w_hi, w_lo, dtype):
+def axis_sin_cos(xp, sin_cos, axes, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
 
-    ``sin_cos`` is a framework's accurate kernel (``_rotation.sin_cos``, ``posenc.torch._sin_cos``)
-    and ``concatenate(parts, axis)`` its concatenation: the pairs of each axis are computed
-    together, then put back in their order.
+    ``sin_cos`` is a framework's accurate kernel (``_rotation.sin_cos``, ``posenc.torch._sin_cos``,
+    the float32 half turns of ``posenc.jax``) and ``xp`` its backend entry: the pairs of each
+    axis are computed together, then put back in their order.
     """
     check_axis_positions(tuple(positions.shape), axes)
     axes = np.asarray(axes)
@@ -117,16 +118,25 @@ def axis_sin_cos(sin_cos, concatenate, axes, positions, w_hi, w_lo, dtype):
         sines.append(s)
         cosines.append(c)
     back = np.argsort(order)
-    return tuple(layouts.gather(concatenate(parts, -1), back, -1) for parts in (sines, cosines))
+    return tuple(xp.take(xp.concat(parts, -1), back, -1) for parts in (sines, cosines))
+
+
+def pair_sin_cos(xp, sin_cos, axes):
+    """The ``sin_cos`` of ``kernels.rope_cos_sin`` for pairs reading ``axes`` (None: 1-D positions,
+    ``sin_cos`` itself); ``xp`` and ``sin_cos`` as in ``axis_sin_cos``."""
+    return sin_cos if axes is None else functools.partial(axis_sin_cos, xp, sin_cos, axes)
+
+
+def text_rows(xp, positions):
+    """M-RoPE's position rows ``(3, ...)``: a 2-D ``position_ids`` ``(batch, seq)`` stands for three
+    equal rows (text tokens), as transformers reads it; any other shape is taken as it is."""
+    return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
 
 
 def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
     dtype = _core.check_dtype(dtype)
     positions = _core.as_positions(positions)
-
-    def sin_cos(p, hi, lo, dt):
-        return axis_sin_cos(_rotation.sin_cos, np.concatenate, axes, p, hi, lo, dt)
-
+    sin_cos = pair_sin_cos(NUMPY, _rotation.sin_cos, axes)
     return kernels.rope_cos_sin(NUMPY, sin_cos, positions, (w_hi, w_lo, attention), "half", dtype)
 
 

@@ -264,7 +264,7 @@ class PositionalEncoding(nn.Module):
 def _rope_cos_sin(positions, parts, layout, dtype, axes=None, form="channels"):
     # kernels.rope_cos_sin on tensors; axes: the coordinate each pair reads (positions (axes, ...),
     # posenc.rotary_grid); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
-    sin_cos = _sin_cos if axes is None else functools.partial(rotary_grid.axis_sin_cos, _sin_cos, torch.cat, axes)
+    sin_cos = rotary_grid.pair_sin_cos(TORCH, _sin_cos, axes)
     if form != "complex":
         return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, dtype, form)
     wide = torch.float64 if dtype == torch.float64 else torch.float32
@@ -398,10 +398,7 @@ class RotaryEmbedding(nn.Module):
         A config with rope parameters per layer type (Gemma 3) gives, without ``layer_type``, a
         ``RotaryEmbeddingPerLayerType`` (``forward(x, position_ids, layer_type)``, as the model calls it).
         """
-        types = rope_config.layer_types(config)
-        if types is not None and layer_type is None:
-            return RotaryEmbeddingPerLayerType({t: cls.from_config(config, layer_type=t) for t in types})
-        return cls(**rope_config.rotary_arguments(config, layer_type=layer_type))
+        return rope_config.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
 
     @property
     def inv_freq(self) -> torch.Tensor:
@@ -420,8 +417,8 @@ class RotaryEmbedding(nn.Module):
             return self._cos_sin(position_ids, dtype, x.device)
         # M-RoPE, and the rope types that read the largest position (a value: a graph break under torch.compile).
         positions = _as_positions(position_ids).to(x.device)
-        if self.axes is not None and positions.ndim == 2:
-            positions = positions.expand(3, *positions.shape)
+        if self.axes is not None:
+            positions = rotary_grid.text_rows(TORCH, positions)
         seq_len = None
         if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
             seq_len = int(positions.max()) + 1
@@ -471,9 +468,7 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
     ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
-        if layer_type not in self:
-            raise ValueError(f"layer_type must be one of {', '.join(map(repr, self))}, got {layer_type!r}")
-        return self[layer_type](x, position_ids)
+        return self[rope_config.check_layer_type(layer_type, self)](x, position_ids)
 
 
 # Sin-cos tables on image grids (posenc.grid), as tensors, and resampling a grid's table.
