@@ -56,7 +56,7 @@ class Backend:
     reshape: Callable  # (x, shape)
     complex_parts: Callable  # z -> (z.real, z.imag)
     expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
-    take: Callable  # (x, indices, axis): x's entries along axis in the order of indices (a NumPy int array)
+    take: Callable  # (x, indices, axis): x's entries along axis in the order of indices (ints: a sequence or NumPy array)
     empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
     add_product: Callable | None = None  # (target, a, b, sign): target += sign * a * b in place; None likewise
     has_float64: bool = True
@@ -88,7 +88,7 @@ def _spelled_like_numpy(xnp):
         reshape=xnp.reshape,
         complex_parts=lambda z: (z.real, z.imag),
         expand_like=lambda x, y: xnp.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
-        take=lambda x, indices, axis: xnp.take(xnp.asarray(x), indices, axis=axis),
+        take=lambda x, indices, axis: xnp.take(xnp.asarray(x), np.asarray(indices), axis=axis),
     )
 
 

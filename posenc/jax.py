@@ -133,19 +133,19 @@ def grid_encoding(
     return jnp.asarray(grid.grid_encoding(shape, d, convention=convention, dtype=wide, **options), dtype)
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, form="channels", axes=None):
+def _rope_cos_sin(positions, parts, layout, dtype, form="channels", groups=None):
     # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced;
-    # axes: the coordinate each pair reads (positions (axes, ...), posenc.rotary_grid).
+    # groups: rotary_grid.axis_groups of the coordinate each pair reads (positions (axes, ...)).
     if form == "complex":
-        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs", axes)
+        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs", groups)
         return c + 1j * s
     concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
-        sin_cos = rotary_grid.pair_sin_cos(NUMPY, _rotation.sin_cos, axes)
+        sin_cos = rotary_grid.pair_sin_cos(NUMPY, _rotation.sin_cos, groups)
         c, s = kernels.rope_cos_sin(NUMPY, sin_cos, concrete, parts, layout, wide, form)
         return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
-    sin_cos = rotary_grid.pair_sin_cos(JAX, _SIN_COS, axes)
+    sin_cos = rotary_grid.pair_sin_cos(JAX, _SIN_COS, groups)
     return kernels.rope_cos_sin(JAX, sin_cos, positions.astype(jnp.float32), parts, layout, dtype, form)
 
 
@@ -174,7 +174,7 @@ def axial_cos_sin(
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
     w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
-    return _rope_cos_sin(positions, (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), axes=axes)
+    return _rope_cos_sin(positions, (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups=rotary_grid.axis_groups(axes))
 
 
 def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -186,7 +186,8 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
     w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _rope_cos_sin(position_ids, (w_hi, w_lo, attention), "half", _check_dtype(dtype), axes=axes)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(position_ids, (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups=groups)
 
 
 def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, sin: jax.Array | npt.ArrayLike, *,
@@ -273,9 +274,11 @@ class RotaryEmbedding(nnx.Module):
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section: tuple[int, ...] | None = None
         self.axes: tuple[int, ...] | None = None
+        self._groups = None
         if mrope_section is not None:
             axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
             self.mrope_section, self.axes = tuple(mrope_section), tuple(axes.tolist())
+            self._groups = rotary_grid.axis_groups(axes)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> "RotaryEmbedding | RotaryEmbeddingPerLayerType":
@@ -311,8 +314,7 @@ class RotaryEmbedding(nnx.Module):
                 )
             seq_len = int(concrete.max()) + 1 if concrete.size else None
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
-        axes = None if self.axes is None else np.array(self.axes)
-        return _rope_cos_sin(positions, parts, self.layout, dtype, self.form, axes)
+        return _rope_cos_sin(positions, parts, self.layout, dtype, self.form, self._groups)
 
 
 class RotaryEmbeddingPerLayerType(nnx.Module):
