@@ -104,8 +104,9 @@ def axis_groups(axes: npt.ArrayLike) -> tuple[tuple[tuple[int, tuple[int, ...]],
 
 
 def check_axis_positions(shape, needed):
-    """The positions' leading axis must hold a row for each of the ``needed`` axes the pairs read."""
-    if len(shape) < 1 or shape[0] < needed:
+    """The positions' leading axis must hold a row for each of the ``needed`` axes the pairs read
+    (a length unknown until run, in a TF graph, is left to the indexing)."""
+    if len(shape) < 1 or (shape[0] is not None and shape[0] < needed):
         raise ValueError(
             f"positions must have their {needed} coordinates first (shape ({needed}, ...), as M-RoPE position_ids "
             f"(3, batch, seq)), got shape {tuple(shape)}"

@@ -17,12 +17,13 @@ FRONTS = {"torch": pt, "tensorflow": ptf, "jax": pj}
 SHARED = ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", "grid_encoding", "convert_layout",
           "convert_rotary_layout", "rotary_frequencies", "rotary_permutation", "PositionalEncoding", "RotaryEmbedding",
           "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType"]
-# Not in the TensorFlow front: RoPE on grids and M-RoPE (the functions, the module's mrope_section
-# and mrope_interleaved) and from_config are not ported to it; a Keras layer's from_config is
-# Keras' own (it rebuilds the layer from get_config's dict when a model is loaded), so it cannot
-# be the reader of a transformers config, and without it no per-layer-type module is needed.
-NOT_IN_TENSORFLOW = {"axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType", "mrope_section",
-                     "mrope_interleaved"}
+# Not in the TensorFlow front: M-RoPE in the Keras layer (mrope_section, mrope_interleaved) and
+# from_config. A Keras layer's from_config is Keras' own (it rebuilds the layer from get_config's
+# dict when a model is loaded), so it cannot be the reader of a transformers config; without it
+# no per-layer-type layer is needed, and the M-RoPE configs it would read have no reader either.
+NOT_IN_TENSORFLOW = {"RotaryEmbeddingPerLayerType"}
+# The Keras layer's arguments lack M-RoPE's (above) and form: it has one output, cos and sin per channel.
+NOT_IN_THE_KERAS_LAYER = {"form", "mrope_section", "mrope_interleaved"}
 
 
 def as_array(t):
@@ -49,9 +50,9 @@ def test_each_front_exports_the_shared_names_with_the_same_arguments(name):
     jax_args = [a for a in signatures["jax"] if a not in ("options", "params", "rngs")]
     assert torch_args == jax_args
     if "tensorflow" in fronts:
-        # The Keras RotaryEmbedding has one output form (cos and sin per channel): no form argument.
         tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params")]
-        assert [a for a in torch_args if a not in NOT_IN_TENSORFLOW | {"form"}] == tf_args
+        lacking = NOT_IN_THE_KERAS_LAYER if name == "RotaryEmbedding" else set()
+        assert [a for a in torch_args if a not in lacking] == tf_args
     else:
         assert not hasattr(ptf, name)
 

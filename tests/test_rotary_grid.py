@@ -42,6 +42,23 @@ def pj():
     return pytest.importorskip("posenc.jax", reason="install the jax extra: pip install -e '.[jax]'")
 
 
+@pytest.fixture(scope="module")
+def ptf():
+    return pytest.importorskip("posenc.tensorflow", reason="install the tensorflow extra: pip install -e '.[tensorflow]'")
+
+
+def tf_runs(ptf, function, positions, *args, **kwargs):
+    """``function`` (a posenc.tensorflow one) called eagerly, and in a ``tf.function`` traced for
+    positions of unknown shape."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([None] * np.ndim(positions), tf.int64)])
+    def graph(p):
+        return function(p, *args, **kwargs)
+
+    return [function(np.asarray(positions), *args, **kwargs), graph(tf.constant(positions, tf.int64))]
+
+
 def jax_runs(pj, function, positions, *args, **kwargs):
     """``function`` (a posenc.jax one) called eagerly on NumPy positions, and under ``jax.jit`` on a JAX array."""
     import jax
@@ -178,13 +195,16 @@ def test_mrope_on_text_is_1d_rope():
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("run", ["numpy", "torch", "jax", "jax jit"])
+@pytest.mark.parametrize("run", ["numpy", "torch", "jax", "jax jit", "tensorflow", "tf.function"])
 def test_mrope_accurate_at_long_positions(run, request):
     position = 10**6 + 7
     ids = np.array([[position], [3], [5]])
     if run.startswith("jax"):
         pj = request.getfixturevalue("pj")
         cos, sin = jax_runs(pj, pj.mrope_cos_sin, ids, 32, mrope_section=[4, 6, 6])[run == "jax jit"]
+    elif run.startswith("t"):
+        ptf = request.getfixturevalue("ptf")
+        cos, sin = tf_runs(ptf, ptf.mrope_cos_sin, ids, 32, mrope_section=[4, 6, 6])[run == "tf.function"]
     else:
         cos, sin = (rg if run == "numpy" else pt).mrope_cos_sin(ids, 32, mrope_section=[4, 6, 6])
     cos, sin = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
@@ -222,7 +242,7 @@ GRID_CASES = [
 
 
 @pytest.mark.parametrize(("name", "arguments"), GRID_CASES, ids=lambda v: v if isinstance(v, str) else "")
-def test_jax_grid_rope_equals_numpy_and_torch(name, arguments, pj):
+def test_jax_and_tf_grid_rope_equal_numpy_and_torch(name, arguments, pj, ptf):
     rows = 3 if name == "mrope_cos_sin" else 2
     # Coordinates far apart per axis (up to 2 * 10**6), so a pair reading the wrong row shows.
     ids = np.random.default_rng(3).integers(0, 2 * 10**6, (rows, 2, 9)) // (10 ** np.arange(rows))[:, None, None]
@@ -238,8 +258,9 @@ def test_jax_grid_rope_equals_numpy_and_torch(name, arguments, pj):
                                                                                    if k not in ("mrope_section", "interleaved")})[1]
     # An attention factor adds one float32 rounding of values up to it (6e-8 * attention covers it).
     tolerance = BOUND if attention == 1 else (BOUND + 6e-8) * attention
-    for got in (traced, torch32):
+    for got in (traced, torch32, *tf_runs(ptf, getattr(ptf, name), ids, 32, **arguments)):
         for g, w in zip(got, want):
+            assert "float32" in str(g.dtype) and tuple(g.shape) == w.shape
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=0, atol=tolerance)
 
 
@@ -331,3 +352,12 @@ def test_jax_from_config_equals_the_torch_module(name, pj):
                 assert g.dtype == np.float32 and g.shape == tuple(w.shape)
                 # Two float32 routes, each within 2e-7 (yarn's attention factor: one rounding more).
                 close(w, g, atol=(2 * BOUND + 6e-8) * jax_module.attention_factor)
+
+
+def test_tf_grid_rope_bad_input_names_the_argument(ptf):
+    with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+        ptf.mrope_cos_sin(np.zeros((2, 5)), 32, mrope_section=(4, 6, 6))
+    with pytest.raises(ValueError, match="convention must be one of 'pixtral', 'qwen2_vl'; got 'vit'"):
+        ptf.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
+    with pytest.raises(TypeError, match="positions.*bool"):
+        ptf.axial_cos_sin(np.zeros((2, 3), bool), 32)
