@@ -56,6 +56,7 @@ class Backend:
     reshape: Callable  # (x, shape)
     complex_parts: Callable  # z -> (z.real, z.imag)
     expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
+    take: Callable  # (x, indices, axis): x's entries along axis in the order of indices (ints: a sequence or NumPy array)
     empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
     add_product: Callable | None = None  # (target, a, b, sign): target += sign * a * b in place; None likewise
     has_float64: bool = True
@@ -87,6 +88,7 @@ def _spelled_like_numpy(xnp):
         reshape=xnp.reshape,
         complex_parts=lambda z: (z.real, z.imag),
         expand_like=lambda x, y: xnp.broadcast_to(x, y.shape[:-1] + x.shape[-1:]),
+        take=lambda x, indices, axis: xnp.take(xnp.asarray(x), np.asarray(indices), axis=axis),
     )
 
 
@@ -134,6 +136,7 @@ def _torch():
         reshape=torch.reshape,
         complex_parts=lambda z: (z.real, z.imag),
         expand_like=lambda x, y: x.expand(*y.shape[:-1], x.shape[-1]),
+        take=lambda x, indices, axis: x.index_select(axis, torch.as_tensor(indices, device=x.device)),
         empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
         add_product=lambda target, a, b, sign: target.addcmul_(a, b, value=sign),
     )
@@ -181,6 +184,7 @@ def _tensorflow():
         scale_to_float32=scale_to_float32, sin=ignoring_out(tf.sin), cos=ignoring_out(tf.cos), nearest=nearest,
         rint=tf.round, flip_sign=flip_sign, cast=tf.cast, constant=constant, concat=tf.concat, stack=tf.stack,
         merge_last=merge_last, expand_like=expand_like, reshape=tf.reshape, complex_parts=complex_parts,
+        take=lambda x, indices, axis: tf.gather(x, indices, axis=axis),
     )
     # Inside tf.function, AutoGraph would rewrite these as it traces; they hold no Python
     # control flow over tensors, so they run as written.

@@ -10,7 +10,7 @@ values ``posenc.encode`` gives (and float64 when x64 is on).
 """
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import jax
@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from flax import nnx
 
-from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
-from .backends import backend
+from . import _checks, _core, _rotation, conventions, grid, kernels, rope_config, rotary, rotary_grid
+from .backends import backend, backend_of
 from .layouts import convert_layout
 from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 
@@ -31,11 +31,14 @@ __all__ = [
     "ROTARY_LAYOUTS",
     "PositionalEncoding",
     "RotaryEmbedding",
+    "RotaryEmbeddingPerLayerType",
     "apply_rotary",
+    "axial_cos_sin",
     "convert_layout",
     "convert_rotary_layout",
     "encode",
     "grid_encoding",
+    "mrope_cos_sin",
     "positional_encoding",
     "rotary_cos_sin",
     "rotary_frequencies",
@@ -130,17 +133,20 @@ def grid_encoding(
     return jnp.asarray(grid.grid_encoding(shape, d, convention=convention, dtype=wide, **options), dtype)
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, form="channels"):
-    # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced.
+def _rope_cos_sin(positions, parts, layout, dtype, form="channels", groups=None):
+    # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced;
+    # groups: rotary_grid.axis_groups of the coordinate each pair reads (positions (axes, ...)).
     if form == "complex":
-        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs")
+        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs", groups)
         return c + 1j * s
     concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
-        c, s = kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, concrete, parts, layout, wide, form)
+        sin_cos = rotary_grid.pair_sin_cos(NUMPY, _rotation.sin_cos, groups)
+        c, s = kernels.rope_cos_sin(NUMPY, sin_cos, concrete, parts, layout, wide, form)
         return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
-    return kernels.rope_cos_sin(JAX, _SIN_COS, positions.astype(jnp.float32), parts, layout, dtype, form)
+    sin_cos = rotary_grid.pair_sin_cos(JAX, _SIN_COS, groups)
+    return kernels.rope_cos_sin(JAX, sin_cos, positions.astype(jnp.float32), parts, layout, dtype, form)
 
 
 def rotary_cos_sin(
@@ -156,6 +162,32 @@ def rotary_cos_sin(
     layout = rotary.check_rotary_layout(layout)
     dtype = _check_dtype(dtype)
     return _rope_cos_sin(positions, rotary.rotary_parts(head_dim, base, rope_type, **params), layout, dtype)
+
+
+def axial_cos_sin(
+    positions: jax.Array | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl",
+    dtype: jax.typing.DTypeLike | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """``(cos, sin)`` arrays of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
+    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
+
+    ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
+    """
+    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
+    return _rope_cos_sin(positions, (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups=rotary_grid.axis_groups(axes))
+
+
+def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
+                  interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
+                  dtype: jax.typing.DTypeLike | None = None, **params: Any) -> tuple[jax.Array, jax.Array]:
+    """``(cos, sin)`` arrays of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
+    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
+
+    ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
+    """
+    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(position_ids, (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups=groups)
 
 
 def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, sin: jax.Array | npt.ArrayLike, *,
@@ -219,21 +251,41 @@ class RotaryEmbedding(nnx.Module):
     ``dynamic`` and ``longrope`` read the sequence length from concrete ``position_ids``
     (under ``jit``, give ``seq_len=`` in ``params``). ``form``: ``"channels"``, ``"pairs"``
     (one value per pair) or ``"complex"`` (``cos + i sin``, complex64).
+
+    ``mrope_section`` (M-RoPE; ``mrope_interleaved`` for Qwen3-VL): ``position_ids`` of shape
+    ``(3, batch, seq)`` (time, height, width; a ``(batch, seq)`` one stands for three equal
+    rows), pair ``j`` turning by the row ``axes[j]``, as in torch's module. ``from_config``
+    builds one from a transformers config.
     """
 
     FORMS = ("channels", "pairs", "complex")
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
-                 form: str = "channels", **params: Any) -> None:
+                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
+                 **params: Any) -> None:
         self.layout = rotary.check_rotary_layout(layout)
         if form not in self.FORMS:
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
-        # Python floats, not arrays: Flax keeps them as static (hashable) attributes.
+        # Python floats and ints, not arrays: Flax keeps them as static (hashable) attributes.
         w_hi, w_lo, attention = rotary.rotary_parts(head_dim, base, rope_type, **params)
         self._parts = (tuple(w_hi.tolist()), tuple(w_lo.tolist()), float(attention))
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+        self.mrope_section: tuple[int, ...] | None = None
+        self.axes: tuple[int, ...] | None = None
+        self._groups = None
+        if mrope_section is not None:
+            axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+            self.mrope_section, self.axes = tuple(mrope_section), tuple(axes.tolist())
+            self._groups = rotary_grid.axis_groups(axes)
+
+    @classmethod
+    def from_config(cls, config: Any, *, layer_type: str | None = None) -> "RotaryEmbedding | RotaryEmbeddingPerLayerType":
+        """The module for a transformers ``config``, as ``posenc.torch.RotaryEmbedding.from_config``
+        (``posenc.rope_config.rotary_arguments``); a config with rope parameters per layer type
+        (Gemma 3) gives, without ``layer_type``, a ``RotaryEmbeddingPerLayerType``."""
+        return rope_config.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
 
     @property
     def inv_freq(self) -> np.ndarray:
@@ -248,10 +300,13 @@ class RotaryEmbedding(nnx.Module):
         if not isinstance(x, (jax.Array, np.ndarray)):
             raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
         dtype = _check_dtype(x.dtype)
+        concrete = _concrete(position_ids)
+        positions = position_ids if concrete is None else concrete
+        if self.axes is not None:
+            positions = rotary_grid.text_rows(backend_of(positions), positions)
         w_hi, w_lo, attention = self._parts
         parts = np.array(w_hi), np.array(w_lo), attention
         if self.rope_type in rotary.LENGTH_DEPENDENT and self.params.get("seq_len") is None:
-            concrete = _concrete(position_ids)
             if concrete is None:
                 raise ValueError(
                     f"rope_type {self.rope_type!r} reads the sequence length from position_ids, which jit traces; "
@@ -259,4 +314,27 @@ class RotaryEmbedding(nnx.Module):
                 )
             seq_len = int(concrete.max()) + 1 if concrete.size else None
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
-        return _rope_cos_sin(position_ids, parts, self.layout, dtype, self.form)
+        return _rope_cos_sin(positions, parts, self.layout, dtype, self.form, self._groups)
+
+
+class RotaryEmbeddingPerLayerType(nnx.Module):
+    """One ``RotaryEmbedding`` per layer type, as ``posenc.torch.RotaryEmbeddingPerLayerType``:
+    ``module(x, position_ids, layer_type)`` calls that type's module (Gemma 3's sliding and full
+    attention turn at different bases); ``module[layer_type]`` is that module."""
+
+    def __init__(self, modules: dict[str, RotaryEmbedding]) -> None:
+        self.modules = nnx.Dict(modules)
+
+    def __getitem__(self, layer_type: str) -> RotaryEmbedding:
+        return self.modules[rope_config.check_layer_type(layer_type, self)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.modules.keys())
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def __call__(
+        self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike, layer_type: str
+    ) -> tuple[jax.Array, jax.Array] | jax.Array:
+        return self[layer_type](x, position_ids)

@@ -18,12 +18,12 @@ averages over all features, so it commutes with the permutation). Notebook 05 po
 trained PyTorch model this way and gets the same logits.
 """
 
-import sys
 from typing import Any
 
 import numpy as np
 
 from . import _checks, _core
+from .backends import backend_of
 
 ODD_POLICIES = ("sine", "zero")
 
@@ -59,9 +59,9 @@ def convert_layout(array: Any, source: str, target: str, *, axis: int = -1, odd:
     ``(d_model, out)``; a layer that writes to the stream along its output axis (``axis=0``
     for torch, ``axis=-1`` for Keras), and its bias and a layer norm's scale and shift along
     their only axis. NumPy
-    arrays (and anything ``numpy.asarray`` takes), torch tensors and TensorFlow tensors or
-    variables: the result is of the same kind (a tensor, for a variable). No framework is
-    imported that the array does not already come from.
+    arrays (and anything ``numpy.asarray`` takes), torch tensors, TensorFlow tensors or
+    variables and JAX arrays: the result is of the same kind (a tensor, for a variable). No
+    framework is imported that the array does not already come from.
     """
     shape = shape_of(array)
     if not shape:
@@ -73,10 +73,6 @@ def convert_layout(array: Any, source: str, target: str, *, axis: int = -1, odd:
     return gather(array, layout_permutation(d_model, source, target, odd=odd), axis)
 
 
-def _framework(array):
-    return type(array).__module__.split(".")[0]
-
-
 def shape_of(array):
     """The shape of a NumPy array (or array-like), torch tensor or TF tensor/variable, as a tuple."""
     # np.shape reads a tensor's own .shape (torch.Size, TensorShape) without converting it.
@@ -86,13 +82,9 @@ def shape_of(array):
 def gather(array, perm, axis):
     """``array`` with its entries along ``axis`` taken in the order ``perm``, of the same kind as ``array``.
 
-    torch tensors stay on their device, TF tensors and variables become tensors, anything else
-    goes through NumPy. No framework is imported that the array does not already come from.
+    The ``take`` of ``array``'s entry in the backend table: torch tensors stay on their device,
+    TF tensors and variables (Keras' too) become tensors, JAX arrays stay JAX arrays, anything
+    else goes through NumPy. ``backend_of`` looks at the loaded frameworks only, so no framework
+    is imported that the array does not already come from.
     """
-    module = _framework(array)
-    if module == "torch":
-        torch = sys.modules["torch"]
-        return array.index_select(axis, torch.as_tensor(perm, device=array.device))
-    if module in ("tensorflow", "keras"):
-        return sys.modules["tensorflow"].gather(array, perm, axis=axis)
-    return np.take(np.asarray(array), perm, axis=axis)
+    return backend_of(array).take(array, perm, axis)

@@ -41,6 +41,7 @@ FAMILIES = {
     "gpt_oss": ("half", "pairs", None),
     "llama4_text": ("interleaved", "complex", None),
     "qwen2_vl_text": ("half", "channels", ((16, 24, 24), False)),
+    "qwen2_5_vl_text": ("half", "channels", ((16, 24, 24), False)),
     "qwen3_vl_text": ("half", "channels", ((24, 20, 20), True)),
 }
 
@@ -72,6 +73,22 @@ def layer_types(config: Any) -> list[str] | None:
         if all(isinstance(v, dict) or v is None for v in parameters.values()):
             return [name for name, v in parameters.items() if v is not None]
     return None
+
+
+def check_layer_type(layer_type: str, types: Any) -> str:
+    """``layer_type`` if it is one of ``types`` (a per-layer-type module's keys), else a ValueError."""
+    if layer_type not in types:
+        raise ValueError(f"layer_type must be one of {', '.join(map(repr, types))}, got {layer_type!r}")
+    return layer_type
+
+
+def module_from_config(module: Any, per_layer_type: Any, config: Any, layer_type: str | None = None) -> Any:
+    """A front's ``RotaryEmbedding.from_config``: ``module(**rotary_arguments(config))``; a config with
+    rope parameters per layer type and no ``layer_type`` gives ``per_layer_type({type: module})``."""
+    types = layer_types(config)
+    if types is not None and layer_type is None:
+        return per_layer_type({t: module(**rotary_arguments(config, layer_type=t)) for t in types})
+    return module(**rotary_arguments(config, layer_type=layer_type))
 
 
 def _rope_parameters(config, model_type, layer_type):

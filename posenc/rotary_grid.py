@@ -22,13 +22,14 @@ Since each pair sees one coordinate, the score of two tokens depends on the offs
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import _checks, _core, _rotation, kernels, layouts, rotary
+from . import _checks, _core, _rotation, kernels, rotary
 from .backends import backend
 
 __all__ = [
@@ -90,43 +91,62 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np
     return axes
 
 
-def check_axis_positions(shape, axes):
-    """The positions' leading axis must hold a row for every axis a pair reads."""
-    needed = int(np.max(axes)) + 1
-    if len(shape) < 1 or shape[0] < needed:
+def axis_groups(axes: npt.ArrayLike) -> tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[int, ...]]:
+    """``(groups, back)`` for pairs reading ``axes``: ``groups`` holds ``(axis, pairs)`` for each
+    axis read, in increasing order, and ``back`` the order that puts the pairs, grouped so, back
+    in place. Python ints and tuples, made once per module: torch.compile takes them as constants,
+    where it would trace NumPy's ``argsort`` and ``unique`` of the axes as tensor operations
+    whose results depend on values (no ``fullgraph``)."""
+    axes = np.asarray(axes)
+    order = np.argsort(axes, kind="stable")
+    groups = tuple((int(axis), tuple(order[axes[order] == axis].tolist())) for axis in np.unique(axes))
+    return groups, tuple(np.argsort(order).tolist())
+
+
+def check_axis_positions(shape, needed):
+    """The positions' leading axis must hold a row for each of the ``needed`` axes the pairs read
+    (a length unknown until run, in a TF graph, is left to the indexing)."""
+    if len(shape) < 1 or (shape[0] is not None and shape[0] < needed):
         raise ValueError(
             f"positions must have their {needed} coordinates first (shape ({needed}, ...), as M-RoPE position_ids "
             f"(3, batch, seq)), got shape {tuple(shape)}"
         )
 
 
-def axis_sin_cos(sin_cos, concatenate, axes, positions, w_hi, w_lo, dtype):
+def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
 
-    ``sin_cos`` is a framework's accurate kernel (``_rotation.sin_cos``, ``posenc.torch._sin_cos``)
-    and ``concatenate(parts, axis)`` its concatenation: the pairs of each axis are computed
+    ``groups``: ``axis_groups(axes)``. ``sin_cos`` is a framework's accurate kernel
+    (``_rotation.sin_cos``, ``posenc.torch._sin_cos``, the float32 half turns of
+    ``posenc.jax``) and ``xp`` its backend entry: the pairs of each axis are computed
     together, then put back in their order.
     """
-    check_axis_positions(tuple(positions.shape), axes)
-    axes = np.asarray(axes)
-    order = np.argsort(axes, kind="stable")
+    groups, back = groups
+    check_axis_positions(tuple(positions.shape), groups[-1][0] + 1)
     sines, cosines = [], []
-    for axis in np.unique(axes):
-        pairs = order[axes[order] == axis]
-        s, c = sin_cos(positions[int(axis)], w_hi[pairs], w_lo[pairs], dtype)
+    for axis, pairs in groups:
+        s, c = sin_cos(positions[axis], w_hi[list(pairs)], w_lo[list(pairs)], dtype)
         sines.append(s)
         cosines.append(c)
-    back = np.argsort(order)
-    return tuple(layouts.gather(concatenate(parts, -1), back, -1) for parts in (sines, cosines))
+    return tuple(xp.take(xp.concat(parts, -1), back, -1) for parts in (sines, cosines))
+
+
+def pair_sin_cos(xp, sin_cos, groups):
+    """The ``sin_cos`` of ``kernels.rope_cos_sin`` for pairs in ``groups`` (``axis_groups``; None:
+    1-D positions, ``sin_cos`` itself); ``xp`` and ``sin_cos`` as in ``axis_sin_cos``."""
+    return sin_cos if groups is None else functools.partial(axis_sin_cos, xp, sin_cos, groups)
+
+
+def text_rows(xp, positions):
+    """M-RoPE's position rows ``(3, ...)``: a 2-D ``position_ids`` ``(batch, seq)`` stands for three
+    equal rows (text tokens), as transformers reads it; any other shape is taken as it is."""
+    return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
 
 
 def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
     dtype = _core.check_dtype(dtype)
     positions = _core.as_positions(positions)
-
-    def sin_cos(p, hi, lo, dt):
-        return axis_sin_cos(_rotation.sin_cos, np.concatenate, axes, p, hi, lo, dt)
-
+    sin_cos = pair_sin_cos(NUMPY, _rotation.sin_cos, axis_groups(axes))
     return kernels.rope_cos_sin(NUMPY, sin_cos, positions, (w_hi, w_lo, attention), "half", dtype)
 
 

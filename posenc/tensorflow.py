@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import tensorflow as tf
 
-from . import _checks, _core, _rotation, conventions, grid, kernels, rotary
+from . import _checks, _core, _rotation, conventions, grid, kernels, rotary, rotary_grid
 from .backends import backend
 from .grid import diagnose_grid, identify_grid, list_grid_conventions
 from .layouts import convert_layout
@@ -34,6 +34,7 @@ __all__ = [
     "PositionalEncoding",
     "RotaryEmbedding",
     "apply_rotary",
+    "axial_cos_sin",
     "convert_layout",
     "convert_rotary_layout",
     "diagnose_grid",
@@ -41,6 +42,7 @@ __all__ = [
     "grid_encoding",
     "identify_grid",
     "list_grid_conventions",
+    "mrope_cos_sin",
     "positional_encoding",
     "rotary_cos_sin",
     "rotary_frequencies",
@@ -320,8 +322,9 @@ class PositionalEncoding(keras.layers.Layer):
 # Rotary position embedding (RoPE): posenc.rotary's functions with TF ops, and a Keras layer.
 
 
-def _rope_cos_sin(positions, parts, layout, dtype):
-    return kernels.rope_cos_sin(TF, _sin_cos, positions, parts, layout, dtype)
+def _rope_cos_sin(positions, parts, layout, dtype, groups=None):
+    # groups: rotary_grid.axis_groups of the coordinate each pair reads (positions (axes, ...)).
+    return kernels.rope_cos_sin(TF, rotary_grid.pair_sin_cos(TF, _sin_cos, groups), positions, parts, layout, dtype)
 
 
 def rotary_cos_sin(
@@ -338,6 +341,29 @@ def rotary_cos_sin(
     dtype = _check_dtype(dtype)
     parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
     return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+
+
+def axial_cos_sin(
+    positions: tf.Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl",
+    dtype: tf.DType | None = None,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
+    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
+    ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
+    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups)
+
+
+def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
+                  interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
+                  dtype: tf.DType | None = None, **params: Any) -> tuple[tf.Tensor, tf.Tensor]:
+    """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
+    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
+    ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
+    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups)
 
 
 def apply_rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, *, layout: str = "half") -> tf.Tensor:

@@ -127,11 +127,12 @@ def _encode(positions, d_model, chosen, parts, dtype, out=None):
 
 
 def _float64(values, device):
-    # torch.tensor warns when given a tensor, and torch.compile traces NumPy arrays as
-    # tensors; torch.as_tensor warns about NumPy's read-only cached frequencies: copied.
-    if isinstance(values, torch.Tensor) or torch.compiler.is_compiling():
-        return torch.as_tensor(values, dtype=torch.float64, device=device)
-    return torch.tensor(values, dtype=torch.float64, device=device)
+    # One route eager and compiled (torch.compile traces NumPy arrays as tensors, and torch.tensor
+    # warns when given a tensor): as_tensor, on a writable copy of a NumPy array, since the cached
+    # frequencies are read-only and as_tensor warns about sharing them.
+    if isinstance(values, np.ndarray):
+        values = np.array(values, np.float64)
+    return torch.as_tensor(values, dtype=torch.float64, device=device)
 
 
 def _sin_cos(positions, w_hi, w_lo, dtype):
@@ -261,10 +262,10 @@ class PositionalEncoding(nn.Module):
 # Rotary position embedding (RoPE): posenc.rotary's functions on tensors, and a module.
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, axes=None, form="channels"):
-    # kernels.rope_cos_sin on tensors; axes: the coordinate each pair reads (positions (axes, ...),
-    # posenc.rotary_grid); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
-    sin_cos = _sin_cos if axes is None else functools.partial(rotary_grid.axis_sin_cos, _sin_cos, torch.cat, axes)
+def _rope_cos_sin(positions, parts, layout, dtype, groups=None, form="channels"):
+    # kernels.rope_cos_sin on tensors; groups: rotary_grid.axis_groups of the coordinate each pair
+    # reads (positions (axes, ...)); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
+    sin_cos = rotary_grid.pair_sin_cos(TORCH, _sin_cos, groups)
     if form != "complex":
         return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, dtype, form)
     wide = torch.float64 if dtype == torch.float64 else torch.float32
@@ -295,7 +296,8 @@ def axial_cos_sin(
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
     w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
-    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), axes)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups)
 
 
 def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -304,7 +306,8 @@ def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, 
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
     w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), axes)
+    groups = rotary_grid.axis_groups(axes)
+    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
@@ -343,9 +346,9 @@ class RotaryEmbedding(nn.Module):
     converts no NumPy array. Up to ``kernels.FEW_ANGLES`` angles (a decoding step) come from the
     float64 angle in a handful of operations (``kernels.rounded_sin_cos``); more go through
     NumPy's blocked kernel on the CPU and the kernels in torch operations elsewhere and under
-    ``torch.compile``, which compiles the module with ``fullgraph=True``. ``dynamic`` and
-    ``longrope`` (which read a value, the largest position) and M-RoPE compile without
-    ``fullgraph``: with a graph break.
+    ``torch.compile``, which compiles the module (M-RoPE too, and ``RotaryEmbeddingPerLayerType``)
+    with ``fullgraph=True``. ``dynamic`` and ``longrope`` (which read a value, the largest
+    position) compile without ``fullgraph``: with a graph break.
     """
 
     FORMS = ("channels", "pairs", "complex")
@@ -365,9 +368,10 @@ class RotaryEmbedding(nn.Module):
             None: rotary.rotary_parts(head_dim, base, rope_type, **params)
         }
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
-        self.mrope_section, self.axes = mrope_section, None
+        self.mrope_section, self.axes, self._groups = mrope_section, None, None
         if mrope_section is not None:
             self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+            self._groups = rotary_grid.axis_groups(self.axes)
         self._tensors: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._frequencies(torch.get_default_device())
 
@@ -398,10 +402,7 @@ class RotaryEmbedding(nn.Module):
         A config with rope parameters per layer type (Gemma 3) gives, without ``layer_type``, a
         ``RotaryEmbeddingPerLayerType`` (``forward(x, position_ids, layer_type)``, as the model calls it).
         """
-        types = rope_config.layer_types(config)
-        if types is not None and layer_type is None:
-            return RotaryEmbeddingPerLayerType({t: cls.from_config(config, layer_type=t) for t in types})
-        return cls(**rope_config.rotary_arguments(config, layer_type=layer_type))
+        return rope_config.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
 
     @property
     def inv_freq(self) -> torch.Tensor:
@@ -418,17 +419,18 @@ class RotaryEmbedding(nn.Module):
         dtype = _check_dtype(x.dtype)
         if self.rope_type not in rotary.LENGTH_DEPENDENT and self.axes is None:
             return self._cos_sin(position_ids, dtype, x.device)
-        # M-RoPE, and the rope types that read the largest position (a value: a graph break under torch.compile).
+        # M-RoPE (its axis groups fixed at construction), and the rope types that read the largest
+        # position (a value: a graph break under torch.compile).
         positions = _as_positions(position_ids).to(x.device)
-        if self.axes is not None and positions.ndim == 2:
-            positions = positions.expand(3, *positions.shape)
+        if self.axes is not None:
+            positions = rotary_grid.text_rows(TORCH, positions)
         seq_len = None
         if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
             seq_len = int(positions.max()) + 1
         if seq_len not in self._parts:
             parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
             self._parts = {None: self._parts[None], seq_len: parts}
-        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self.axes, self.form)
+        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self._groups, self.form)
 
     def _cos_sin(self, position_ids, dtype, device):
         """forward for the frequencies fixed at construction, in torch operations on ``device`` but for
@@ -471,9 +473,7 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
     ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
-        if layer_type not in self:
-            raise ValueError(f"layer_type must be one of {', '.join(map(repr, self))}, got {layer_type!r}")
-        return self[layer_type](x, position_ids)
+        return self[rope_config.check_layer_type(layer_type, self)](x, position_ids)
 
 
 # Sin-cos tables on image grids (posenc.grid), as tensors, and resampling a grid's table.

@@ -82,6 +82,43 @@ def test_length_dependent_rope_types_compile_with_graph_breaks(rope):
     torch.testing.assert_close(compiled, eager, rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize(("section", "interleaved"), [((4, 6, 6), False), ((6, 5, 5), True)], ids=["qwen2-vl", "qwen3-vl"])
+def test_mrope_module_compiles_fullgraph_within_float32_round_off(section, interleaved):
+    """M-RoPE with position_ids (3, batch, seq) in one graph. Not bit for bit: eagerly NumPy's
+    blocked kernel computes these 2 x 17 x 16 angles, compiled the same kernel in torch operations;
+    each is within 2e-7 of the exact values, and they differ by at most one float32 spacing at 1
+    (2**-23; measured 6e-8)."""
+    from posenc import rotary_grid
+
+    module = pt.RotaryEmbedding(32, 1e6, mrope_section=section, mrope_interleaved=interleaved)
+    rows = rotary_grid.mrope_position_ids([3, (1, 4, 6), 2, (2, 2, 4), 2])
+    position_ids = torch.from_numpy(np.stack([rows, rows + 999_000], axis=1))  # (3, 2, 17): the second near 10**6
+    eager, compiled = run_both(module, torch.zeros(1), position_ids)
+    exact = rotary_grid.mrope_cos_sin(position_ids.numpy(), 32, mrope_section=section, interleaved=interleaved, base=1e6,
+                                      dtype=np.float64)
+    for a, b, want in zip(eager, compiled, exact):
+        assert b.dtype == torch.float32 and b.shape == (2, 17, 32)
+        torch.testing.assert_close(b, a, rtol=0, atol=2**-23)
+        np.testing.assert_allclose(b.double().numpy(), want, rtol=0, atol=2e-7)
+
+
+def test_per_layer_type_module_compiles_fullgraph_with_the_eager_values():
+    """Gemma 3's two rotary modules behind one, the layer type a constant of each graph: the same
+    route as eagerly (a decoding-sized call), so the same values bit for bit."""
+    module = pt.RotaryEmbeddingPerLayerType({
+        "sliding_attention": pt.RotaryEmbedding(16, 1e4),
+        "full_attention": pt.RotaryEmbedding(16, 1e6, rope_type="linear", factor=8.0),
+    })
+    position_ids = 999_990 + torch.arange(10).expand(2, 10)
+    for layer_type in module:
+        eager, compiled = run_both(module, torch.zeros(1), position_ids, layer_type)
+        expected = posenc.rotary_cos_sin(position_ids.numpy(), 16, base=module[layer_type].base, rope_type=module[layer_type].rope_type,
+                                         **module[layer_type].params)
+        for a, b, want in zip(eager, compiled, expected):
+            assert torch.equal(b, a)
+            np.testing.assert_allclose(b.numpy(), want, rtol=0, atol=2e-7)
+
+
 def test_tiny_llama_compiled_fullgraph_generates_the_eager_tokens():
     transformers = pytest.importorskip("transformers", minversion="5.0")
     torch.manual_seed(0)

@@ -312,6 +312,22 @@ def test_converted_keras_kernel_gives_the_same_output():
     np.testing.assert_allclose((moved_table @ moved_kernel).numpy(), (table @ kernel).numpy(), rtol=0, atol=1e-14)
 
 
+def test_convert_layout_keeps_jax_arrays_and_works_under_jit():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    table = posenc.positional_encoding(20, 7, layout="cos_sin")
+    kernel = np.random.default_rng(2).normal(size=(7, 4)).astype(np.float32)
+    expected_table = posenc.positional_encoding(20, 7, layout="interleaved")
+    moved_table = posenc.convert_layout(jnp.asarray(table), "cos_sin", "interleaved")
+    # A Flax Dense/Linear kernel (d_model, out) reads the table along axis 0, as Keras' does.
+    moved_kernel = jax.jit(lambda k: posenc.convert_layout(k, "cos_sin", "interleaved", axis=0))(jnp.asarray(kernel))
+    assert isinstance(moved_table, jax.Array) and isinstance(moved_kernel, jax.Array)
+    np.testing.assert_array_equal(np.asarray(moved_table), expected_table)
+    np.testing.assert_allclose(np.asarray(moved_table @ moved_kernel), table @ kernel, rtol=0, atol=1e-5)
+    assert not np.allclose(np.asarray(moved_table @ jnp.asarray(kernel)), table @ kernel, atol=1e-2)  # unmoved: it shows
+
+
 def test_convert_layout_names_a_bad_axis():
     with pytest.raises(ValueError, match=r"axis must index one of the 2 axes of array \(shape \(3, 4\)\), got 2"):
         posenc.convert_layout(np.zeros((3, 4)), "sin_cos", "interleaved", axis=2)

@@ -109,7 +109,7 @@ def vl_config(config_class, section, **text):
         text_config={"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
                      "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": section}, **TINY, **text},
         vision_config={"depth": 1, "hidden_size": 64, "num_heads": 2,
-                       **({"embed_dim": 32} if "Qwen2" in config_class.__name__ else {"out_hidden_size": 64})},
+                       **({"embed_dim": 32} if config_class is transformers.Qwen2VLConfig else {"out_hidden_size": 64})},
     )
 
 
@@ -117,12 +117,17 @@ def qwen2_vl():
     return transformers.Qwen2VLForConditionalGeneration(vl_config(transformers.Qwen2VLConfig, [4, 6, 6]))
 
 
+def qwen2_5_vl():
+    return transformers.Qwen2_5_VLForConditionalGeneration(vl_config(transformers.Qwen2_5_VLConfig, [4, 6, 6]))
+
+
 def qwen3_vl():
     return transformers.Qwen3VLForConditionalGeneration(vl_config(transformers.Qwen3VLConfig, [6, 5, 5]))
 
 
-FAMILIES = [llama, mistral, qwen2, qwen3, gemma3, phi3, gpt_neox, gptj, cohere, deepseek_v3, gpt_oss, llama4_text, qwen2_vl, qwen3_vl]
-MROPE = (qwen2_vl, qwen3_vl)
+FAMILIES = [llama, mistral, qwen2, qwen3, gemma3, phi3, gpt_neox, gptj, cohere, deepseek_v3, gpt_oss, llama4_text, qwen2_vl, qwen2_5_vl,
+            qwen3_vl]
+MROPE = (qwen2_vl, qwen2_5_vl, qwen3_vl)
 
 
 def rotary_config(model):

@@ -496,6 +496,8 @@ def far_tables():
     return {rope_type: exact_cos_sin(FAR, rope_type, CASES[rope_type]) for rope_type in FIXED}
 
 
+# No warning either: the compiling route once warned that NumPy's read-only frequencies were shared.
+@pytest.mark.filterwarnings("error::UserWarning")
 @pytest.mark.parametrize("route", ["few", "many", "many compiling"])
 @pytest.mark.parametrize("rope_type", FIXED)
 def test_torch_module_routes_accurate_to_1e7(monkeypatch, far_tables, rope_type, route):

@@ -30,14 +30,45 @@ from transformers.vision_utils import get_vision_position_ids  # noqa: E402
 import posenc.torch as pt  # noqa: E402
 
 FLOAT32 = 5e-7  # a few float32 roundings of values <= 1
+BOUND = 2e-7  # posenc's float32 cos/sin against the exact values, every front and route
 
 
 def close(theirs, ours, atol=FLOAT32):
-    np.testing.assert_allclose(np.asarray(ours, np.float64), theirs.double().numpy(), rtol=0, atol=atol)
+    np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs.double()), rtol=0, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def pj():
+    return pytest.importorskip("posenc.jax", reason="install the jax extra: pip install -e '.[jax]'")
+
+
+@pytest.fixture(scope="module")
+def ptf():
+    return pytest.importorskip("posenc.tensorflow", reason="install the tensorflow extra: pip install -e '.[tensorflow]'")
+
+
+def tf_runs(ptf, function, positions, *args, **kwargs):
+    """``function`` (a posenc.tensorflow one) called eagerly, and in a ``tf.function`` traced for
+    positions of unknown shape."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([None] * np.ndim(positions), tf.int64)])
+    def graph(p):
+        return function(p, *args, **kwargs)
+
+    return [function(np.asarray(positions), *args, **kwargs), graph(tf.constant(positions, tf.int64))]
+
+
+def jax_runs(pj, function, positions, *args, **kwargs):
+    """``function`` (a posenc.jax one) called eagerly on NumPy positions, and under ``jax.jit`` on a JAX array."""
+    import jax
+
+    traced = jax.jit(lambda p: function(p, *args, **kwargs))(jax.numpy.asarray(positions))
+    return [function(np.asarray(positions), *args, **kwargs), traced]
 
 
 @pytest.mark.parametrize(("height", "width"), [(3, 5), (5, 3), (4, 4)])
-def test_pixtral_rotary_equals_transformers(height, width):
+def test_pixtral_rotary_equals_transformers(height, width, pj):
     config = PixtralVisionConfig(hidden_size=128, num_attention_heads=2, head_dim=64)
     theirs = PixtralVisionRotaryEmbedding(config)
     base = config.rope_parameters["rope_theta"]
@@ -45,8 +76,13 @@ def test_pixtral_rotary_equals_transformers(height, width):
     # Pixtral's forward builds (row, column) by meshgrid "ij", flattened row by row.
     rows, columns = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
     np.testing.assert_array_equal(ids, np.stack([rows.flatten(), columns.flatten()]))
-    for ours, reference in zip(rg.axial_cos_sin(ids, 64, base=base, convention="pixtral"), theirs(torch.zeros(1), torch.from_numpy(ids).T)):
+    references = theirs(torch.zeros(1), torch.from_numpy(ids).T)
+    for ours, reference in zip(rg.axial_cos_sin(ids, 64, base=base, convention="pixtral"), references):
         close(reference, ours)
+    for cos_sin in jax_runs(pj, pj.axial_cos_sin, ids, 64, base=base, convention="pixtral"):
+        for ours, reference in zip(cos_sin, references):
+            assert ours.dtype == np.float32 and ours.shape == reference.shape
+            close(reference, ours)
 
 
 # The vision towers of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (the same rotary formulas in three modules).
@@ -59,7 +95,7 @@ VISION = [
 
 @pytest.mark.parametrize(("config_class", "module_class", "sizes"), VISION, ids=lambda v: getattr(v, "__name__", ""))
 @pytest.mark.parametrize("grids", [[(1, 4, 6)], [(1, 6, 4), (2, 2, 4)]])
-def test_qwen_vl_vision_rotary_and_positions_equal_transformers(grids, config_class, module_class, sizes):
+def test_qwen_vl_vision_rotary_and_positions_equal_transformers(grids, config_class, module_class, sizes, pj):
     config = config_class(depth=1, **sizes)
     merge = config.spatial_merge_size
     theirs_ids = get_vision_position_ids(torch.tensor(grids), merge)
@@ -68,9 +104,12 @@ def test_qwen_vl_vision_rotary_and_positions_equal_transformers(grids, config_cl
     module = module_class(config)
     head_dim = 4 * len(module.inv_freq)  # a quarter of the head per axis, then cos/sin doubled
     base = config.rope_parameters["rope_theta"]
-    for ours, reference in zip(pt.axial_cos_sin(torch.from_numpy(ours_ids), head_dim, base=base), module(torch.zeros(1), theirs_ids)):
-        assert ours.dtype == torch.float32 and ours.shape == reference.shape
-        close(reference, ours)
+    references = module(torch.zeros(1), theirs_ids)
+    for cos_sin in [pt.axial_cos_sin(torch.from_numpy(ours_ids), head_dim, base=base),
+                    *jax_runs(pj, pj.axial_cos_sin, ours_ids, head_dim, base=base)]:
+        for ours, reference in zip(cos_sin, references):
+            assert str(ours.dtype).endswith("float32") and tuple(ours.shape) == tuple(reference.shape)
+            close(reference, ours)
 
 
 def test_axial_frequencies_are_the_formulas():
@@ -125,7 +164,7 @@ def test_mrope_position_ids_equal_get_rope_index():
 
 
 @pytest.mark.parametrize(("section", "interleaved"), [((4, 6, 6), False), ((6, 5, 5), True)])
-def test_mrope_equals_transformers(section, interleaved):
+def test_mrope_equals_transformers(section, interleaved, pj):
     shape = {"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32}
     parameters = {"rope_type": "default", "rope_theta": 1e6, "mrope_section": list(section)}
     config_class, module_class = (Qwen3VLTextConfig, Qwen3VLTextRotaryEmbedding) if interleaved else (Qwen2VLTextConfig,
@@ -133,8 +172,9 @@ def test_mrope_equals_transformers(section, interleaved):
     module = module_class(config_class(rope_parameters=parameters, **shape))
     ids = torch.from_numpy(np.stack([rg.mrope_position_ids([3, (1, 4, 6), 2, (3, 2, 4), 2])] * 2, axis=1))
     theirs = module(torch.zeros(1), ids)
-    for ours in (rg.mrope_cos_sin(ids.numpy(), 32, mrope_section=section, interleaved=interleaved, base=1e6),
-                 pt.mrope_cos_sin(ids, 32, mrope_section=section, interleaved=interleaved, base=1e6)):
+    arguments = {"mrope_section": section, "interleaved": interleaved, "base": 1e6}
+    for ours in (rg.mrope_cos_sin(ids.numpy(), 32, **arguments), pt.mrope_cos_sin(ids, 32, **arguments),
+                 *jax_runs(pj, pj.mrope_cos_sin, ids.numpy(), 32, **arguments)):
         for a, b in zip(theirs, ours):
             assert tuple(a.shape) == tuple(b.shape) == (2, ids.shape[-1], 32)
             close(a, b)
@@ -155,10 +195,19 @@ def test_mrope_on_text_is_1d_rope():
             np.testing.assert_array_equal(a, b)
 
 
-def test_mrope_accurate_at_long_positions():
+@pytest.mark.parametrize("run", ["numpy", "torch", "jax", "jax jit", "tensorflow", "tf.function"])
+def test_mrope_accurate_at_long_positions(run, request):
     position = 10**6 + 7
     ids = np.array([[position], [3], [5]])
-    cos, sin = rg.mrope_cos_sin(ids, 32, mrope_section=[4, 6, 6])
+    if run.startswith("jax"):
+        pj = request.getfixturevalue("pj")
+        cos, sin = jax_runs(pj, pj.mrope_cos_sin, ids, 32, mrope_section=[4, 6, 6])[run == "jax jit"]
+    elif run.startswith("t"):
+        ptf = request.getfixturevalue("ptf")
+        cos, sin = tf_runs(ptf, ptf.mrope_cos_sin, ids, 32, mrope_section=[4, 6, 6])[run == "tf.function"]
+    else:
+        cos, sin = (rg if run == "numpy" else pt).mrope_cos_sin(ids, 32, mrope_section=[4, 6, 6])
+    cos, sin = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
     w = mpmath.mpf(10000) ** (-mpmath.mpf(2 * 3) / 32)  # pair 3 is in the time section
     assert abs(float(mpmath.cos(position * w)) - cos[0, 3]) < 2e-7
     assert abs(float(mpmath.sin(5 * mpmath.mpf(10000) ** (-mpmath.mpf(2 * 12) / 32))) - sin[0, 12]) < 2e-7
@@ -180,3 +229,135 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="mrope_section must be a list of non-negative ints"):
         rg.mrope_axes("16,24,24")
     assert math.isfinite(rg.mrope_position_ids([]).sum())
+
+
+GRID_CASES = [
+    ("axial_cos_sin", {"convention": "pixtral", "base": 100.0}),
+    ("axial_cos_sin", {"convention": "qwen2_vl"}),
+    ("mrope_cos_sin", {"mrope_section": (4, 6, 6), "base": 1e6}),
+    # yarn's attention factor (> 1) multiplies the values: one float32 rounding more when traced.
+    ("mrope_cos_sin", {"mrope_section": (6, 5, 5), "interleaved": True, "rope_type": "yarn", "factor": 4.0,
+                       "original_max_position_embeddings": 64}),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), GRID_CASES, ids=lambda v: v if isinstance(v, str) else "")
+def test_jax_and_tf_grid_rope_equal_numpy_and_torch(name, arguments, pj, ptf):
+    rows = 3 if name == "mrope_cos_sin" else 2
+    # Coordinates far apart per axis (up to 2 * 10**6), so a pair reading the wrong row shows.
+    ids = np.random.default_rng(3).integers(0, 2 * 10**6, (rows, 2, 9)) // (10 ** np.arange(rows))[:, None, None]
+    want = getattr(rg, name)(ids, 32, dtype=np.float64, **arguments)
+    numpy32 = getattr(rg, name)(ids, 32, **arguments)
+    torch32 = getattr(pt, name)(torch.from_numpy(ids), 32, dtype=torch.float32, **arguments)
+    eager, traced = jax_runs(pj, getattr(pj, name), ids, 32, **arguments)
+    for got in (eager, traced):
+        assert all(g.dtype == np.float32 and g.shape == w.shape == (2, 9, 32) for g, w in zip(got, want))
+    for a, b in zip(eager, numpy32):  # eagerly posenc.jax hands NumPy's values over
+        np.testing.assert_array_equal(np.asarray(a), b)
+    attention = 1 if name == "axial_cos_sin" else posenc.rotary_frequencies(32, **{k: v for k, v in arguments.items()
+                                                                                   if k not in ("mrope_section", "interleaved")})[1]
+    # An attention factor adds one float32 rounding of values up to it (6e-8 * attention covers it).
+    tolerance = BOUND if attention == 1 else (BOUND + 6e-8) * attention
+    for got in (traced, torch32, *tf_runs(ptf, getattr(ptf, name), ids, 32, **arguments)):
+        for g, w in zip(got, want):
+            assert "float32" in str(g.dtype) and tuple(g.shape) == w.shape
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=0, atol=tolerance)
+
+
+def test_no_float64_in_the_grid_traces_with_x64_off(pj):
+    import jax
+
+    assert not jax.config.jax_enable_x64
+    ids = jax.numpy.arange(12).reshape(3, 2, 2)
+    qwen = pj.RotaryEmbedding(32, 1e6, mrope_section=(4, 6, 6))
+    traces = [
+        jax.make_jaxpr(lambda p: pj.axial_cos_sin(p[:2], 32, convention="pixtral"))(ids),
+        jax.make_jaxpr(lambda p: pj.mrope_cos_sin(p, 32, mrope_section=(6, 5, 5), interleaved=True, rope_type="yarn",
+                                                  factor=4.0, original_max_position_embeddings=64))(ids),
+        jax.make_jaxpr(lambda p: qwen(jax.numpy.zeros(1), p))(ids),
+        jax.make_jaxpr(lambda p: qwen(jax.numpy.zeros(1), p[0]))(ids),  # (batch, seq): text, three equal rows
+    ]
+    for trace in traces:
+        assert "f64" not in str(trace) and "f32" in str(trace)
+
+
+def test_jax_grid_rope_bad_input_names_the_argument(pj):
+    import jax
+
+    with pytest.raises(ValueError, match="convention must be one of 'pixtral', 'qwen2_vl'; got 'vit'"):
+        pj.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
+    for call in (lambda p: pj.mrope_cos_sin(p, 32, mrope_section=(4, 6, 6)),
+                 jax.jit(lambda p: pj.mrope_cos_sin(p, 32, mrope_section=(4, 6, 6)))):
+        with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+            call(jax.numpy.zeros((2, 5)))
+    with pytest.raises(TypeError, match="positions.*bool"):
+        pj.axial_cos_sin(np.zeros((2, 3), bool), 32)
+    with pytest.raises(TypeError, match="dtype must be.*int32"):
+        pj.axial_cos_sin(np.zeros((2, 3)), 32, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"mrope_section must add up to the 16 rotary pairs.*\(4, 6, 4\) \(sum 14\)"):
+        pj.RotaryEmbedding(32, mrope_section=(4, 6, 4))
+    with pytest.raises(ValueError, match="mrope_section must be a list of non-negative ints"):
+        pj.RotaryEmbedding(32, mrope_section="16,24,24")
+
+
+def tiny_text(config_class, **extra):
+    return config_class(hidden_size=64, num_attention_heads=2, num_key_value_heads=1, num_hidden_layers=2,
+                        intermediate_size=32, vocab_size=16, **extra)
+
+
+def from_config_cases():
+    vl_text = {"num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1, "intermediate_size": 32,
+               "vocab_size": 16}
+    return {
+        "llama-yarn": tiny_text(transformers.LlamaConfig, max_position_embeddings=256, rope_parameters={
+            "rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "original_max_position_embeddings": 64}),
+        "qwen2-vl": Qwen2VLConfig(text_config={"hidden_size": 64, "head_dim": 32, "rope_parameters": {
+            "rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 6, 6]}, **vl_text}).text_config,
+        # No mrope_section in the config: the family's (16, 24, 24), for heads of 128.
+        "qwen2.5-vl": transformers.Qwen2_5_VLConfig(text_config={"hidden_size": 256, **vl_text}).text_config,
+        "gemma3": tiny_text(transformers.Gemma3TextConfig, head_dim=32, layer_types=["sliding_attention", "full_attention"],
+                            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                             "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0}}),
+    }
+
+
+@pytest.mark.parametrize("name", ["llama-yarn", "qwen2-vl", "qwen2.5-vl", "gemma3"])
+def test_jax_from_config_equals_the_torch_module(name, pj):
+    from flax import nnx
+
+    config = from_config_cases()[name]
+    ours, theirs = pj.RotaryEmbedding.from_config(config), pt.RotaryEmbedding.from_config(config)
+    if name == "gemma3":
+        assert isinstance(ours, pj.RotaryEmbeddingPerLayerType) and list(ours) == list(theirs) == ["sliding_attention",
+                                                                                                  "full_attention"]
+        pairs = [(ours[t], theirs[t], t) for t in theirs]
+        assert ours["full_attention"].params == {"factor": 8.0} and ours["full_attention"].base == 1e6
+    else:
+        pairs = [(ours, theirs, None)]
+    positions = 40_000 + np.arange(2 * 7).reshape(2, 7)
+    if name.startswith("qwen"):
+        assert ours.mrope_section == tuple(theirs.mrope_section) == ((4, 6, 6) if name == "qwen2-vl" else (16, 24, 24))
+        np.testing.assert_array_equal(ours.axes, theirs.axes)
+        positions = np.stack([positions, positions // 7, positions % 7])  # (3, batch, seq): three different rows
+    for jax_module, torch_module, layer_type in pairs:
+        for attribute in ("head_dim", "base", "rope_type", "layout", "form", "rotary_dim", "params", "attention_factor"):
+            assert getattr(jax_module, attribute) == getattr(torch_module, attribute), attribute
+        want = torch_module(torch.zeros(1), torch.from_numpy(positions))
+        x = np.zeros(1, np.float32)
+        eager = jax_module(x, positions)
+        # Under jit through the module from_config gave (Gemma 3: the per-layer-type one, given the type).
+        jitted = nnx.jit(lambda m, x, p: m(x, p) if layer_type is None else m(x, p, layer_type))(ours, x, positions)
+        for got in (eager, jitted):
+            for g, w in zip(got, want):
+                assert g.dtype == np.float32 and g.shape == tuple(w.shape)
+                # Two float32 routes, each within 2e-7 (yarn's attention factor: one rounding more).
+                close(w, g, atol=(2 * BOUND + 6e-8) * jax_module.attention_factor)
+
+
+def test_tf_grid_rope_bad_input_names_the_argument(ptf):
+    with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+        ptf.mrope_cos_sin(np.zeros((2, 5)), 32, mrope_section=(4, 6, 6))
+    with pytest.raises(ValueError, match="convention must be one of 'pixtral', 'qwen2_vl'; got 'vit'"):
+        ptf.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
+    with pytest.raises(TypeError, match="positions.*bool"):
+        ptf.axial_cos_sin(np.zeros((2, 3), bool), 32)
