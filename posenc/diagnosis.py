@@ -523,8 +523,8 @@ def _pair_log_base(structure, entries):
         return math.nan
     e, sine, cosine = max(pairs)
     angle = np.unwrap(np.arctan2(entries.values[:, sine], entries.values[:, cosine]))
-    rows = entries.rows - entries.rows.mean()
-    slope = float(rows @ (angle - angle.mean()) / (rows @ rows))
+    rows = entries.rows - entries.rows.mean()  # centred: the fit needs no intercept
+    slope = float(rows @ angle / (rows @ rows))
     return -math.log(slope) / e if slope > 0 else math.nan
 
 

@@ -180,6 +180,8 @@ BAD_TABLE_ARGS = [
     (dict(length=True), TypeError, ["length", "True", "non-negative int"]),
     (dict(length=3.0), TypeError, ["length", "3.0", "non-negative int"]),
     (dict(length="8"), TypeError, ["length", "'8'"]),
+    (dict(offset="x"), TypeError, ["offset must be a real number", "'x'"]),
+    (dict(offset=float("nan")), ValueError, ["offset must be a finite real number", "nan"]),
     (dict(d_model=0), ValueError, ["d_model", "0", ">= 1"]),
     (dict(d_model=4.0), TypeError, ["d_model", "4.0"]),
     (dict(d_model=None), TypeError, ["d_model", "None"]),

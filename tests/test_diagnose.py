@@ -479,6 +479,18 @@ def test_every_code_has_a_message_case():
     assert set(MESSAGES) == set(CATALOG)
 
 
+@pytest.mark.parametrize("length, d_model, base", [(50, 7, 3333.3), (50, 64, 777.7)])
+def test_a_base_read_off_float32_values_is_good_to_their_rounding(length, d_model, base):
+    # One entry's float32 rounding (3e-8 at most, over |cos| >= 0.44 where it is read, at an
+    # angle near 100) moves the base read off it by about 1e-9 of itself; the other branch of
+    # acos (a cosine's angle in (pi, 2 pi)) by some 1e-8.
+    k = np.arange(d_model)
+    angles = np.arange(length)[:, None] / base ** (2 * (k // 2) / d_model)
+    table = np.where(k % 2 == 0, np.sin(angles), np.cos(angles)).astype(np.float32)
+    found = posenc.diagnose(table).findings[0]
+    assert found.code == "wrong_base" and found.details["base"] == pytest.approx(base, rel=5e-9)
+
+
 def test_a_scale_other_than_sqrt_d_model_is_not_called_one():
     finding = posenc.diagnose(2 * posenc.positional_encoding(10, 6, dtype=np.float64)).findings[-1]
     assert finding.code == "scaled" and finding.details == {"factor": pytest.approx(2), "shift": pytest.approx(0, abs=1e-12)}
