@@ -326,6 +326,9 @@ def test_module_takes_a_convention_with_its_options(front):
     module = front.positional_encoding_module(9, max_len=6, convention="fairseq")
     assert module.convention.name == "fairseq"
     np.testing.assert_array_equal(front.numpy(module.pe), front.module_table(6, 9, convention="fairseq"))
+    # The front's own table function gives the same numbers as the module holds.
+    np.testing.assert_array_equal(front.numpy(front.api.positional_encoding(6, 9, convention="fairseq")),
+                                  posenc.positional_encoding(6, 9, convention="fairseq"))
     out = front.run(module, front.tensor(np.zeros((1, 10, 9)), "float32"))  # past max_len: the same convention
     np.testing.assert_array_equal(front.numpy(out)[0], front.module_table(10, 9, convention="fairseq"))
     np.testing.assert_array_equal(front.numpy(module.pe), front.module_table(module.max_len, 9, convention="fairseq"))
