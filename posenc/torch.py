@@ -117,7 +117,9 @@ def _encode(positions, d_model, chosen, parts, dtype, out=None):
     rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
     sines, cosines = _rotation.column_slices(width, chosen.layout)
     w_hi, w_lo = (_float64(w, positions.device) for w in (w_hi, w_lo))
-    _write_sin_cos(positions.reshape(-1), w_hi, w_lo, rows[:, sines], rows[:, cosines])
+    # The slices count the sin/cos columns only: an odd width's zero column lies past them.
+    columns = rows[:, :width]
+    _write_sin_cos(positions.reshape(-1), w_hi, w_lo, columns[:, sines], columns[:, cosines])
     rows[:, width:] = 0
     if chosen.padding_idx is not None:
         rows[positions.reshape(-1) == chosen.padding_idx] = 0

@@ -1,5 +1,8 @@
 """posenc.jax and kernels.half_turns_float32: accuracy against mpmath, jit and vmap with x64
-off (no float64 in the trace), the same tables as NumPy, the Flax NNX modules, bad input."""
+off (no float64 in the trace), the Flax NNX modules under jit, JAX's own bad input.
+
+The behaviour the fronts share is tested once for all of them in test_frameworks.py.
+"""
 
 import mpmath
 import numpy as np
@@ -103,16 +106,15 @@ def test_no_float64_in_the_traces_with_x64_off():
 @pytest.mark.parametrize("layout", posenc.LAYOUTS)
 @pytest.mark.parametrize("convention, d_model", [("paper", 8), ("paper", 7), ("fairseq", 9), ("tensor2tensor", 7),
                                                  ("diffusers", 6), ("whisper", 4)])
-def test_encode_eager_jit_and_vmap_agree_with_numpy(convention, d_model, layout):
+def test_encode_under_jit_and_vmap_agrees_with_numpy(convention, d_model, layout):
+    # Eagerly encode is NumPy's table (test_frameworks.py); traced, JAX's float32 kernel computes it.
     positions = np.array([[0, 1, 2, 3], [2, 7, 40_000, 9_999_999]])
     kwargs = {"convention": convention, "layout": layout}
     want = posenc.encode(positions, d_model, **kwargs)
-    eager = pj.encode(jnp.asarray(positions), d_model, **kwargs)
     jitted = jax.jit(lambda p: pj.encode(p, d_model, **kwargs))(jnp.asarray(positions))
     mapped = jax.vmap(lambda p: pj.encode(p, d_model, **kwargs))(jnp.asarray(positions))
-    assert eager.dtype == jitted.dtype == mapped.dtype == jnp.float32 and eager.shape == (2, 4, d_model)
-    np.testing.assert_array_equal(np.asarray(eager), want)  # eagerly it is NumPy's table
     for got in (jitted, mapped):
+        assert got.dtype == jnp.float32 and got.shape == (2, 4, d_model)
         assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
 
 
@@ -125,32 +127,20 @@ def test_traced_padding_row_is_zero_and_fractional_positions_are_accurate():
     assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
 
 
-@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float32])
-def test_tables_in_each_dtype_are_numpys_float32_rounded_once(dtype):
-    table = pj.positional_encoding(50, 12, dtype=dtype)
-    assert table.dtype == dtype and table.shape == (50, 12)
-    want = jnp.asarray(posenc.positional_encoding(50, 12)).astype(dtype)
-    np.testing.assert_array_equal(np.asarray(table, np.float32), np.asarray(want, np.float32))
-
-
-def test_grid_encoding_is_posencs():
-    np.testing.assert_array_equal(np.asarray(pj.grid_encoding((3, 4), 16)), posenc.grid_encoding((3, 4), 16))
-
-
 @pytest.mark.parametrize("layout", posenc.ROTARY_LAYOUTS)
 @pytest.mark.parametrize("rope_type, params", [("default", {}), ("linear", {"factor": 2.0}),
                                                ("yarn", {"factor": 4.0, "original_max_position_embeddings": 64}),
                                                ("default", {"partial_rotary_factor": 0.5})])
-def test_rotary_cos_sin_and_apply_rotary_agree_with_numpy(layout, rope_type, params):
+def test_rotary_cos_sin_and_apply_rotary_under_jit_agree_with_numpy(layout, rope_type, params):
+    # Eagerly: test_frameworks.py. Traced, JAX's float32 kernel computes them.
     positions = np.array([[0, 3, 100_000, 9_999_999]])
     want_c, want_s = posenc.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params)
     call = jax.jit(lambda p: pj.rotary_cos_sin(p, 32, rope_type=rope_type, layout=layout, **params))
-    for c, s in [pj.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params),
-                 call(jnp.asarray(positions))]:
-        assert c.dtype == jnp.float32 and c.shape == want_c.shape
-        # yarn's attention factor adds one float32 rounding of values up to it in a trace.
-        assert np.abs(np.asarray(c, np.float64) - want_c).max() <= 2 * BOUND
-        assert np.abs(np.asarray(s, np.float64) - want_s).max() <= 2 * BOUND
+    c, s = call(jnp.asarray(positions))
+    assert c.dtype == jnp.float32 and c.shape == want_c.shape
+    # yarn's attention factor adds one float32 rounding of values up to it in a trace.
+    assert np.abs(np.asarray(c, np.float64) - want_c).max() <= 2 * BOUND
+    assert np.abs(np.asarray(s, np.float64) - want_s).max() <= 2 * BOUND
     x = np.random.default_rng(0).standard_normal((1, 2, 4, 32)).astype(np.float32)
     got = jax.jit(lambda x, c, s: pj.apply_rotary(x, c, s, layout=layout))(x, want_c[:, None], want_s[:, None])
     want = posenc.apply_rotary(x, want_c[:, None], want_s[:, None], layout=layout)
@@ -183,65 +173,30 @@ def test_positional_encoding_module_in_a_tiny_model_under_jit():
     assert not np.allclose(np.asarray(model(tokens)), np.asarray(logits))  # dropout on
 
 
-def test_positional_encoding_module_adds_the_table_and_grows_it():
-    module = pj.PositionalEncoding(8, 4, convention="fairseq")
-    assert module.convention.name == "fairseq"
-    x = jnp.ones((2, 6, 8), jnp.bfloat16)
-    out = module(x)
-    assert out.dtype == jnp.bfloat16 and module.max_len == 6
-    # Added in x's dtype, as posenc.torch's module does.
-    want = jnp.ones((2, 6, 8), jnp.bfloat16) + jnp.asarray(posenc.positional_encoding(6, 8, convention="fairseq"), jnp.bfloat16)
-    np.testing.assert_array_equal(np.asarray(out, np.float32), np.asarray(want, np.float32))
-
-
-def test_rotary_embedding_module_matches_the_function_and_torchs_names():
+def test_rotary_embedding_module_under_jit_is_the_eager_module():
+    # The eager module against NumPy and torch's names: test_frameworks.py.
     module = pj.RotaryEmbedding(64, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                                 high_freq_factor=4.0, original_max_position_embeddings=8192)
-    inv_freq, attention = posenc.rotary_frequencies(64, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
-                                                    high_freq_factor=4.0, original_max_position_embeddings=8192)
-    np.testing.assert_array_equal(module.inv_freq, inv_freq)
-    assert module.attention_factor == attention and module.rotary_dim == 64 and module.layout == "half"
     position_ids = jnp.asarray([[0, 1, 70_000]])
     x = jnp.zeros((1, 3, 64), jnp.bfloat16)
     cos, sin = nnx.jit(lambda m, x, p: m(x, p))(module, x, position_ids)
     assert cos.dtype == sin.dtype == jnp.bfloat16 and cos.shape == (1, 3, 64)
-    want_c, _ = posenc.rotary_cos_sin(np.asarray(position_ids), 64, base=500000.0, rope_type="llama3", factor=8.0,
-                                      low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
-    np.testing.assert_array_equal(np.asarray(cos, np.float32), np.asarray(jnp.asarray(want_c).astype(jnp.bfloat16),
-                                                                          np.float32))
+    eager_cos, eager_sin = module(x, position_ids)
+    np.testing.assert_array_equal(np.asarray(cos, np.float32), np.asarray(eager_cos, np.float32))
+    np.testing.assert_array_equal(np.asarray(sin, np.float32), np.asarray(eager_sin, np.float32))
 
 
-def test_rotary_embedding_forms_and_a_length_dependent_type():
-    pairs = pj.RotaryEmbedding(16, form="pairs")(jnp.zeros((1, 2, 16)), jnp.asarray([[0, 5]]))
-    assert pairs[0].shape == (1, 2, 8)
-    complex_ = pj.RotaryEmbedding(16, form="complex")(jnp.zeros((1, 2, 16)), jnp.asarray([[0, 5]]))
-    assert complex_.dtype == jnp.complex64
-    np.testing.assert_allclose(np.asarray(complex_.real), np.asarray(pairs[0]), rtol=0, atol=0)
+def test_length_dependent_rotary_module_under_jit_needs_seq_len():
     dynamic = pj.RotaryEmbedding(16, rope_type="dynamic", factor=2.0, max_position_embeddings=8)
-    cos, _ = dynamic(jnp.zeros((1, 20, 16)), jnp.arange(20)[None])
-    want, _ = posenc.rotary_cos_sin(np.arange(20)[None], 16, rope_type="dynamic", factor=2.0,
-                                    max_position_embeddings=8, seq_len=20)
-    np.testing.assert_array_equal(np.asarray(cos), want)
     assert_raises_naming(lambda: jax.jit(lambda p: dynamic(jnp.zeros((1, 20, 16)), p))(jnp.arange(20)[None]),
                          ValueError, ["rope_type 'dynamic'", "seq_len="])
 
 
 def test_bad_input_errors_name_the_argument():
-    assert_raises_naming(lambda: pj.encode([1, 2], 8, dtype=jnp.int32), TypeError, ["dtype must be", "int32"])
+    # What the fronts share: test_frameworks.py. Here JAX's own: float64 with x64 off, a traced complex.
     assert_raises_naming(lambda: pj.encode([1, 2], 8, dtype=jnp.float64), ValueError, ["dtype float64", "x64"])
-    assert_raises_naming(lambda: pj.encode([1, 2], 0), ValueError, ["d_model", "0"])
-    assert_raises_naming(lambda: pj.encode(jnp.asarray([True]), 8), TypeError, ["positions", "bool"])
     assert_raises_naming(lambda: jax.jit(lambda p: pj.encode(p, 8))(jnp.asarray([1 + 2j])), TypeError,
                          ["positions", "complex"])
-    assert_raises_naming(lambda: pj.encode([np.nan], 8), ValueError, ["positions", "finite"])
-    assert_raises_naming(lambda: pj.positional_encoding(-1, 8), ValueError, ["length", "-1"])
-    assert_raises_naming(lambda: pj.rotary_cos_sin([1], 8, layout="pairs"), ValueError, ["layout", "'pairs'"])
-    assert_raises_naming(lambda: pj.PositionalEncoding(8, dropout=1.5), ValueError, ["dropout", "1.5"])
-    assert_raises_naming(lambda: pj.PositionalEncoding(8)([1.0] * 8), TypeError, ["x must be", "list"])
-    assert_raises_naming(lambda: pj.PositionalEncoding(8)(jnp.ones((2, 3, 6))), ValueError, ["d_model", "6"])
-    assert_raises_naming(lambda: pj.RotaryEmbedding(16, form="polar"), ValueError, ["form", "'polar'"])
-    assert_raises_naming(lambda: pj.RotaryEmbedding(16)(jnp.zeros((1, 2, 16), jnp.int32), jnp.asarray([[0, 1]])),
-                         TypeError, ["dtype must be", "int32"])
 
 
 def test_the_backend_table_has_a_jax_entry_without_float64():

@@ -1,0 +1,484 @@
+"""The framework fronts (posenc.torch, posenc.tensorflow, posenc.jax) behave alike: the same
+names and arguments, the same tables as NumPy, the same dtypes, modules and bad-input messages.
+
+Each test runs once per front through the ``front`` fixture, a ``Front`` adapter: how to make
+a tensor, how to read one back as NumPy, how to make and run a module. What only one framework
+has (torch.compile, devices, Keras saving, tf.function, Flax NNX under jit) stays in
+test_torch.py, test_tensorflow.py and test_jax.py.
+"""
+
+import dataclasses
+import functools
+import inspect
+import os
+import types
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import posenc  # noqa: E402
+from lecture_values import SAMPLE_2x5x2, SAMPLE_PLUS_PE, TABLE_10x6_4DP  # noqa: E402
+from messages import assert_raises_naming  # noqa: E402
+from reference import exact_rows  # noqa: E402
+
+FRONTS = ("torch", "tensorflow", "jax")
+# float32 within 2e-7 of the exact value (the fronts' docstrings).
+BOUND = 2e-7
+# The float dtypes each front builds tables in: JAX has no float64 while jax_enable_x64 is off.
+# (Names, not dtypes: the parameters are made before any framework is imported.)
+FLOATS = {"torch": ("float16", "bfloat16", "float32", "float64"),
+          "tensorflow": ("float16", "bfloat16", "float32", "float64"),
+          "jax": ("float16", "bfloat16", "float32")}
+# Dtypes the bad-input and rotary tests need.
+OTHER_DTYPES = ("int32", "int64", "complex64")
+# One rounding of each dtype near 1 (half its eps).
+ROUNDING = {"float16": 2 ** -11, "bfloat16": 2 ** -8, "float32": 2 ** -24, "float64": 2 ** -53}
+
+
+@dataclasses.dataclass(frozen=True)
+class Front:
+    """One framework front and how a test drives it."""
+
+    name: str
+    api: types.ModuleType  # posenc.torch, posenc.tensorflow or posenc.jax
+    dtypes: dict[str, Any]  # "float32", "int32", ... -> the framework's dtype
+    dtype_prefix: str  # how its messages spell a dtype: "torch.int64", "int64"
+    convert: Callable[[np.ndarray, Any], Any]  # (array, framework dtype or None) -> tensor
+    numpy: Callable[[Any], np.ndarray]  # tensor -> array (bfloat16 widened to float32)
+    make: Callable[..., Any]  # (cls, *args, **kwargs) -> module, seeded for dropout
+    run: Callable[..., Any]  # (module, *inputs, training) -> output
+    # Keras' layer keeps its first max_len rows and computes the rows past them in the call
+    # (no state to change inside a graph); torch's and Flax's modules grow their table.
+    grows_table: bool
+    # The tables a PositionalEncoding holds: torch and Flax hold positional_encoding's table,
+    # the Keras layer encode's of 0 .. max_len - 1 (the call computes more rows the same way).
+    table_from_encode: bool
+    # Eager float32 RoPE against NumPy's: torch and JAX run NumPy's kernel (to the bit), TensorFlow
+    # its own ops (within the fronts' float32 bound).
+    rotary_atol: float
+
+    def __repr__(self):  # the test ids and failure reports name the front, not its callables
+        return f"Front({self.name!r})"
+
+    def tensor(self, values, dtype=None):
+        """``values`` as a tensor of ``dtype`` (a name; None: NumPy's dtype for them)."""
+        return self.convert(np.asarray(values), None if dtype is None else self.dtypes[dtype])
+
+    def positional_encoding_module(self, *args, **kwargs):
+        return self.make(self.api.PositionalEncoding, *args, **kwargs)
+
+    def module_table(self, length, d_model, **kwargs):
+        """NumPy's table that a PositionalEncoding of ``max_len=length`` holds, to the bit."""
+        if self.table_from_encode:
+            return posenc.encode(np.arange(length), d_model, **kwargs)
+        return posenc.positional_encoding(length, d_model, **kwargs)
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    def run(module, *inputs, training=False):
+        return module.train(training)(*inputs)
+
+    def to_numpy(t):
+        t = t.detach().cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+    def make(cls, *args, compute_dtype=None, **kwargs):
+        # torch modules compute in x's dtype: compute_dtype is Keras' business.
+        torch.manual_seed(0)
+        return cls(*args, **kwargs)
+
+    names = (*FLOATS["torch"], *OTHER_DTYPES)
+    return Front("torch", pt, {n: getattr(torch, n) for n in names}, "torch.",
+                 lambda a, dtype: torch.from_numpy(a).to(dtype) if dtype else torch.from_numpy(a),
+                 to_numpy, make, run, grows_table=True, table_from_encode=False, rotary_atol=0.0)
+
+
+def _tensorflow():
+    tf = pytest.importorskip("tensorflow")
+    import keras
+
+    import posenc.tensorflow as ptf
+
+    def run(module, *inputs, training=False):
+        return module(*inputs, training=training)
+
+    def to_numpy(t):
+        return (tf.cast(t, tf.float32) if t.dtype == tf.bfloat16 else t).numpy()
+
+    def make(cls, *args, compute_dtype=None, **kwargs):
+        # Keras layers compute in their dtype policy (a float x is cast to it), not in x's dtype.
+        keras.utils.set_random_seed(0)
+        return cls(*args, **kwargs) if compute_dtype is None else cls(*args, dtype=compute_dtype, **kwargs)
+
+    names = (*FLOATS["tensorflow"], *OTHER_DTYPES)
+    return Front("tensorflow", ptf, {n: getattr(tf, n) for n in names}, "",
+                 lambda a, dtype: tf.cast(tf.constant(a), dtype) if dtype else tf.constant(a),
+                 to_numpy, make, run, grows_table=False, table_from_encode=True, rotary_atol=BOUND)
+
+
+def _jax():
+    jnp = pytest.importorskip("jax.numpy")
+    from flax import nnx
+
+    import posenc.jax as pj
+
+    def run(module, *inputs, training=False):
+        module.train() if training else module.eval()
+        return module(*inputs)
+
+    def to_numpy(t):
+        if isinstance(t, nnx.Variable):  # the Flax module's table
+            t = t[...]
+        return np.asarray(t.astype(jnp.float32) if t.dtype == jnp.bfloat16 else t)
+
+    def make(cls, *args, compute_dtype=None, **kwargs):
+        # Flax modules take their dropout stream explicitly (the rotary module has none) and compute in x's dtype.
+        rngs = {"rngs": nnx.Rngs(0, dropout=1)} if cls is pj.PositionalEncoding else {}
+        return cls(*args, **rngs, **kwargs)
+
+    names = (*FLOATS["jax"], *OTHER_DTYPES)
+    return Front("jax", pj, {n: getattr(jnp, n) for n in names}, "",
+                 lambda a, dtype: jnp.asarray(a, dtype), to_numpy, make, run, grows_table=True,
+                 table_from_encode=False, rotary_atol=0.0)
+
+
+MAKERS = {name: functools.cache(make) for name, make in (("torch", _torch), ("tensorflow", _tensorflow), ("jax", _jax))}
+
+
+@pytest.fixture(params=FRONTS)
+def front(request):
+    return MAKERS[request.param]()
+
+
+def only(*names):
+    """Run a test on these fronts only (the others lack what it checks; the test says why)."""
+    return pytest.mark.parametrize("front", names, indirect=True)
+
+
+SHARED = ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", "grid_encoding", "convert_layout",
+          "convert_rotary_layout", "rotary_frequencies", "rotary_permutation", "PositionalEncoding", "RotaryEmbedding",
+          "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType"]
+# Not in the TensorFlow front: M-RoPE in the Keras layer (mrope_section, mrope_interleaved) and
+# from_config. A Keras layer's from_config is Keras' own (it rebuilds the layer from get_config's
+# dict when a model is loaded), so it cannot be the reader of a transformers config; without it
+# no per-layer-type layer is needed, and the M-RoPE configs it would read have no reader either.
+NOT_IN_TENSORFLOW = {"RotaryEmbeddingPerLayerType"}
+# The Keras layer's arguments lack M-RoPE's (above) and form: it has one output, cos and sin per channel.
+NOT_IN_THE_KERAS_LAYER = {"form", "mrope_section", "mrope_interleaved"}
+
+
+# Names and arguments.
+
+
+def arguments(obj):
+    # Keras layers add their own **kwargs (name, dtype, ...); the rest must match.
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    return [p for p in inspect.signature(target).parameters if p not in ("self", "kwargs", "device", "out")]
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_each_front_exports_the_shared_names_with_the_same_arguments(name):
+    apis = {front: MAKERS[front]().api for front in FRONTS if front != "tensorflow" or name not in NOT_IN_TENSORFLOW}
+    assert len(apis) >= 2
+    for module in apis.values():
+        assert name in module.__all__
+    signatures = {front: arguments(getattr(module, name)) for front, module in apis.items()}
+    torch_args = [a for a in signatures["torch"] if a not in ("options", "params")]
+    # Flax modules take their random streams (rngs) where Keras layers take theirs implicitly.
+    jax_args = [a for a in signatures["jax"] if a not in ("options", "params", "rngs")]
+    assert torch_args == jax_args
+    if "tensorflow" in apis:
+        tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params")]
+        lacking = NOT_IN_THE_KERAS_LAYER if name == "RotaryEmbedding" else set()
+        assert [a for a in torch_args if a not in lacking] == tf_args
+    else:
+        assert not hasattr(MAKERS["tensorflow"]().api, name)
+
+
+def test_from_config_reads_a_transformers_config_in_torch_and_jax_and_is_keras_own_in_tensorflow():
+    pt, ptf, pj = (MAKERS[front]().api for front in FRONTS)
+    assert arguments(pt.RotaryEmbedding.from_config) == arguments(pj.RotaryEmbedding.from_config) == ["config", "layer_type"]
+    layer = ptf.RotaryEmbedding(16, rope_type="linear", factor=2.0)
+    clone = ptf.RotaryEmbedding.from_config(layer.get_config())
+    assert (clone.head_dim, clone.rope_type, clone.params) == (16, "linear", {"factor": 2.0})
+
+
+def test_no_private_or_imported_module_leaks_through_all(front):
+    module = front.api
+    assert not [n for n in module.__all__ if n.startswith("_") or inspect.ismodule(getattr(module, n))]
+    assert {"np", "os", "re", "math"}.isdisjoint(module.__all__)
+
+
+# Tables: NumPy's numbers in every front.
+
+
+@pytest.mark.parametrize("layout", posenc.LAYOUTS)
+@pytest.mark.parametrize("length, d_model", [(10, 6), (257, 64), (33, 7), (5, 1)])
+def test_table_agrees_with_numpy(front, length, d_model, layout):
+    table = front.api.positional_encoding(length, d_model, layout=layout)
+    assert table.dtype == front.dtypes["float32"] and tuple(table.shape) == (length, d_model)
+    expected = posenc.positional_encoding(length, d_model, layout=layout)
+    np.testing.assert_allclose(front.numpy(table), expected, rtol=0, atol=1e-6)
+
+
+def test_reproduces_the_lectures_tables(front):
+    # Seed 002 (PyTorch) printed the table at 4 decimals; seed 001 (TensorFlow) printed x + PE, cos|sin.
+    np.testing.assert_allclose(front.numpy(front.api.positional_encoding(10, 6)), TABLE_10x6_4DP, atol=5e-5)
+    pe = front.numpy(front.api.positional_encoding(5, 2, layout="cos_sin"))
+    np.testing.assert_allclose(SAMPLE_2x5x2 + pe, SAMPLE_PLUS_PE, atol=2e-7)
+
+
+@pytest.mark.parametrize("front, dtype", [(f, d) for f in FRONTS for d in FLOATS[f]], indirect=["front"])
+def test_tables_in_each_dtype_are_numpys_rounded_once(front, dtype):
+    for length, d_model in [(40, 8), (50, 12)]:
+        table = front.api.positional_encoding(length, d_model, dtype=front.dtypes[dtype])
+        assert table.dtype == front.dtypes[dtype] and tuple(table.shape) == (length, d_model)
+        got = front.numpy(table)
+        exact = posenc.positional_encoding(length, d_model, dtype=np.float64)
+        np.testing.assert_allclose(got.astype(np.float64), exact, rtol=0, atol=ROUNDING[dtype])
+        # float64 is NumPy's float64 table; the others its float32 table rounded once to the dtype.
+        wide = np.float64 if dtype == "float64" else np.float32
+        want = front.tensor(posenc.positional_encoding(length, d_model, dtype=wide), dtype)
+        np.testing.assert_array_equal(got, front.numpy(want))
+
+
+def test_accurate_at_large_positions(front):
+    out = front.api.encode(front.tensor([65535, 100000]), 512)
+    np.testing.assert_allclose(front.numpy(out), exact_rows([65535, 100000], 512), atol=1e-6)
+
+
+@pytest.mark.parametrize("convention, d_model", [("paper", 8), ("paper", 7), ("fairseq", 9), ("tensor2tensor", 7),
+                                                 ("diffusers", 6), ("whisper", 4)])
+def test_encode_is_numpys_table(front, convention, d_model):
+    positions = np.array([[0, 1, 2, 3], [2, 7, 40_000, 9_999_999]])
+    for layout in posenc.LAYOUTS:
+        got = front.api.encode(front.tensor(positions), d_model, convention=convention, layout=layout)
+        assert got.dtype == front.dtypes["float32"] and tuple(got.shape) == (2, 4, d_model)
+        # Run eagerly on the CPU every front hands over NumPy's table.
+        want = posenc.encode(positions, d_model, convention=convention, layout=layout)
+        np.testing.assert_array_equal(front.numpy(got), want, err_msg=f"layout={layout}")
+
+
+@only("torch", "tensorflow")  # float64: JAX has none with jax_enable_x64 off
+def test_encode_fractional_positions_of_any_shape_in_float64(front):
+    positions = [[0.5, 3.25], [1e4 + 0.5, 7.0]]
+    out = front.api.encode(positions, 9, dtype=front.dtypes["float64"])
+    assert tuple(out.shape) == (2, 2, 9) and out.dtype == front.dtypes["float64"]
+    np.testing.assert_allclose(front.numpy(out), posenc.encode(positions, 9, dtype=np.float64), atol=1e-15)
+
+
+def test_grid_encoding_is_posencs(front):
+    np.testing.assert_array_equal(front.numpy(front.api.grid_encoding((3, 4), 16)), posenc.grid_encoding((3, 4), 16))
+
+
+# Rotary functions.
+
+
+@pytest.mark.parametrize("rope_type, params", [("default", {}), ("linear", {"factor": 2.0}),
+                                               ("yarn", {"factor": 4.0, "original_max_position_embeddings": 64}),
+                                               ("default", {"partial_rotary_factor": 0.5})])
+def test_rotary_cos_sin_and_apply_rotary_agree_with_numpy(front, rope_type, params):
+    positions = np.array([[0, 3, 100_000, 9_999_999]])
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 32)).astype(np.float32)
+    for layout in posenc.ROTARY_LAYOUTS:
+        want_c, want_s = posenc.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params)
+        c, s = front.api.rotary_cos_sin(front.tensor(positions), 32, rope_type=rope_type, layout=layout, **params)
+        assert c.dtype == front.dtypes["float32"] and tuple(c.shape) == want_c.shape
+        assert np.abs(front.numpy(c).astype(np.float64) - want_c).max() <= BOUND, layout
+        assert np.abs(front.numpy(s).astype(np.float64) - want_s).max() <= BOUND, layout
+        cos, sin = (front.tensor(t[:, None], "float32") for t in (want_c, want_s))
+        got = front.api.apply_rotary(front.tensor(x), cos, sin, layout=layout)
+        want = posenc.apply_rotary(x, want_c[:, None], want_s[:, None], layout=layout)
+        np.testing.assert_allclose(front.numpy(got), want, rtol=0, atol=1e-6, err_msg=f"layout={layout}")
+
+
+# The PositionalEncoding module (torch nn.Module, Keras layer, Flax NNX module).
+
+
+def test_module_adds_the_table(front):
+    module = front.positional_encoding_module(6, max_len=32)
+    x = np.random.default_rng(0).standard_normal((2, 10, 6)).astype(np.float32)
+    added = front.numpy(front.run(module, front.tensor(x))) - x
+    np.testing.assert_allclose(added, np.broadcast_to(posenc.positional_encoding(10, 6), (2, 10, 6)), atol=1e-6)
+    np.testing.assert_allclose(added, np.broadcast_to(TABLE_10x6_4DP, (2, 10, 6)), atol=5e-5)
+
+
+def test_module_past_max_len(front):
+    module = front.positional_encoding_module(8, max_len=4)
+    out = front.run(module, front.tensor(np.zeros((3, 11, 8)), "float32"))
+    assert tuple(out.shape) == (3, 11, 8) and module.max_len == (11 if front.grows_table else 4)
+    np.testing.assert_allclose(front.numpy(out)[0], posenc.positional_encoding(11, 8), atol=1e-7)
+
+
+def test_module_accepts_unbatched_input(front):
+    module = front.positional_encoding_module(4, max_len=8)
+    out = front.run(module, front.tensor(np.zeros((5, 4)), "float32"))
+    np.testing.assert_allclose(front.numpy(out), posenc.positional_encoding(5, 4), atol=1e-7)
+
+
+def test_module_rejects_wrong_width(front):
+    module = front.positional_encoding_module(8)
+    with pytest.raises(ValueError, match=r"last dimension of x must be d_model=8, got x of shape \(2, 5, 6\)"):
+        front.run(module, front.tensor(np.zeros((2, 5, 6)), "float32"))
+    with pytest.raises(ValueError, match="x must have shape"):
+        front.run(module, front.tensor(np.zeros(8), "float32"))
+
+
+@pytest.mark.parametrize("front, dtype", [("torch", "bfloat16"), ("torch", "float64"), ("jax", "bfloat16")],
+                         indirect=["front"])
+def test_module_adds_the_table_in_the_inputs_dtype(front, dtype):
+    # Keras' layer computes in its dtype policy instead (test_tensorflow.py); JAX has no float64.
+    module = front.positional_encoding_module(8, 4, convention="fairseq")
+    assert module.convention.name == "fairseq"
+    out = front.run(module, front.tensor(np.ones((2, 6, 8)), dtype))
+    assert out.dtype == front.dtypes[dtype] and module.max_len == 6
+    # Added in x's dtype: the float32 table rounded to it, then the sum rounded.
+    table = front.tensor(posenc.positional_encoding(6, 8, convention="fairseq"), dtype)
+    np.testing.assert_array_equal(front.numpy(out), front.numpy(front.tensor(np.ones((2, 6, 8)), dtype) + table))
+
+
+def test_module_takes_a_convention_with_its_options(front):
+    module = front.positional_encoding_module(9, max_len=6, convention="fairseq")
+    assert module.convention.name == "fairseq"
+    np.testing.assert_array_equal(front.numpy(module.pe), front.module_table(6, 9, convention="fairseq"))
+    # The front's own table function gives the same numbers as the module holds.
+    np.testing.assert_array_equal(front.numpy(front.api.positional_encoding(6, 9, convention="fairseq")),
+                                  posenc.positional_encoding(6, 9, convention="fairseq"))
+    out = front.run(module, front.tensor(np.zeros((1, 10, 9)), "float32"))  # past max_len: the same convention
+    np.testing.assert_array_equal(front.numpy(out)[0], front.module_table(10, 9, convention="fairseq"))
+    np.testing.assert_array_equal(front.numpy(module.pe), front.module_table(module.max_len, 9, convention="fairseq"))
+    whisper = front.positional_encoding_module(6, max_len=5, convention="whisper", max_timescale=100.0)
+    np.testing.assert_array_equal(front.numpy(whisper.pe),
+                                  front.module_table(5, 6, convention="whisper", max_timescale=100.0))
+
+
+def test_module_takes_a_sources_options_as_keywords(front):
+    # whisper's max_timescale, and the generic offset: the same table as NumPy's in every front.
+    module = front.positional_encoding_module(6, max_len=9, convention="whisper", max_timescale=500, offset=3)
+    expected = posenc.positional_encoding(9, 6, convention="whisper", max_timescale=500, offset=3)
+    assert module.convention == posenc.conventions.resolve("whisper", max_timescale=500, offset=3)
+    np.testing.assert_allclose(front.numpy(module.pe), expected, rtol=0, atol=2e-7)
+
+
+def test_module_dropout_only_in_training(front):
+    module = front.positional_encoding_module(16, dropout=0.5)
+    x = front.tensor(np.ones((2, 6, 16)), "float32")
+    inference = front.numpy(front.run(module, x, training=False))
+    np.testing.assert_array_equal(front.numpy(front.run(module, x, training=False)), inference)
+    np.testing.assert_allclose(inference, np.broadcast_to(1 + posenc.positional_encoding(6, 16), (2, 6, 16)),
+                               atol=1e-6)
+    training = front.numpy(front.run(module, x, training=True))
+    assert (training == 0).any() and not np.allclose(training, inference)
+
+
+# The RotaryEmbedding module.
+
+
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+
+
+def test_rotary_module_attributes_are_named_alike(front):
+    module = front.make(front.api.RotaryEmbedding, 64, 500000.0, rope_type="yarn", factor=8.0,
+                        original_max_position_embeddings=4096)
+    inv_freq, attention = posenc.rotary_frequencies(64, 500000.0, rope_type="yarn", factor=8.0,
+                                                    original_max_position_embeddings=4096)
+    np.testing.assert_array_equal(front.numpy(module.inv_freq), inv_freq)
+    assert module.attention_factor == attention and attention > 1
+    assert (module.head_dim, module.rotary_dim, module.layout, module.rope_type) == (64, 64, "half", "yarn")
+
+
+@only("torch", "jax")
+def test_mrope_module_attributes_are_named_alike(front):
+    module = front.make(front.api.RotaryEmbedding, 32, 1e6, mrope_section=(6, 5, 5), mrope_interleaved=True)
+    assert tuple(module.mrope_section) == (6, 5, 5)
+    np.testing.assert_array_equal(module.axes, posenc.rotary_grid.mrope_axes((6, 5, 5), interleaved=True))
+
+
+def test_rotary_module_matches_the_function(front):
+    module = front.make(front.api.RotaryEmbedding, 64, 500000.0, compute_dtype="bfloat16", **LLAMA3)
+    inv_freq, attention = posenc.rotary_frequencies(64, 500000.0, **LLAMA3)
+    np.testing.assert_array_equal(front.numpy(module.inv_freq), inv_freq)
+    assert module.attention_factor == attention and module.rotary_dim == 64 and module.layout == "half"
+    position_ids = np.array([[0, 1, 70_000]])
+    cos, sin = front.run(module, front.tensor(np.zeros((1, 3, 64)), "bfloat16"), front.tensor(position_ids))
+    assert cos.dtype == sin.dtype == front.dtypes["bfloat16"] and tuple(cos.shape) == (1, 3, 64)
+    want_c, _ = posenc.rotary_cos_sin(position_ids, 64, base=500000.0, **LLAMA3)
+    np.testing.assert_array_equal(front.numpy(cos), front.numpy(front.tensor(want_c.astype(np.float32), "bfloat16")))
+
+
+@only("torch", "jax")  # Keras' layer gives (cos, sin) per channel only
+def test_rotary_module_forms(front):
+    x, position_ids = front.tensor(np.zeros((1, 2, 16)), "float32"), front.tensor(np.array([[0, 5]]))
+    pairs = front.run(front.make(front.api.RotaryEmbedding, 16, form="pairs"), x, position_ids)
+    assert tuple(pairs[0].shape) == (1, 2, 8)
+    complex_ = front.run(front.make(front.api.RotaryEmbedding, 16, form="complex"), x, position_ids)
+    assert complex_.dtype == front.dtypes["complex64"]
+    np.testing.assert_allclose(front.numpy(complex_.real), front.numpy(pairs[0]), rtol=0, atol=0)
+
+
+def test_rotary_module_reads_the_length_for_dynamic(front):
+    dynamic = front.make(front.api.RotaryEmbedding, 16, rope_type="dynamic", factor=2.0, max_position_embeddings=8)
+    cos, _ = front.run(dynamic, front.tensor(np.zeros((1, 20, 16)), "float32"), front.tensor(np.arange(20)[None]))
+    want, _ = posenc.rotary_cos_sin(np.arange(20)[None], 16, rope_type="dynamic", factor=2.0,
+                                    max_position_embeddings=8, seq_len=20)
+    np.testing.assert_allclose(front.numpy(cos), want, rtol=0, atol=front.rotary_atol)
+
+
+# Bad input: each front names the argument, what it got and what is allowed. "{prefix}" is
+# how the front spells a dtype in its messages ("torch.int64" in torch, "int64" elsewhere).
+BAD_INPUT = [
+    ("dtype int32", lambda f: f.api.positional_encoding(4, 6, dtype=f.dtypes["int32"]), TypeError,
+     ["dtype must be", "{prefix}int32"]),
+    ("dtype int64", lambda f: f.api.positional_encoding(4, 6, dtype=f.dtypes["int64"]), TypeError,
+     ["dtype must be", "{prefix}int64"]),
+    ("encode dtype", lambda f: f.api.encode([1, 2], 8, dtype=f.dtypes["int32"]), TypeError,
+     ["dtype must be", "{prefix}int32"]),
+    ("dtype name", lambda f: f.api.positional_encoding(4, 6, dtype="nope"), TypeError, ["dtype", "'nope'"]),
+    ("length -2", lambda f: f.api.positional_encoding(-2, 6), ValueError, ["length", "-2"]),
+    ("length -1", lambda f: f.api.positional_encoding(-1, 8), ValueError, ["length", "-1"]),
+    ("length 4.5", lambda f: f.api.positional_encoding(4.5, 6), TypeError, ["length", "4.5"]),
+    ("d_model", lambda f: f.api.positional_encoding(4, 0), ValueError, ["d_model", "0"]),
+    ("encode d_model", lambda f: f.api.encode([1, 2], 0), ValueError, ["d_model", "0"]),
+    ("bool positions", lambda f: f.api.encode(f.tensor([True]), 4), TypeError, ["positions", "{prefix}bool"]),
+    ("complex positions", lambda f: f.api.encode(f.tensor([1 + 2j]), 4), TypeError, ["positions", "complex"]),
+    ("nan positions", lambda f: f.api.encode(f.tensor([1.0, np.nan]), 4), ValueError, ["positions", "finite"]),
+    ("inf positions", lambda f: f.api.encode(f.tensor([np.inf]), 4), ValueError, ["positions", "finite"]),
+    ("nan list", lambda f: f.api.encode([np.nan], 8), ValueError, ["positions", "finite"]),
+    ("rotary layout", lambda f: f.api.rotary_cos_sin([1], 8, layout="pairs"), ValueError, ["layout", "'pairs'"]),
+    ("module d_model", lambda f: f.positional_encoding_module(0), ValueError, ["d_model", "0"]),
+    ("module max_len", lambda f: f.positional_encoding_module(6, max_len=-1), ValueError, ["max_len", "-1"]),
+    ("dropout 1.5", lambda f: f.positional_encoding_module(6, dropout=1.5), ValueError, ["dropout", "1.5"]),
+    ("dropout -0.1", lambda f: f.positional_encoding_module(6, dropout=-0.1), ValueError, ["dropout", "-0.1"]),
+    ("module layout", lambda f: f.positional_encoding_module(6, layout="cat"), ValueError, ["layout", "'cat'"]),
+    ("module width", lambda f: f.run(f.positional_encoding_module(8), f.tensor(np.ones((2, 3, 6)), "float32")),
+     ValueError, ["d_model", "6"]),
+    ("rotary x dtype", lambda f: f.run(f.make(f.api.RotaryEmbedding, 16), f.tensor(np.zeros((1, 2, 16)), "int32"),
+                                       f.tensor(np.array([[0, 1]]))), TypeError, ["dtype must be", "{prefix}int32"]),
+]
+# Keras answers the first two itself, before the layer sees them, in its own words (a ValueError
+# naming neither the list nor the convention's options); its rotary layer has no form argument.
+BAD_INPUT_TORCH_AND_JAX = [
+    ("whisper option", lambda f: f.positional_encoding_module(6, convention="whisper", scale=2.0), TypeError,
+     ["whisper", "max_timescale", "scale"]),
+    ("x a list", lambda f: f.run(f.positional_encoding_module(8), [1.0] * 8), TypeError, ["x must be", "list"]),
+    ("rotary form", lambda f: f.make(f.api.RotaryEmbedding, 16, form="polar"), ValueError, ["form", "'polar'"]),
+]
+
+
+@pytest.mark.parametrize("front, call, error, words", [
+    pytest.param(front, call, error, words, id=f"{front}-{case}")
+    for case, call, error, words in BAD_INPUT for front in FRONTS
+] + [
+    pytest.param(front, call, error, words, id=f"{front}-{case}")
+    for case, call, error, words in BAD_INPUT_TORCH_AND_JAX for front in ("torch", "jax")
+], indirect=["front"])
+def test_bad_input_errors_name_the_argument(front, call, error, words):
+    assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
