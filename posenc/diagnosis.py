@@ -544,7 +544,9 @@ def _offsets(explanation, entries):
             # on at base 500) would otherwise split the reading in two.
             angle, usable = np.unwrap(np.arctan2(x, entries.values[:, partner[0]])), np.ones(len(x), bool)
         else:
-            angle, usable = np.arcsin(np.clip(x, -1, 1)), np.abs(x) < 0.9
+            # 0.9: away from the flat top of sin, as in _refined_base; exactly 0.9 is as good as its neighbours.
+            usable = np.abs(x) < 0.9  # pragma: no mutate
+            angle = np.arcsin(np.clip(x, -1, 1))
         if usable.any():
             read = float(np.median(angle[usable] / w[k] - entries.rows[usable]))
             if abs(read) < 1e7:
