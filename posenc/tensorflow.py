@@ -7,6 +7,7 @@ before the first import of TensorFlow.
 
 import dataclasses
 import functools
+import inspect
 import math
 import os
 import re
@@ -51,6 +52,10 @@ __all__ = [
 
 TF = backend("tensorflow")
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+# What keras.layers.Layer takes (its named arguments, and the two it still pops from **kwargs):
+# every other keyword of the PositionalEncoding layer is the convention's, checked by posenc.
+_KERAS_KEYWORDS = frozenset(inspect.signature(keras.layers.Layer.__init__).parameters) - {"self", "kwargs"} | {
+    "input_dim", "input_shape"}
 
 
 def _check_dtype(dtype):
@@ -279,9 +284,7 @@ class PositionalEncoding(keras.layers.Layer):
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0,
                  convention: str | conventions.Convention | dict[str, Any] = "paper", base: float | None = None,
                  layout: str | None = None, **kwargs: Any) -> None:
-        names = [*(conventions.option_names(convention) if not isinstance(convention, dict) else []), "offset",
-                 "padding_idx"]
-        options = {name: kwargs.pop(name) for name in names if name in kwargs}
+        options = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
         self.d_model = _checks.check_d_model(d_model)
         self.max_len = _checks.check_length(max_len, "max_len")

@@ -462,12 +462,12 @@ BAD_INPUT = [
      ValueError, ["d_model", "6"]),
     ("rotary x dtype", lambda f: f.run(f.make(f.api.RotaryEmbedding, 16), f.tensor(np.zeros((1, 2, 16)), "int32"),
                                        f.tensor(np.array([[0, 1]]))), TypeError, ["dtype must be", "{prefix}int32"]),
-]
-# Keras answers the first two itself, before the layer sees them, in its own words (a ValueError
-# naming neither the list nor the convention's options); its rotary layer has no form argument.
-BAD_INPUT_TORCH_AND_JAX = [
     ("whisper option", lambda f: f.positional_encoding_module(6, convention="whisper", scale=2.0), TypeError,
      ["whisper", "max_timescale", "scale"]),
+]
+# Keras answers the first itself, before the layer sees it, in its own words (a ValueError not
+# naming the list); its rotary layer has no form argument.
+BAD_INPUT_TORCH_AND_JAX = [
     ("x a list", lambda f: f.run(f.positional_encoding_module(8), [1.0] * 8), TypeError, ["x must be", "list"]),
     ("rotary form", lambda f: f.make(f.api.RotaryEmbedding, 16, form="polar"), ValueError, ["form", "'polar'"]),
 ]
