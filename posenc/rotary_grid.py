@@ -108,8 +108,8 @@ def check_axis_positions(shape, needed):
     (a length unknown until run, in a TF graph, is left to the indexing)."""
     if len(shape) < 1 or (shape[0] is not None and shape[0] < needed):
         raise ValueError(
-            f"positions must have their {needed} coordinates first (shape ({needed}, ...), as M-RoPE position_ids "
-            f"(3, batch, seq)), got shape {tuple(shape)}"
+            f"positions (position_ids in M-RoPE) must have their {needed} coordinates first, shape ({needed}, ...) "
+            f"(M-RoPE's position_ids: (3, batch, seq)), got shape {tuple(shape)}"
         )
 
 

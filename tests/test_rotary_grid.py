@@ -32,6 +32,9 @@ import posenc.torch as pt  # noqa: E402
 FLOAT32 = 5e-7  # a few float32 roundings of values <= 1
 BOUND = 2e-7  # posenc's float32 cos/sin against the exact values, every front and route
 
+# The shape error of axial and M-RoPE positions, as every front raises it.
+COORDINATES_FIRST = r"positions \(position_ids in M-RoPE\) must have their 3 coordinates first.*got shape \(2, 5\)"
+
 
 def close(theirs, ours, atol=FLOAT32):
     np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs.double()), rtol=0, atol=atol)
@@ -220,7 +223,7 @@ def test_bad_input_names_the_argument():
         rg.axial_parts(30)
     with pytest.raises(ValueError, match=r"mrope_section must add up to the 16 rotary pairs.*\(4, 6, 4\) \(sum 14\)"):
         rg.mrope_cos_sin(np.zeros((3, 2)), 32, mrope_section=(4, 6, 4))
-    with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+    with pytest.raises(ValueError, match=COORDINATES_FIRST):
         rg.mrope_cos_sin(np.zeros((2, 5)), 32, mrope_section=(4, 6, 6))
     with pytest.raises(ValueError, match="w must be a positive int divisible by spatial_merge_size=2, got 5"):
         rg.mrope_position_ids([2, (1, 4, 5)])
@@ -288,7 +291,7 @@ def test_jax_grid_rope_bad_input_names_the_argument(pj):
         pj.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
     for call in (lambda p: pj.mrope_cos_sin(p, 32, mrope_section=(4, 6, 6)),
                  jax.jit(lambda p: pj.mrope_cos_sin(p, 32, mrope_section=(4, 6, 6)))):
-        with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+        with pytest.raises(ValueError, match=COORDINATES_FIRST):
             call(jax.numpy.zeros((2, 5)))
     with pytest.raises(TypeError, match="positions.*bool"):
         pj.axial_cos_sin(np.zeros((2, 3), bool), 32)
@@ -355,7 +358,7 @@ def test_jax_from_config_equals_the_torch_module(name, pj):
 
 
 def test_tf_grid_rope_bad_input_names_the_argument(ptf):
-    with pytest.raises(ValueError, match=r"positions must have their 3 coordinates first.*got shape \(2, 5\)"):
+    with pytest.raises(ValueError, match=COORDINATES_FIRST):
         ptf.mrope_cos_sin(np.zeros((2, 5)), 32, mrope_section=(4, 6, 6))
     with pytest.raises(ValueError, match="convention must be one of 'pixtral', 'qwen2_vl'; got 'vit'"):
         ptf.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
