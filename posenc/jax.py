@@ -173,8 +173,8 @@ def axial_cos_sin(
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
-    return _rope_cos_sin(positions, (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups=rotary_grid.axis_groups(axes))
+    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    return _rope_cos_sin(positions, parts, "half", _check_dtype(dtype), groups=groups)
 
 
 def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -185,9 +185,8 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    groups = rotary_grid.axis_groups(axes)
-    return _rope_cos_sin(position_ids, (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups=groups)
+    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(position_ids, parts, "half", _check_dtype(dtype), groups=groups)
 
 
 def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, sin: jax.Array | npt.ArrayLike, *,

@@ -143,11 +143,17 @@ def text_rows(xp, positions):
     return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
 
 
-def _numpy_cos_sin(positions, w_hi, w_lo, axes, attention, dtype):
+def _numpy_cos_sin(positions, parts, groups, dtype):
     dtype = _core.check_dtype(dtype)
     positions = _core.as_positions(positions)
-    sin_cos = pair_sin_cos(NUMPY, _rotation.sin_cos, axis_groups(axes))
-    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, (w_hi, w_lo, attention), "half", dtype)
+    return kernels.rope_cos_sin(NUMPY, pair_sin_cos(NUMPY, _rotation.sin_cos, groups), positions, parts, "half", dtype)
+
+
+def axial_inputs(head_dim, base, convention):
+    """``(parts, groups)`` of 2-D RoPE, as every front's ``axial_cos_sin`` hands them to
+    ``kernels.rope_cos_sin``: ``(w_hi, w_lo, 1.0)`` and ``axis_groups`` of ``axial_parts``' axes."""
+    w_hi, w_lo, axes = axial_parts(head_dim, base, convention=convention)
+    return (w_hi, w_lo, 1.0), axis_groups(axes)
 
 
 def axial_cos_sin(
@@ -160,8 +166,8 @@ def axial_cos_sin(
     w_j`` (``axial_parts``); cos and sin in the half layout, as transformers' Pixtral and
     Qwen2-VL vision rotary modules return them for ``apply_rotary`` (``rotate_half``).
     """
-    w_hi, w_lo, axes = axial_parts(head_dim, base, convention=convention)
-    return _numpy_cos_sin(positions, w_hi, w_lo, axes, 1.0, dtype)
+    parts, groups = axial_inputs(head_dim, base, convention)
+    return _numpy_cos_sin(positions, parts, groups, dtype)
 
 
 def mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params):
@@ -176,6 +182,13 @@ def mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params):
     return w_hi, w_lo, attention, axes
 
 
+def mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params):
+    """``(parts, groups)`` of M-RoPE, as ``axial_inputs``: ``(w_hi, w_lo, attention)`` and
+    ``axis_groups`` of ``mrope_parts``' axes."""
+    w_hi, w_lo, attention, axes = mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return (w_hi, w_lo, attention), axis_groups(axes)
+
+
 def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
                   base: float = 10000.0, rope_type: str = "default", dtype: npt.DTypeLike = np.float32,
                   **params: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +200,8 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
     interleaved=...)``. Half layout, as ``Qwen2VLRotaryEmbedding`` / ``Qwen3VLTextRotaryEmbedding``.
     """
-    w_hi, w_lo, attention, axes = mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _numpy_cos_sin(position_ids, w_hi, w_lo, axes, attention, dtype)
+    parts, groups = mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _numpy_cos_sin(position_ids, parts, groups, dtype)
 
 
 def _check_merge(name, size, merge):

@@ -353,9 +353,8 @@ def axial_cos_sin(
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
-    groups = rotary_grid.axis_groups(axes)
-    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups)
+    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
 
 
 def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -364,9 +363,8 @@ def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mro
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    groups = rotary_grid.axis_groups(axes)
-    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups)
+    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
 
 
 def apply_rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, *, layout: str = "half") -> tf.Tensor:

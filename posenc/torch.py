@@ -297,9 +297,8 @@ def axial_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
-    w_hi, w_lo, axes = rotary_grid.axial_parts(head_dim, base, convention=convention)
-    groups = rotary_grid.axis_groups(axes)
-    return _rope_cos_sin(_as_positions(positions), (w_hi, w_lo, 1.0), "half", _check_dtype(dtype), groups)
+    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
 
 
 def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -307,9 +306,8 @@ def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, 
                   dtype: torch.dtype | None = None, **params: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
-    w_hi, w_lo, attention, axes = rotary_grid.mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    groups = rotary_grid.axis_groups(axes)
-    return _rope_cos_sin(_as_positions(position_ids), (w_hi, w_lo, attention), "half", _check_dtype(dtype), groups)
+    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
