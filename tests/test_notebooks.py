@@ -4,6 +4,7 @@ What nbval cannot see is checked here: a cell never executed (nbval skips it sil
 an .ipynb and its .py twin drifting apart, Colab links pointing somewhere else.
 """
 
+import ast
 import json
 import re
 import tomllib
@@ -81,3 +82,78 @@ def test_every_colab_link_in_the_repository_uses_the_slug():
             assert slug == SLUG, f"{path.name} links to {slug}, pyproject says {SLUG}"
         for url in re.findall(r"git\+(https://github\.com/[^@\"]+)", path.read_text()):
             assert url == REPOSITORY, f"{path.name} installs from {url}"
+
+
+# The shape of a lesson (DESIGN.md, section 3). The title cell says what the notebook answers,
+# what the reader will be able to do, what to read first and how long it takes; the README's
+# course map repeats the last two, so they are read from here.
+QUESTION = re.compile(r"^\*\*Question:\*\* .+\?$", re.M)
+ABLE = re.compile(r"^\*\*You will be able to:\*\*", re.M)
+PLACE = re.compile(r"^\*\*Prerequisites:\*\* (?P<prerequisites>.+) · \*\*Time:\*\* about (?P<minutes>\d+) minutes$", re.M)
+FEEDBACK_CALL = re.compile(r"\.check\(|\bdiagnose(_grid)?\(")
+CHECKS_HEADING = "## Cross-checks"
+
+
+def sections(path):
+    """(heading, code cells under it) for every markdown heading line, in order."""
+    found = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            found += [[line, []] for line in source(cell).splitlines() if line.startswith("#")]
+        elif found:
+            found[-1][1].append(cell)
+    return found
+
+
+def asserts(cell):
+    # IPython magics and shell lines are not Python: read them as `pass`.
+    code = re.sub(r"^(\s*)[%!].*$", r"\1pass", source(cell), flags=re.M)
+    return sum(isinstance(node, ast.Assert) for node in ast.walk(ast.parse(code)))
+
+
+def teaching_cells(path):
+    cells_, closing = [], False
+    for heading, code in sections(path):
+        if heading.startswith("## "):
+            closing = heading == CHECKS_HEADING
+        if not closing:
+            cells_ += code
+    return cells_
+
+
+def course_place(path):
+    match = PLACE.search(source(cells(path, "markdown")[0]))
+    return match and (match["prerequisites"], int(match["minutes"]))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_opens_with_its_question_and_place_in_the_course(path):
+    title = source(cells(path, "markdown")[0])
+    assert QUESTION.search(title), f"{path.name}: no '**Question:** ...?' line in the title cell"
+    assert ABLE.search(title), f"{path.name}: no '**You will be able to:**' in the title cell"
+    assert course_place(path), f"{path.name}: no '**Prerequisites:** ... · **Time:** about N minutes' line"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_ends_with_a_summary_and_exercises_that_answer_back(path):
+    headings = [heading for heading, _ in sections(path)]
+    assert "## Summary" in headings, f"{path.name} has no '## Summary'"
+    exercises = [(h, code) for h, code in sections(path) if re.match(r"### Exercise \d+\b", h)]
+    assert len(exercises) >= 2, f"{path.name} has {len(exercises)} '### Exercise N' sections, at least 2 wanted"
+    for heading, code in exercises:
+        assert any(FEEDBACK_CALL.search(source(c)) for c in code), f"{path.name}: '{heading}' has no feedback call"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_teaching_cell_holds_at_most_one_assert(path):
+    crowded = [source(c)[:60] for c in teaching_cells(path) if asserts(c) > 1]
+    assert not crowded, f"{path.name}: cells with more than one assert outside '{CHECKS_HEADING}': {crowded}"
+
+
+def test_the_course_map_in_the_readme_agrees_with_the_notebooks():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        prerequisites, minutes = course_place(path)
+        link = rf"\[{path.stem}\]\(notebooks/{path.name}\)"
+        row = re.search(rf"^\| {link} \|.*\| {re.escape(prerequisites)} \| {minutes} min \|$", readme, re.M)
+        assert row, f"README's course map has no row for {path.name} with '{prerequisites}' and '{minutes} min'"

@@ -8,7 +8,7 @@ import posenc
 
 PACKAGE = Path(posenc.__file__).parent
 # Modules that import a framework (or matplotlib) or are lesson scaffolding: nothing else imports them.
-EDGE = {"torch", "tensorflow", "jax", "plot", "lessons", "copy_task", "__main__"}
+EDGE = {"torch", "tensorflow", "jax", "plot", "lessons", "exercises", "copy_task", "__main__"}
 
 
 def imports():

@@ -1,0 +1,186 @@
+"""The notebooks' exercises, with feedback that says what is wrong.
+
+Each notebook's exercises live in one module here (``posenc.exercises.nb04`` for notebook 04),
+as :class:`Exercise` objects in the manner of Kaggle's learntools::
+
+    from posenc.exercises import nb04
+    nb04.wavelengths.check(my_answer)   # "Correct: ..." or "Not yet: <what is wrong>"
+    nb04.wavelengths.hint()             # a nudge
+    nb04.wavelengths.solution()         # the reference code, the very code the check runs
+
+An answer is a value (an array, a number, an array of any framework) or, when the exercise
+names ``cases``, a function that the check calls on each case. The check compares the answer
+with the solution's, first against the exercise's known mistakes (each a function that
+makes the wrong answer, with the message a learner needs), then by what the shapes and values
+show: a transpose, a sign, a column order, rows shifted, a scale, the largest difference.
+
+The exercise modules load their framework, like ``posenc.torch``; this one loads NumPy only.
+"""
+
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Exercise", "Feedback", "compare_arrays"]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a check found: ``ok`` and the message a learner reads (the notebook shows it)."""
+
+    ok: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return self.message
+
+    __str__ = __repr__
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):  # a torch tensor that may require grad or live on a device
+        value = value.detach().cpu()
+    return np.asarray(value)
+
+
+def _describe_difference(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
+    close = np.isclose(got, expected, rtol=rtol, atol=atol)
+    worst = np.unravel_index(int(np.argmax(np.abs(got - expected))), got.shape)
+    at = ", ".join(str(int(i)) for i in worst)
+    return (
+        f"{close.size - int(close.sum())} of {close.size} entries differ; the largest difference is at "
+        f"[{at}]: yours {float(got[worst]):.6g}, expected {float(expected[worst]):.6g}"
+    )
+
+
+def _column_permutation(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> list[int] | None:
+    """perm with got[..., k] == expected[..., perm[k]] for every k, if such a permutation exists."""
+    columns = got.shape[-1]
+    perm: list[int] = []
+    for k in range(columns):
+        matches = [
+            j for j in range(columns) if j not in perm and np.allclose(got[..., k], expected[..., j], rtol=rtol, atol=atol)
+        ]
+        if not matches:
+            return None
+        perm.append(matches[0])
+    return perm
+
+
+def compare_arrays(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
+    """What is wrong with ``got`` as an answer whose right value is ``expected``; None when nothing is.
+
+    Reads any array (NumPy, torch, TensorFlow, JAX, nested lists) and numbers. Equal within
+    ``rtol`` and ``atol`` (``numpy.isclose``) is right. Otherwise the message names the first
+    thing that explains the difference: a shape (transposed or not), NaN, a flipped sign,
+    columns in another order (sines and cosines swapped in each pair), rows shifted (positions
+    that start elsewhere), a constant factor, or else the largest difference and where it is.
+    """
+    if got is None:
+        return "your answer is None: does your function end with `return ...`?"
+    if got is Ellipsis:
+        return "your answer is still `...`: replace it with your code"
+    try:
+        got = _as_array(got).astype(np.float64)
+    except (TypeError, ValueError):
+        return f"your answer should be an array or a number, got {type(got).__name__}"
+    expected = _as_array(expected).astype(np.float64)
+    if got.shape != expected.shape:
+        if got.ndim == 2 and got.shape == expected.shape[::-1]:
+            return f"your array has shape {got.shape}, the transpose of the expected {expected.shape}"
+        return f"your array has shape {got.shape}, expected {expected.shape}"
+    if not np.isfinite(got).all():
+        bad = np.argwhere(~np.isfinite(got))[0]
+        return f"your array has {int((~np.isfinite(got)).sum())} NaN or infinite entries, the first at {list(map(int, bad))}"
+    if np.allclose(got, expected, rtol=rtol, atol=atol):
+        return None
+    if np.allclose(-got, expected, rtol=rtol, atol=atol):
+        return "every entry has the wrong sign"
+    if got.ndim >= 1 and got.shape[-1] > 1:
+        perm = _column_permutation(got, expected, rtol, atol)
+        if perm is not None:
+            pairs = len(perm) // 2
+            if pairs and perm[: 2 * pairs] == [k ^ 1 for k in range(2 * pairs)]:
+                return "the two columns of every pair are swapped (sine where the cosine belongs?)"
+            moved = [k for k, j in enumerate(perm) if j != k]
+            return f"the right columns in another order: your column {moved[0]} is column {perm[moved[0]]} of the expected"
+    if got.ndim >= 1 and got.shape[0] > 1:
+        for shift in range(1, got.shape[0]):
+            for sign in (1, -1):
+                ours, theirs = (got[:-shift], expected[shift:]) if sign > 0 else (got[shift:], expected[:-shift])
+                if np.allclose(ours, theirs, rtol=rtol, atol=atol):
+                    return f"your row p holds the expected row p {'+' if sign > 0 else '-'} {shift}: do your positions start at 0?"
+    scale = float(np.vdot(got, expected) / np.vdot(expected, expected)) if np.any(expected) else 0.0
+    if scale and not np.isclose(scale, 1.0) and np.allclose(got, scale * expected, rtol=rtol, atol=atol):
+        return f"your answer is {scale:.6g} times the expected one"
+    return _describe_difference(got, expected, rtol, atol)
+
+
+def _call(function: Callable, args: tuple) -> tuple[Any, str | None]:
+    try:
+        return function(*args), None
+    except Exception as error:  # the learner's code: report whatever it raised, in one line
+        return None, f"{type(error).__name__}: {error}"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: the reference ``solution``, how to compare, the known mistakes and a hint.
+
+    solution: the reference code; ``solution(*case)`` for each of ``cases``, or ``solution()``
+        when there are none. It is what :meth:`solution` prints.
+    cases: argument tuples; when given, the answer is a function called on each.
+    mistakes: (message, wrong) pairs: ``wrong`` makes the answer of one typical mistake (same
+        arguments as ``solution``), ``message`` says what that mistake is.
+    compare: ``(got, expected) -> message or None``; :func:`compare_arrays` by default.
+    argument_names: the names of a case's arguments, for the message ("for length=10, d_model=6").
+    praise: what a correct answer shows, after "Correct!".
+    """
+
+    name: str
+    solution_code: Callable[..., Any]
+    hint_text: str
+    cases: Sequence[tuple] = ()
+    mistakes: Sequence[tuple[str, Callable[..., Any]]] = ()
+    compare: Callable[[Any, Any], str | None] = compare_arrays
+    argument_names: Sequence[str] = ()
+    praise: str = ""
+
+    def _where(self, case: tuple) -> str:
+        if not case:
+            return ""
+        names = self.argument_names or [f"argument {k}" for k in range(len(case))]
+        return " (for " + ", ".join(f"{name}={value!r}" for name, value in zip(names, case)) + ")"
+
+    def check(self, answer: Any) -> Feedback:
+        """Correct, or what is wrong with ``answer`` (a value, or a function when the exercise has cases)."""
+        if self.cases and not callable(answer):
+            return Feedback(False, f"Not yet: {self.name} asks for a function, got {type(answer).__name__}")
+        for case in self.cases or [()]:
+            where = self._where(case)
+            got, error = _call(answer, case) if self.cases else (answer, None)
+            if error:
+                return Feedback(False, f"Not yet{where}: your function raised {error}")
+            for message, wrong in self.mistakes:
+                wrong_value, failed = _call(wrong, case)
+                if failed is None and self.compare(got, wrong_value) is None and self.compare(wrong_value, self.solution_code(*case)):
+                    return Feedback(False, f"Not yet{where}: {message}")
+            problem = self.compare(got, self.solution_code(*case))
+            if problem:
+                return Feedback(False, f"Not yet{where}: {problem}")
+        return Feedback(True, f"Correct! {self.praise}".rstrip())
+
+    def hint(self) -> None:
+        """Print a nudge."""
+        print(f"Hint: {self.hint_text}")
+
+    def solution(self) -> None:
+        """Print the reference code (the function the check compares against)."""
+        print(textwrap.dedent(inspect.getsource(self.solution_code)).rstrip())
