@@ -288,6 +288,7 @@ def rotary_scores(W_q, W_k, x, layout):
     return q @ k.transpose(1, 2)
 
 
+# %%
 meta_q, meta_k = torch.randn(2, D_MODEL, D_MODEL, dtype=torch.float64)
 tokens_x = torch.randn(10, D_MODEL, dtype=torch.float64)
 hf_q, hf_k = (posenc.convert_rotary_layout(w, "interleaved", "half", heads=HEADS) for w in (meta_q, meta_k))
@@ -598,6 +599,7 @@ def posenc_route(dtype):
     return cos[:, :64], sin[:, :64]
 
 
+# %%
 errors = {
     "float32 (transformers)": worst_error(*float32_route()),
     "inv_freq in bfloat16": worst_error(*float32_route(inv_freq_dtype=torch.bfloat16)),
@@ -664,6 +666,10 @@ def heads(t):
     return t.view(*t.shape[:2], HEADS, HEAD_DIM).transpose(1, 2)
 
 
+assert np.allclose(posenc.torch.RotaryEmbedding(HEAD_DIM).inv_freq.numpy(), [1, 0.1, 0.01, 0.001], rtol=1e-15)
+
+
+# %%
 def self_attention(x, qkv, out, rotary=None):
     """Multi-head self-attention of x (batch, length, D_MODEL); `rotary` (if given) turns q and k."""
     q, k, v = (heads(t) for t in qkv(x).chunk(3, dim=-1))
@@ -674,8 +680,6 @@ def self_attention(x, qkv, out, rotary=None):
     attended = nn.functional.scaled_dot_product_attention(q, k, v)  # (batch, HEADS, length, HEAD_DIM)
     return out(attended.transpose(1, 2).flatten(2))
 
-
-assert np.allclose(posenc.torch.RotaryEmbedding(HEAD_DIM).inv_freq.numpy(), [1, 0.1, 0.01, 0.001], rtol=1e-15)
 
 # %% [markdown]
 # The layer adds the attention to its input and normalises, then does the same with a
