@@ -110,3 +110,9 @@ def test_bad_rule_and_interval_name_the_argument():
         rg.mrope_position_ids([1], text_resumes="longest")
     with pytest.raises(ValueError, match="time_interval"):
         rg.mrope_position_ids([1], time_interval=-1)
+
+
+def test_notebook_10_exercise_rows_are_posenc_rows():
+    from posenc.exercises import nb10
+
+    np.testing.assert_array_equal(nb10.mrope_rows_solution(), rg.mrope_position_ids([2, (1, 4, 6), 2]))
