@@ -226,17 +226,23 @@ assert rows[0, 25] == 10 + max(2, 2)
 # [`Qwen2VLModel.get_rope_index`](https://github.com/huggingface/transformers/blob/v4.45.0/src/transformers/models/qwen2_vl/modeling_qwen2_vl.py))
 # starts the text one past the block's largest id on any row: $\max(12, 11, 11) + 1 = 13$.
 # Its docstring's example, a video of 3 temporal patches of 2 x 2 tokens followed by text,
-# puts the text at 3, 4, 5, ...; the 5.x rule would give 2. The two rules agree on images
-# and on videos with no more temporal patches than the longer merged side; issue
-# [#45381](https://github.com/huggingface/transformers/issues/45381) reports the difference
-# for Qwen2.5-VL videos between transformers 5.2 and 5.3. posenc follows the pinned 5.23 by
-# default and gives the 4.x rule with `text_resumes="after_largest"`
-# (`tests/test_rotary_grid_models.py` checks both against the sources).
+# puts the text at 3, 4, 5, ...; the 5.x rule gives 2, 3, 4. The two rules agree on images
+# and on videos with no more temporal patches than the longer merged side. Issue
+# [#45381](https://github.com/huggingface/transformers/issues/45381) shows transformers 5.2
+# still starting the text after a Qwen2.5-VL video one past the video's largest id, and
+# reports the ids of 5.3 and later as wrong. posenc follows the pinned 5.23 by default and
+# gives the 4.x rule with `text_resumes="after_largest"` (`tests/test_rotary_grid_models.py`
+# checks the first against the installed `get_rope_index`, the second against that
+# docstring example).
 
 # %%
 reference = rotary_grid.mrope_position_ids(segments, text_resumes="after_largest")
 print("text after the video, 5.23:", rows[0, 25:].tolist(), "  4.x:", reference[0, 25:].tolist())
 print("tokens whose ids differ:", np.flatnonzero((rows != reference).any(axis=0)).tolist())
+example = [(3, 2, 2), 5]  # the 4.x docstring's video, already merged (spatial_merge_size 1), then 5 text tokens
+for rule in ("after_largest", "longer_side"):
+    example_rows = rotary_grid.mrope_position_ids(example, spatial_merge_size=1, text_resumes=rule)
+    print(f"docstring example, {rule}: text at", example_rows[0, 12:].tolist())
 assert (rows[:, :25] == reference[:, :25]).all(), "up to the video's end the two rules agree"
 
 # %% [markdown]
@@ -481,6 +487,7 @@ assert (rows[1:, image] == [[4, 4, 4, 5, 5, 5], [4, 5, 6, 4, 5, 6]]).all() and (
 assert (rows[:, text] == rows[0, text]).all()
 assert np.flatnonzero((rows != reference).any(axis=0)).tolist() == [25, 26, 27]
 assert sorted(set(spaced[0, video].tolist())) == [10, 10 + interval, 10 + 2 * interval]
+assert rotary_grid.mrope_position_ids(example, spatial_merge_size=1, text_resumes="after_largest")[0, 12:].tolist() == [3, 4, 5, 6, 7]
 seconds = time.perf_counter() - started
 assert seconds < 60
 
