@@ -12,9 +12,10 @@
 # **Question:** How does RoPE give image patches and video frames their positions, and where does the text after them continue?
 #
 # **You will be able to:**
-# - build 2-D RoPE for a grid of patches and say how Pixtral's differs from Qwen2-VL's;
-# - write down M-RoPE's three position rows (time, height, width) of a text + image + video
-#   sequence, by the rules of Qwen2-VL (transformers 4.x and 5.x), Qwen2.5-VL and Qwen3-VL;
+# - build 2-D RoPE for a grid of image patches and say how two vision encoders choose its
+#   frequencies;
+# - write down the three position rows (time, height, width) that multimodal RoPE gives a
+#   sequence of text, an image and a video, by each of the rules in use;
 # - say which channels of a head turn with time, height or width;
 # - load a transformers config into posenc's rotary module and get the model's own logits.
 #
@@ -53,11 +54,14 @@ started = time.perf_counter()
 # %% [markdown]
 # ## 1. 2-D RoPE: each pair reads the row or the column
 #
-# A vision-language model reads an image through a *vision encoder*: a ViT that cuts the
+# A vision-language model reads an image through a *vision encoder*: a ViT (Vision
+# Transformer, [Dosovitskiy et al.](https://arxiv.org/abs/2010.11929)) that cuts the
 # image into patches (notebook 09) and runs attention over them. Two such encoders rotate
 # queries and keys by a patch's row $r$ and column $c$: Pixtral's (Mistral AI,
 # [Pixtral 12B](https://arxiv.org/abs/2410.07073)) and Qwen2-VL's
-# ([Qwen2-VL](https://arxiv.org/abs/2409.12191); Qwen2.5-VL and Qwen3-VL keep it). A head
+# ([Qwen2-VL](https://arxiv.org/abs/2409.12191); its successors
+# [Qwen2.5-VL](https://arxiv.org/abs/2502.13923) and
+# [Qwen3-VL](https://huggingface.co/docs/transformers/model_doc/qwen3_vl) keep it). A head
 # of $d$ channels has $d/2$ rotary pairs (notebook 08); both encoders turn the first $d/4$
 # pairs by the row and the other $d/4$ by the column. They differ in the frequencies:
 #
@@ -392,9 +396,9 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` does the same for fourteen families (Llama, Mistral, Qwen2,
-# Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL and
-# Qwen3-VL).
+# `tests/test_rope_config.py` does the same for fifteen families (Llama, Mistral, Qwen2,
+# Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL,
+# Qwen2.5-VL and Qwen3-VL).
 #
 # ## Summary
 #
