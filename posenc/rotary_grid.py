@@ -230,22 +230,40 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     return np.tile(np.stack(ids), (1, frames))
 
 
-def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatial_merge_size: int = 2) -> np.ndarray:
+RESUME_RULES = ("longer_side", "after_largest")
+
+
+def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatial_merge_size: int = 2,
+                       time_interval: float = 1.0, text_resumes: str = "longer_side") -> np.ndarray:
     """int64 ``(3, length)``: M-RoPE's (time, height, width) position of each token, as Qwen2-VL.
 
     ``segments``: in sequence order, an int ``n`` for ``n`` text tokens, or ``(t, h, w)`` for
-    an image (``t = 1``) or video of ``t x h x w`` patches, which the model merges into
-    ``t * (h / m) * (w / m)`` tokens (``m = spatial_merge_size``). Text token ``k`` after
-    position ``s`` gets ``s + k`` on all three rows. A vision block starting at ``s`` gets
-    ``(s + frame, s + row, s + column)`` over its merged grid (frame outermost, then rows),
-    and the text after it starts at ``s + max(h, w) / m``: the next position after the
-    block's largest on the longer side, not after its token count. (Nor after its last frame:
-    the text after a video of more frames than ``max(h, w) / m`` shares time positions with
-    it, as in transformers 5.23's ``get_rope_index``.)
+    an image (``t = 1``) or video of ``t`` temporal patches of ``h x w`` patches, which the
+    model merges into ``t * (h / m) * (w / m)`` tokens (``m = spatial_merge_size``). Text
+    token ``k`` after position ``s`` gets ``s + k`` on all three rows. A vision block starting
+    at ``s`` gets ``(s + floor(frame * time_interval), s + row, s + column)`` over its merged
+    grid (frame outermost, then rows). ``time_interval`` is 1 in Qwen2-VL and Qwen3-VL;
+    Qwen2.5-VL spaces the frames by ``tokens_per_second * second_per_grid_t``.
+
+    Where the text after a vision block starts, ``text_resumes``:
+
+    - ``"longer_side"`` (transformers 5.x ``get_rope_index``, the pinned 5.23): at ``s + max(h, w) / m``,
+      whatever the frames; the text after a video of more frames than ``max(h, w) / m``
+      (or of spaced frames) shares time positions with it.
+    - ``"after_largest"`` (transformers 4.x, the code the Qwen team released with Qwen2-VL and
+      Qwen2.5-VL): one past the block's largest id on any row, so after the last frame too.
+
+    The two agree for images and for Qwen3-VL's videos, whose frames come one by one
+    (``(1, h, w)`` segments between timestamp text).
     """
     merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    if text_resumes not in RESUME_RULES:
+        raise ValueError(f"text_resumes must be one of {', '.join(map(repr, RESUME_RULES))}; got {text_resumes!r}")
+    interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
+    if interval is None or not np.isfinite(interval) or interval < 0:
+        raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")
     start, rows = 0, []
     for segment in segments:
         if _checks._is_int(segment) and segment >= 0:
@@ -259,9 +277,11 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
         t, h, w = segment
         _check_merge("h", h, merge)
         _check_merge("w", w, merge)
-        grid = np.meshgrid(np.arange(t), np.arange(h // merge), np.arange(w // merge), indexing="ij")
-        rows.append(start + np.stack([g.reshape(-1) for g in grid]))
-        start += max(h, w) // merge
+        frames = np.floor(np.arange(t) * interval).astype(np.int64)
+        grid = np.meshgrid(frames, np.arange(h // merge), np.arange(w // merge), indexing="ij")
+        block = start + np.stack([g.reshape(-1) for g in grid])
+        rows.append(block)
+        start = int(block.max()) + 1 if text_resumes == "after_largest" else start + max(h, w) // merge
     if not rows:
         return np.zeros((3, 0), dtype=np.int64)
     return np.concatenate(rows, axis=1).astype(np.int64)
