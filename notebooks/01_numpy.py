@@ -43,8 +43,9 @@ np.set_printoptions(precision=8, suppress=True)
 # %% [markdown]
 # ## The formula
 #
-# Row `pos` of the table encodes one position; its columns come in pairs, and pair $i$
-# holds a sine and a cosine of the same angle:
+# The formula comes from the Transformer paper, [Attention Is All You Need](https://arxiv.org/abs/1706.03762)
+# (section 3.5). Row `pos` of the table encodes one position; its columns come in pairs,
+# and pair $i$ holds a sine and a cosine of the same angle:
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right),
@@ -87,7 +88,8 @@ print(denominators)
 # %% [markdown]
 # ## 2. A column of positions
 #
-# Shaping the positions as a column, `(10, 1)`, lets broadcasting do the outer division:
+# Shaping the positions as a column, `(10, 1)`, lets
+# [broadcasting](https://numpy.org/doc/stable/user/basics.broadcasting.html) do the outer division:
 # a `(10, 1)` column over a `(3,)` row gives every position divided by every denominator,
 # a `(10, 3)` grid of angles. `posenc.angles` forms the same grid in float64; ours went
 # through float32 roundings (exponent, denominator, quotient), so they agree to a few parts
