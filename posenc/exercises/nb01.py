@@ -37,10 +37,11 @@ def table_solution(length, d_model):
     return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))
 
 
-def _table(length, d_model, *, swap=False, per_column=False, base=10000.0, first=0):
+def _table(length, d_model, *, swap=False, per_column=False, doubled=False, base=10000.0, first=0):
     positions = np.arange(first, first + length)[:, None]
     columns = np.arange(d_model)
-    angles = positions / base ** ((columns if per_column else 2 * (columns // 2)) / d_model)
+    exponent = 2 * columns if doubled else columns if per_column else 2 * (columns // 2)
+    angles = positions / base ** (exponent / d_model)
     even, odd = (np.cos, np.sin) if swap else (np.sin, np.cos)
     return np.where(columns % 2 == 0, even(angles), odd(angles))
 
@@ -54,6 +55,11 @@ table = Exercise(
     mistakes=[
         ("sine and cosine are swapped: the even columns hold the sines", lambda n, d: _table(n, d, swap=True)),
         ("the exponent is taken per column (k / d_model); a pair shares 2i / d_model", lambda n, d: _table(n, d, per_column=True)),
+        (
+            "the exponent 2k / d_model uses the column index k, which is already 2i in an even column: "
+            "use the pair index, 2 * (k // 2) / d_model",
+            lambda n, d: _table(n, d, doubled=True),
+        ),
         ("positions start at 1; the first row is position 0", lambda n, d: _table(n, d, first=1)),
         ("another base than 10000", lambda n, d: _table(n, d, base=1000.0)),
     ],
