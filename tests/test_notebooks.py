@@ -157,3 +157,9 @@ def test_the_course_map_in_the_readme_agrees_with_the_notebooks():
         link = rf"\[{path.stem}\]\(notebooks/{path.name}\)"
         row = re.search(rf"^\| {link} \|.*\| {re.escape(prerequisites)} \| {minutes} min \|$", readme, re.M)
         assert row, f"README's course map has no row for {path.name} with '{prerequisites}' and '{minutes} min'"
+
+
+def test_the_site_lists_every_notebook_once_in_course_order():
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = re.findall(r"^\.\./notebooks/(\S+)$", index, re.M)
+    assert listed == [p.stem for p in NOTEBOOKS]

@@ -168,11 +168,12 @@ class Exercise:
             got, error = _call(answer, case) if self.cases else (answer, None)
             if error:
                 return Feedback(False, f"Not yet{where}: your function raised {error}")
+            expected = self.solution_code(*case)
             for message, wrong in self.mistakes:
                 wrong_value, failed = _call(wrong, case)
-                if failed is None and self.compare(got, wrong_value) is None and self.compare(wrong_value, self.solution_code(*case)):
+                if failed is None and self.compare(got, wrong_value) is None and self.compare(wrong_value, expected):
                     return Feedback(False, f"Not yet{where}: {message}")
-            problem = self.compare(got, self.solution_code(*case))
+            problem = self.compare(got, expected)
             if problem:
                 return Feedback(False, f"Not yet{where}: {problem}")
         return Feedback(True, f"Correct! {self.praise}".rstrip())
