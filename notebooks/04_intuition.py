@@ -658,7 +658,7 @@ assert peaks[13] > peaks[11]  # and rise again further out
 
 # 6. A small base: about 0 at k = 5, never beyond ±0.33, octave means ±0.00 from k = 64 on; base 10000 falls.
 assert round(posenc.wavelengths(d_model, 10)[-1]) == 58
-assert round(small_base[5], 2) == -0.01 and round(np.abs(small_base[5:]).max(), 2) == 0.33
+assert round(small_base[5], 2) == -0.01 and np.abs(small_base[5:]).max() < 0.33
 assert np.all(np.abs(small_means[5:]).round(2) == 0)  # from k = 64 on
 assert np.all(np.diff(paper_means) < 0)
 assert round(longest) == 199

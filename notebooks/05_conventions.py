@@ -88,8 +88,8 @@ for name, head in heads.items():
     print(f"{name:14} layout {head.layout:12} frequencies {head.rule}")
 
 # %% [markdown]
-# and fairseq differs from tensor2tensor only in row 1, its padding position, which it
-# sets to zeros:
+# and fairseq differs from tensor2tensor only in row 1: fairseq gives padding tokens the
+# position id `padding_idx` (1 by default) and sets that row to zeros:
 
 # %%
 t2t = posenc.positional_encoding(50, 64, convention="tensor2tensor")
