@@ -66,8 +66,8 @@ def compare_layouts(got, expected):
         return problem
     order = _column_order(np.asarray(got), np.asarray(expected))
     return (
-        f"the right columns in another order: your columns are the paper's columns {order}; "
-        "the paper's column 2i is the sine of pair i and column 2i + 1 its cosine"
+        f"the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns {order}; "
+        "in the paper's table column 2i is the sine of pair i and column 2i + 1 its cosine"
     )
 
 
