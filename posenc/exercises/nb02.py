@@ -40,7 +40,10 @@ table = Exercise(
     cases=[(10, 6), (100, 64), (10, 7)],
     argument_names=["length", "d_model"],
     mistakes=[
-        ("positions start at 1; the first row is position 0 (arange(length), not arange(1, length + 1))", lambda n, d: _table(n, d, first=1)),
+        (
+            "positions start at 1; the first row is position 0 (arange(length), not arange(1, length + 1))",
+            lambda n, d: _table(n, d, first=1),
+        ),
         ("the minus sign of exp(-2i ln(10000) / d_model) is missing: the angles grow with the column", lambda n, d: _table(n, d, sign=1.0)),
         ("the exponent 2i / d_model was rounded down to 0 (integer division)", lambda n, d: _table(n, d, integer=True)),
         ("sine and cosine are swapped: the even columns hold the sines", lambda n, d: _table(n, d, swap=True)),

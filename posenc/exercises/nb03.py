@@ -76,7 +76,11 @@ interleaved = _OnInputs(
     interleaved_solution,
     "keep the lecture's angles of shape (batch, seq, d_model / 2); stack sin and cos on a new last axis, "
     "(batch, seq, d_model / 2, 2), and reshape it to x's shape: the pairs land side by side",
-    cases=[(_rows_by_position(2, 5, 8),), (_rows_by_position(1, 4, 2),), (tf.constant(np.random.default_rng(0).random((3, 6, 16), dtype=np.float32)),)],
+    cases=[
+        (_rows_by_position(2, 5, 8),),
+        (_rows_by_position(1, 4, 2),),
+        (tf.constant(np.random.default_rng(0).random((3, 6, 16), dtype=np.float32)),),  # any x, not only row-constant ones
+    ],
     mistakes=[
         ("this is the lecture's layout: all cosines, then all sines; the paper alternates a sine and its cosine",
          lambda x: _layout(x, "cos_sin")),
