@@ -86,3 +86,9 @@ def test_compare_arrays_names_what_is_wrong(got, message):
 def test_compare_arrays_reads_framework_arrays_and_tolerates_float32_rounding():
     torch = pytest.importorskip("torch")
     assert compare_arrays(torch.tensor(TABLE, requires_grad=True), TABLE.astype(np.float32)) is None
+
+
+def test_an_array_argument_is_named_by_its_shape():
+    exercise = Exercise("add", lambda x: x + 1, "add one", cases=[(np.zeros((2, 3)),)], argument_names=["x"])
+    assert str(exercise.check(lambda x: x)) == "Not yet (for x=an array of shape (2, 3)): 6 of 6 entries differ; " \
+        "the largest difference is at [0, 0]: yours 0, expected 1"

@@ -9,13 +9,6 @@ from . import Exercise, compare_arrays
 __all__ = ["accurate", "compare_layouts", "interleaved", "odd_width"]
 
 
-class _OnInputs(Exercise):
-    """An exercise whose cases are input tensors: the message names a case by its shape, not its values."""
-
-    def _where(self, case: tuple) -> str:
-        return f" (for x of shape {tuple(case[0].shape)})"
-
-
 # Exercise 1: the Portuguese lecture's batch-aware function, in the paper's interleaved layout.
 
 
@@ -71,7 +64,7 @@ def compare_layouts(got, expected):
     )
 
 
-interleaved = _OnInputs(
+interleaved = Exercise(
     "interleaved",
     interleaved_solution,
     "keep the lecture's angles of shape (batch, seq, d_model / 2); stack sin and cos on a new last axis, "
@@ -88,6 +81,7 @@ interleaved = _OnInputs(
          lambda x: _layout(x, "cos_sin_pairs")),
         ("your function returns the table alone: return x plus the table", lambda x: _layout(x, "table")),
     ],
+    argument_names=["x"],
     compare=compare_layouts,
     praise="The lecture's function, in the paper's layout: the same columns, permuted.",
 )
