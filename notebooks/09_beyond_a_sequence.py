@@ -13,7 +13,7 @@
 # **Question:** How does a sin-cos table give the patches of an image their positions, and what goes wrong when the flattening order, the convention or the grid size changes?
 #
 # **You will be able to:**
-# - build a 2-D sin-cos table in MAE's convention and find a flattening mistake in one with `posenc.diagnose_grid`;
+# - build a 2-D sin-cos table in the convention of [MAE](https://arxiv.org/abs/2111.06377) (section 2) and find a flattening mistake in one with `posenc.diagnose_grid`;
 # - tell which published grid tables differ only in the order of their columns and which in frequencies or positions;
 # - give a table for a new grid size in one of two frames (the old field of view, or the old patch size) and predict what a trained model answers with each.
 #
@@ -68,7 +68,8 @@ print("column:", token_column)
 # the encoder of the detector [RT-DETR](https://arxiv.org/abs/2304.08069): its original code
 # ([lyuwenyu/RT-DETR](https://github.com/lyuwenyu/RT-DETR), `build_2d_sincos_position_embedding`
 # in `rtdetr_pytorch` and `rtdetrv2_pytorch`) still does, while its port to Hugging Face
-# transformers was fixed by [PR #41380](https://github.com/huggingface/transformers/pull/41380).
+# [transformers](https://github.com/huggingface/transformers) was fixed by
+# [PR #41380](https://github.com/huggingface/transformers/pull/41380).
 
 # %%
 grid_x, grid_y = np.meshgrid(np.arange(w), np.arange(h), indexing="ij")
