@@ -564,9 +564,9 @@ def rescaled_table(old, new, d):
 nb09.rescaled_table.check(rescaled_table)
 
 # %% [markdown]
-# When it passes, try it on the model: `found(answers(torch.from_numpy(rescaled_table(train_shape,
-# (16, 24), d)), (16, 24)), stretch((16, 24)))` should give the score of the exact rescaled
-# table above.
+# When it passes, try it on the model of section 5:
+# `found(answers(torch.tensor(rescaled_table(train_shape, (16, 24), d), dtype=torch.float32), (16, 24)), stretch((16, 24)))`
+# gives the score of the exact rescaled table there.
 #
 # ## Cross-checks
 #
@@ -579,7 +579,7 @@ assert wrong == 10
 # A wrong flattening order on a non-square grid moves entries by up to 2 (a sine against another sine).
 moco = posenc.grid_encoding((6, 9), 64, convention="moco-v3", cls_token=False)
 assert np.abs(moco - posenc.grid_encoding((6, 9), 64, convention="rt-detr")).max() > 1.5
-# Section 2: the patch is its own nearest patch in both orders; the plus: brightest off-plus < dimmest on-plus here.
+# Section 2: the patch is its own nearest patch in both orders, and the two orders give other pictures.
 assert np.unravel_index(np.argmax(sim[patch]), (H, W)) == patch
 scattered = posenc.grid_encoding((H, W), 128, convention="moco-v3", cls_token=False)
 assert np.unravel_index(np.argmax(scattered @ scattered[patch[0] * W + patch[1]]), (H, W)) == patch
@@ -633,3 +633,5 @@ assert np.mean((walked_rows == claimed % 6) & (walked_cols == claimed // 6)) >= 
 assert np.allclose(nb09.mae_table_solution(6, 10, 64), posenc.grid_encoding((6, 10), 64, convention="mae"), atol=1e-6)
 rescaled = nb09.rescaled_table_solution(train_shape, (16, 24), d)
 assert np.allclose(rescaled, test_tables["exact at stretched positions"]((16, 24)).numpy(), atol=1e-6)
+rescaled = torch.tensor(rescaled, dtype=torch.float32)
+assert found(answers(rescaled, (16, 24)), stretch((16, 24))) == scores["exact at stretched positions", "stretched"][1]
