@@ -8,9 +8,10 @@ sources differ in five things only, and a ``GridConvention`` holds them as data:
 - ``columns``: which axis each block of columns encodes, and how (a block of sines, a block
   of cosines, or DETR's interleaved sin/cos pairs), in column order;
 - ``flatten``: the order of the axes from the outer to the inner loop of the flattening.
-  Images are flattened row by row (``("y", "x")``); MoCo v3 and RT-DETR before
-  huggingface/transformers#41380 flatten a ``meshgrid(w, h, indexing="ij")``, width outer,
-  so on a non-square grid token ``k`` gets the position of another patch;
+  Images are flattened row by row (``("y", "x")``); MoCo v3, the original RT-DETR code
+  (lyuwenyu/RT-DETR) and transformers' RT-DETR before huggingface/transformers#41380 flatten
+  a ``meshgrid(w, h, indexing="ij")``, width outer, so on a non-square grid token ``k`` gets
+  the position of another patch;
 - ``span``: ``"D/4"`` (``w_j = T ** (-j / (D/4))``, MAE and most) or ``"D/4-1"`` (big_vision,
   "simple ViT": the lowest frequency exactly ``1 / T``);
 - ``positions``: integers ``0 .. n - 1``; DETR's ``1 .. n`` (the cumulative sum of its mask),
@@ -120,7 +121,8 @@ def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=
 _PRESETS = {
     "mae": ("MAE's get_2d_sincos_pos_embed (and the position_embeddings of transformers' ViTMAE models): "
             "[sin x, cos x, sin y, cos y], x the width although MAE names that half emb_h", _mae),
-    "moco-v3": ("MoCo v3 (and RT-DETR before transformers #41380, ultralytics): [sin w, cos w, sin h, cos h] of "
+    "moco-v3": ("MoCo v3 (and the original RT-DETR code, transformers' RT-DETR before #41380, ultralytics): "
+                "[sin w, cos w, sin h, cos h] of "
                 "meshgrid(w, h) flattened width-outer: wrong positions on non-square grids; a zero class row", _moco),
     "rt-detr": ("transformers 5.x build_2d_sinusoidal_position_embedding (RT-DETR after #41380; ViTMAE builds with "
                 "it and then swaps the halves to MAE's order): [sin h, cos h, sin w, cos w], row-major", _rt_detr),
@@ -437,7 +439,8 @@ MISTAKES = {
     "height and width swapped": (_shape_swapped, "the table was built for a {w} x {h} grid: (width, height) "
                                  "passed where (height, width) was meant"),
     "wrong flattening order": (_flattening, "the tokens are flattened {order}, so on a non-square grid most "
-                               "tokens carry another patch's position (MoCo v3, RT-DETR before transformers #41380)"),
+                               "tokens carry another patch's position (MoCo v3, the original RT-DETR code, transformers' "
+                               "RT-DETR before #41380)"),
     "axes stacked in the wrong order": (_blocks_swapped, "the columns that should encode y encode x and the "
                                         "other way round (NVIDIA/physicsnemo #1096)"),
 }
