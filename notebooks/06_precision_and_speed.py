@@ -57,7 +57,8 @@ assert all(np.spacing(np.float32(2.0**k)) == 2.0 ** (k - 23) for k in range(-20,
 
 # %% [markdown]
 # Near 32767 float32 numbers are $2^{-9} \approx 0.002$ apart, near $10^7$ a whole 1 apart:
-# an angle that large cannot be stored closer than that, whatever computed it.
+# an angle that large, stored in float32, can be off by half that step, however carefully it
+# was computed.
 #
 # Errors between two float32 numbers are best counted in these steps. Positive float32
 # numbers are ordered like their bit patterns read as integers, so the number of steps
@@ -83,28 +84,34 @@ assert ulps_apart(one, np.float32(1.0000005)) == 4  # 5e-7 above 1 is 4 steps of
 # angle is right to about $10^{-23}$ (30 digits of a number near $10^7$), and so is its sine:
 # ten million times finer than float64's step just below 1, $2^{-53} \approx 1.1 \cdot
 # 10^{-16}$. Rounded to float64, the result is the float64 nearest the true sine, as good
-# as "exact" for everything below. Rounded to float32 it is the *correctly rounded* float32 sine, the
-# best a float32 can hold. Here is $\sin 1$:
+# as "exact" for everything below. Rounded to float32 it is the *correctly rounded* float32
+# sine, the best a float32 can hold (we round through float64, which gives the same float32
+# unless the sine lies extraordinarily close to halfway between two float32 numbers).
+# Here is $\sin 1$:
 
 # %%
 with mpmath.workdps(30):
     true_sine = mpmath.sin(1)
     print(mpmath.nstr(true_sine, 30))
-print(f"as float64 {float(true_sine)!r}, as float32 {np.float32(float(true_sine))!s}, float32 step there {np.spacing(np.float32(0.84)):.1e}")
+print(f"as float64 {float(true_sine)!r}, as float32 {np.float32(float(true_sine))!s}")
+print(f"float32 step there {np.spacing(np.float32(0.84)):.1e}")
 
 # %% [markdown]
 # NumPy's float32 `np.sin` is not always correctly rounded: it is a fast vectorised
-# approximation, allowed by NumPy's own tests to be up to 2 ulp off, and which inputs it
-# misses depends on the CPU. Over the 60 sines and cosines of notebook 01's
+# approximation (and so is `np.cos`), allowed by NumPy's own tests to be up to 2 ulp off,
+# and which inputs it misses depends on the CPU. Over the 60 sines and cosines of notebook 01's
 # $10 \times 6$ table (the float32 angles of the lecture), it stays within those 2 ulp of the
 # correctly rounded values from mpmath. That is the "last digit" story of notebook 01: at
-# small positions a float32 table can be wrong only by its final rounding, about $10^{-7}$.
+# small positions a float32 table can be wrong only by its final rounding, a step or two,
+# about $10^{-7}$.
 
 # %%
 lecture_angles = np.arange(10, dtype=np.float32)[:, None] / np.power(10000, np.arange(0, 6, 2, dtype=np.float32) / 6)
-with mpmath.workdps(30):
-    correctly_rounded = np.array([[np.float32(float(mpmath.sin(mpmath.mpf(float(a))))) for a in row] for row in lecture_angles])
-assert ulps_apart(np.sin(lecture_angles), correctly_rounded).max() <= 2, "NumPy's float32 sine, within 2 ulp"
+for numpy_function, mpmath_function in [(np.sin, mpmath.sin), (np.cos, mpmath.cos)]:
+    with mpmath.workdps(30):
+        correctly_rounded = np.array([[np.float32(float(mpmath_function(mpmath.mpf(float(a))))) for a in row]
+                                      for row in lecture_angles])
+    assert ulps_apart(numpy_function(lecture_angles), correctly_rounded).max() <= 2, f"{numpy_function.__name__}: 2 ulp"
 
 # %% [markdown]
 # For the rest of the notebook, the reference is a row of sines at a $d_{model} = 512$ table's

@@ -82,7 +82,7 @@ torch.testing.assert_close(out_of_shuffled, out[:, shuffle])  # layer(shuffled x
 # the value. Adding `posenc.torch.PositionalEncoding` (notebook 02) first breaks the symmetry: after the
 # shuffle, the vector now at position 0 gets the code of position 0, not the one of the place
 # it came from. Shuffling the tokens now changes what the layer computes, by far more than
-# round-off: by more than 0.1, thousands of times that tolerance.
+# round-off: by more than 0.1, ten thousand times that tolerance.
 
 # %%
 add_positions = posenc.torch.PositionalEncoding(D_MODEL)
@@ -143,9 +143,6 @@ assert 1 / VOCAB < ceiling < 0.5, "better than a random guess, but under a half"
 #   BERT and GPT-2 do (`lessons.LearnedPositions`);
 # - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixed, defined for every position.
 #
-# The seed is reset before each model is built, so the three share their initial token
-# embedding, encoder and head. Each line below is one model's size.
-#
 # Notebook 02 showed why models usually multiply their embeddings by $\sqrt{d_{model}}$
 # before adding the table: embeddings with entries of size $1/\sqrt{d_{model}}$ have rows of
 # norm about 1, and the table's rows, of norm $\sqrt{d_{model}/2}$, would drown them. Our
@@ -158,6 +155,10 @@ token_rows = nn.Embedding(VOCAB, D_MODEL).weight.detach().norm(dim=1)
 table_rows = posenc.torch.positional_encoding(TRAIN_LENGTH, D_MODEL).norm(dim=1)
 print(f"embedding rows: norm {token_rows.mean():.1f} on average; table rows: norm {table_rows.mean():.1f}")
 assert torch.allclose(table_rows, torch.tensor(4.0)), "sqrt(d_model / 2): each pair contributes sin^2 + cos^2 = 1"
+
+# %% [markdown]
+# The seed is reset before each model is built, so the three share their initial token
+# embedding, encoder and head. Each line below is one model's size.
 
 # %%
 COLORS = {"none": "C0", "learned": "C1", "sinusoidal": "C2"}
