@@ -611,3 +611,5 @@ assert np.float32(2**24 + 1) == np.float32(2**24) and np.spacing(np.float32(2**2
 for case in nb06.accurate_sine.cases:
     position, pair, width = case
     assert abs(nb06.accurate_sine_solution(*case) - posenc.encode([position], width)[0, 2 * pair]) < 3e-7, case
+# ... while the float32 route, even with the nearest float32 denominator, is off by more than 0.1 at 1e7.
+assert abs(np.sin(np.float32(10**7) / np.float32(10000.0 ** (2 / 512))) - posenc.encode([10**7], 512)[0, 2]) > 0.1
