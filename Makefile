@@ -16,7 +16,7 @@ NB ?= $(NOTEBOOKS:.ipynb=.py)
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench lowest colab-stack mutants
+.PHONY: help setup lab test docs e2e colab outputs sync constraints clean bench lowest colab-stack mutants catalogs translations
 
 help:
 	@echo "make lab          set up .venv, then open JupyterLab on notebooks/ (LAB_ARGS passed through)"
@@ -26,6 +26,8 @@ help:
 	@echo "make colab        point the Colab badges and install cells at REPO=owner/name (BRANCH=...)"
 	@echo "make outputs      re-execute notebooks from their .py twins and store the outputs (NB=...)"
 	@echo "make sync         bring each .ipynb/.py pair in line (jupytext --sync)"
+	@echo "make catalogs     after editing English text: refresh the translation catalogs (changed text -> fuzzy)"
+	@echo "make translations after editing a catalog: rebuild and re-run the translated notebooks and READMEs"
 	@echo "make bench        time, memory and accuracy of posenc vs the lectures' routes (BENCH_ARGS, e.g. --quick)"
 	@echo "make mutants      mutation testing with mutmut (hours; MUTANTS_ARGS=--sample: a seeded sample, ~20 min)"
 	@echo "make lowest       run the notebooks and unit tests on the oldest NumPy/TF/Keras/matplotlib pyproject allows"
@@ -107,6 +109,20 @@ lowest:
 
 colab-stack:
 	$(PYTHON) scripts/check_stack.py colab
+
+# The course in pt_BR and zh_CN (scripts/translations.py). `make catalogs` brings every catalog
+# in line with the English text; `make translations` writes the translated notebooks and READMEs
+# from the catalogs, then executes the notebooks (LANGS=pt_BR for one language).
+LANGS ?= pt_BR zh_CN
+
+catalogs: $(READY)
+	$(BIN)/python scripts/translations.py extract
+	$(BIN)/python scripts/translations.py update
+
+translations: $(READY)
+	$(BIN)/python scripts/translations.py build
+	$(MAKE) outputs NB="$(foreach lang,$(LANGS),$(wildcard notebooks/$(lang)/*.py))"
+	$(BIN)/python scripts/translations.py check
 
 sync: $(READY)
 	$(BIN)/jupytext --sync $(NOTEBOOKS)
