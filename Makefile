@@ -121,7 +121,7 @@ catalogs: $(READY)
 
 translations: $(READY)
 	$(BIN)/python scripts/translations.py build
-	$(MAKE) outputs NB="$(foreach lang,$(LANGS),$(wildcard notebooks/$(lang)/*.py))"
+	$(MAKE) outputs NB="$$(ls $(foreach lang,$(LANGS),notebooks/$(lang)/*.py))"
 	$(BIN)/python scripts/translations.py check
 
 sync: $(READY)
