@@ -142,16 +142,17 @@ def _call(function: Callable, args: tuple) -> tuple[Any, str | None]:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: the reference ``solution``, how to compare, the known mistakes and a hint.
+    """One exercise: the reference solution, how to compare, the known mistakes and a hint.
 
-    solution: the reference code; ``solution(*case)`` for each of ``cases``, or ``solution()``
-        when there are none. It is what :meth:`solution` prints.
-    cases: argument tuples; when given, the answer is a function called on each.
-    mistakes: (message, wrong) pairs: ``wrong`` makes the answer of one typical mistake (same
-        arguments as ``solution``), ``message`` says what that mistake is.
-    compare: ``(got, expected) -> message or None``; :func:`compare_arrays` by default.
-    argument_names: the names of a case's arguments, for the message ("for length=10, d_model=6").
-    praise: what a correct answer shows, after "Correct!".
+    - ``solution_code``: the reference code, ``solution_code(*case)`` for each of ``cases`` (or
+      ``solution_code()`` when there are none); :meth:`solution` prints it.
+    - ``hint_text``: what :meth:`hint` prints.
+    - ``cases``: argument tuples; when given, the answer is a function called on each.
+    - ``mistakes``: ``(message, wrong)`` pairs; ``wrong`` makes the answer of one typical mistake
+      (same arguments as the solution), ``message`` says what that mistake is.
+    - ``compare``: ``(got, expected) -> message or None``; :func:`compare_arrays` by default.
+    - ``argument_names``: the names of a case's arguments, for the message ("for length=10, d_model=6").
+    - ``praise``: what a correct answer shows, after "Correct!".
     """
 
     name: str
