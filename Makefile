@@ -70,9 +70,15 @@ outputs: $(READY)
 
 # Sphinx reads the repository root with docs/conf.py, so README.md and notebooks/ stay
 # where they are. Pages show the stored outputs (nothing is re-run); -W: a warning fails.
+# Each translation is a site of its own, build/docs/LANG, from the same configuration; every
+# page links to itself in the other languages.
 docs: $(READY)
 	$(BIN)/sphinx-build -c docs -W --keep-going -q . build/docs
-	@echo "The site: build/docs/index.html"
+	for lang in $(LANGS); do \
+		$(BIN)/python scripts/translations.py site $$lang && \
+		$(BIN)/sphinx-build -c docs -W --keep-going -q -D language=$$lang build/i18n/$$lang build/docs/$$lang || exit 1; \
+	done
+	@echo "The site: build/docs/index.html (and build/docs/pt_BR, build/docs/zh_CN)"
 
 CHROMIUM := /usr/bin/chromium
 

@@ -30,6 +30,15 @@ autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True}
 
 html_theme = "furo"
+# The language switcher on every page (docs/_templates/sidebar/languages.html), between the
+# brand and the search box. `make docs` builds the English site and one per language
+# (sphinx-build -D language=..., sources from scripts/translations.py site LANG).
+templates_path = ["_templates"]
+html_sidebars = {"**": ["sidebar/brand.html", "sidebar/languages.html", "sidebar/search.html",
+                        "sidebar/scroll-start.html", "sidebar/navigation.html", "sidebar/scroll-end.html"]}
+html_context = {"posenc_languages": [("en", "English"), ("pt_BR", "Português (Brasil)"), ("zh_CN", "中文（简体）")]}
+html_css_files = ["languages.css"]
+html_static_path = ["_static"]
 html_title = f"{project} {release}"
 # Copied to the site's root, so the site's address opens the landing page.
 html_extra_path = ["_extra"]  # relative to this folder

@@ -19,6 +19,7 @@ notebook) are not translation entries.
     python scripts/translations.py update    # catalogs follow the templates (changed text -> fuzzy)
     python scripts/translations.py build     # compiled .mo, translated notebooks' .py, README.LANG.md
     python scripts/translations.py check     # what is untranslated, fuzzy or out of date; exit 1 if any
+    python scripts/translations.py site LANG # the sources of LANG's docs site, in build/i18n/LANG (make docs)
 
 Babel does the catalog work (reading, writing, fuzzy matching of changed paragraphs, compiling).
 """
@@ -26,6 +27,7 @@ Babel does the catalog work (reading, writing, fuzzy matching of changed paragra
 import datetime
 import io
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ MESSAGES = ROOT / "posenc" / "locale"
 DOMAINS = ("posenc", "exercises")  # posenc.language's gettext domains
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 README = ROOT / "README.md"
+SITE_INDEX = ROOT / "docs" / "index.md"
 # The header Babel writes carries dates; without it a catalog changes only when its text does.
 WRITE = dict(width=100, omit_header=False, sort_output=False, include_previous=True)
 BADGE = re.compile(r"(colab\.research\.google\.com/github/[^)]+?/notebooks/)([^/)]+\.ipynb)")
@@ -101,6 +104,12 @@ def _is_prose(text: str) -> bool:
     return bool(re.search(r"[A-Za-z]{2}", re.sub(r"\$[^$]+\$|`[^`]+`", "", stripped)))
 
 
+def captions() -> list[tuple[int, str]]:
+    """(line, caption) of the site index's toctrees: its only prose, kept in README's catalog."""
+    lines = SITE_INDEX.read_text().splitlines()
+    return [(k, line.removeprefix(":caption: ")) for k, line in enumerate(lines, 1) if line.startswith(":caption: ")]
+
+
 def sources():
     """(name, [(cell number, markdown text)]) for every notebook and the README."""
     for path in NOTEBOOKS:
@@ -131,6 +140,9 @@ def template(name, texts) -> Catalog:
                 message = catalog.add(piece.text, locations=[(where, cell or piece.line + 1)])
                 # Babel reads "{...}" in the math as a format string; prose has no placeholders.
                 message.flags -= {"python-format", "python-brace-format"}
+    if name == "README":
+        for line, caption in captions():
+            catalog.add(caption, locations=[("docs/index.md", line)])
     return catalog
 
 
@@ -233,6 +245,24 @@ def outputs(language: str) -> dict[Path, str | bytes]:
     return files
 
 
+def site(language: str) -> None:
+    """The sources of ``language``'s site in build/i18n/LANG, laid out as the repository is (same page
+    names in every language): the translated README and notebooks, the index with translated captions."""
+    catalog = read(catalog_path(TEMPLATES / "README.pot", language), language)
+    target = ROOT / "build" / "i18n" / language
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "docs").mkdir(parents=True)
+    (target / "notebooks").mkdir()
+    index = SITE_INDEX.read_text()
+    for _, caption in captions():
+        index = index.replace(f":caption: {caption}\n", f":caption: {translation(catalog, caption)}\n")
+    (target / "docs" / "index.md").write_text(index)
+    shutil.copy(ROOT / "docs" / "api.md", target / "docs" / "api.md")
+    shutil.copy(ROOT / f"README.{language}.md", target / "README.md")
+    for path in (ROOT / "notebooks" / language).glob("*.ipynb"):
+        shutil.copy(path, target / "notebooks" / path.name)
+
+
 def build() -> None:
     for language in LANGUAGES:
         for path, content in outputs(language).items():
@@ -276,6 +306,8 @@ def check() -> int:
 
 if __name__ == "__main__":
     commands = {"extract": extract, "update": update, "build": build, "check": check}
+    if len(sys.argv) == 3 and sys.argv[1] == "site" and sys.argv[2] in LANGUAGES:
+        sys.exit(site(sys.argv[2]))
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit(f"usage: python scripts/translations.py {{{'|'.join(commands)}}}")
+        sys.exit(f"usage: python scripts/translations.py {{{'|'.join(commands)}}} | site {{{'|'.join(LANGUAGES)}}}")
     sys.exit(commands[sys.argv[1]]())
