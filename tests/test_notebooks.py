@@ -15,6 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# The translations (scripts/translations.py): the same structure, their prose from catalogs.
+TRANSLATED = sorted((ROOT / "notebooks").glob("*/*.ipynb"))
+EVERY_NOTEBOOK = NOTEBOOKS + TRANSLATED
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 REPOSITORY = PYPROJECT["project"]["urls"]["Repository"]
 SLUG = REPOSITORY.removeprefix("https://github.com/")
@@ -34,7 +37,7 @@ def test_the_lecture_notebooks_exist():
     assert names[:3] == ["01_numpy", "02_pytorch", "03_tensorflow"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_py_twin_is_in_sync(path):
     twin = path.with_suffix(".py")
     assert twin.exists(), f"{path.name} has no {twin.name}"
@@ -42,13 +45,13 @@ def test_py_twin_is_in_sync(path):
     assert jupytext.writes(jupytext.read(path), fmt="py:percent") == twin.read_text()
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_every_code_cell_was_executed_in_order(path):
     counts = [c["execution_count"] for c in cells(path, "code")]
     assert counts == list(range(1, len(counts) + 1))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_outputs_are_clean(path):
     for cell in cells(path, "code"):
         for output in cell["outputs"]:
@@ -58,17 +61,17 @@ def test_outputs_are_clean(path):
             assert not re.search(r" at 0x[0-9a-f]+", text), f"memory address in {path.name}: {text[:80]}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_has_a_figure(path):
     outputs = [o for c in cells(path, "code") for o in c["outputs"]]
     assert any("image/png" in o.get("data", {}) for o in outputs)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_title_badge_and_colab_setup_cell(path):
     title = source(cells(path, "markdown")[0])
     assert title.startswith("# ")
-    badge = f"https://colab.research.google.com/github/{SLUG}/blob/{BRANCH}/notebooks/{path.name}"
+    badge = f"https://colab.research.google.com/github/{SLUG}/blob/{BRANCH}/{path.relative_to(ROOT).as_posix()}"
     assert f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({badge})" in title
     setup = cells(path, "code")[0]
     assert 'if "google.colab" in sys.modules:' in source(setup)
@@ -77,7 +80,7 @@ def test_title_badge_and_colab_setup_cell(path):
 
 
 def test_every_colab_link_in_the_repository_uses_the_slug():
-    for path in [*NOTEBOOKS, *ROOT.glob("notebooks/*.py"), ROOT / "README.md"]:
+    for path in [*EVERY_NOTEBOOK, *ROOT.glob("notebooks/**/*.py"), *ROOT.glob("README*.md")]:
         for slug in re.findall(r"colab\.research\.google\.com/github/([^/]+/[^/]+)/", path.read_text()):
             assert slug == SLUG, f"{path.name} links to {slug}, pyproject says {SLUG}"
         for url in re.findall(r"git\+(https://github\.com/[^@\"]+)", path.read_text()):

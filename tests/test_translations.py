@@ -1,0 +1,90 @@
+"""The course in pt_BR and zh_CN cannot drift from the English (scripts/translations.py).
+
+Every catalog entry translated and none fuzzy, the templates current, and each translated
+notebook and README exactly what its English source and catalog make; a changed English
+paragraph turns its translations fuzzy, so the check fails until a translator has looked.
+"""
+
+import collections
+import json
+import re
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+from babel.messages.catalog import Catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import translations  # noqa: E402
+
+CATALOGS = [translations.catalog_path(path, language)
+            for path in sorted(translations.TEMPLATES.glob("*.pot")) for language in translations.LANGUAGES]
+
+
+def test_every_entry_is_translated_and_every_generated_file_is_current():
+    problems = translations.problems()
+    assert not problems, "\n".join(problems[:40]) + f"\n({len(problems)} in all; see README, 'Translating the course')"
+
+
+@pytest.mark.parametrize("path", [*translations.NOTEBOOKS, translations.README], ids=lambda p: p.name)
+def test_cutting_into_entries_loses_nothing(path):
+    texts = [c.source for c in jupytext.read(path).cells if c.cell_type == "markdown"] if path.suffix == ".ipynb" \
+        else [path.read_text()]
+    for text in texts:
+        assert "\n".join(piece.text for piece in translations.pieces(text)) == text
+
+
+def test_math_code_and_badges_are_not_entries():
+    found = translations.pieces("Some prose.\n\n$$\nx = 1\n\ny = 2\n$$\n\n```bash\nmake lab\n\nmake test\n```\n\n"
+                                "[![Open In Colab](badge.svg)](link)\n\n| a | b |\n|---|---|\n| one row | 2 |")
+    assert [(p.text, p.translate) for p in found if p.text] == [
+        ("Some prose.", True), ("$$\nx = 1\n\ny = 2\n$$", False), ("```bash\nmake lab\n\nmake test\n```", False),
+        ("[![Open In Colab](badge.svg)](link)", False), ("| a | b |", False), ("|---|---|", False), ("| one row | 2 |", True)]
+
+
+def test_a_changed_english_paragraph_turns_its_translation_fuzzy():
+    catalog = Catalog(locale="pt_BR")
+    catalog.add("The table has ten rows and six columns.", "A tabela tem dez linhas e seis colunas.")
+    changed = translations.template("01_numpy", [(3, "The table has ten rows and eight columns.")])
+    catalog.update(changed)
+    entry = catalog.get("The table has ten rows and eight columns.")
+    assert entry.fuzzy and entry.previous_id == ["The table has ten rows and six columns."]
+    # A fuzzy entry is not used: the English shows until a translator confirms.
+    assert translations.translation(catalog, entry.id) == entry.id
+
+
+SPANS = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\s]+\)", re.S)
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_translations_keep_the_math_code_and_links(path):
+    # Numbers may change form (zh writes "ten" as 10), math, code and link targets may not;
+    # the README's notebook links are rewritten to the translations afterwards.
+    changed = []
+    for message in translations.read(path):
+        if message.id and message.string:
+            english = collections.Counter(SPANS.findall(message.id))
+            translated = collections.Counter(SPANS.findall(message.string))
+            if english != translated:
+                changed.append((message.id[:60], dict(english - translated), dict(translated - english)))
+    assert not changed, changed[:5]
+
+
+@pytest.mark.parametrize("path", translations.NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("language", translations.LANGUAGES)
+def test_a_translated_notebook_runs_the_english_code(path, language):
+    def code(notebook):
+        return [c["source"] for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+
+    english, translated = code(path), code(path.parent / language / path.name)
+    assert translated == [english[0], translations.LANGUAGE_CELL[language].splitlines(keepends=True), *english[1:]]
+
+
+@pytest.mark.parametrize("language", translations.LANGUAGES)
+def test_a_translated_readme_links_the_translated_notebooks(language):
+    readme = (ROOT / f"README.{language}.md").read_text()
+    for path in translations.NOTEBOOKS:
+        assert f"](notebooks/{language}/{path.name})" in readme
+    assert "](notebooks/0" not in readme
