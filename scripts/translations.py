@@ -53,8 +53,10 @@ BADGE = re.compile(r"(colab\.research\.google\.com/github/[^)]+?/notebooks/)([^/
 NOTEBOOK_LINK = re.compile(r"\]\((notebooks/)(\d\d_\w+\.ipynb)\)")
 # The one code cell a translation adds, after the setup cell: posenc's messages in its language.
 LANGUAGE_CELL = {
-    "pt_BR": '# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.\nimport posenc\n\nposenc.set_language("pt_BR")',
-    "zh_CN": '# posenc 的提示信息（diagnose 和练习的检查）使用中文。\nimport posenc\n\nposenc.set_language("zh_CN")',
+    "pt_BR": "# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.\n"
+             'import posenc\n\nposenc.set_language("pt_BR")',
+    "zh_CN": "# posenc 的提示信息（diagnose 和练习的检查）使用中文。\n"
+             'import posenc\n\nposenc.set_language("zh_CN")',
 }
 
 
@@ -137,9 +139,7 @@ def template(name, texts) -> Catalog:
         for piece in pieces(text):
             if piece.translate:
                 # A notebook's entries point at their cell (numbered from 1), the README's at their line.
-                message = catalog.add(piece.text, locations=[(where, cell or piece.line + 1)])
-                # Babel reads "{...}" in the math as a format string; prose has no placeholders.
-                message.flags -= {"python-format", "python-brace-format"}
+                catalog.add(piece.text, locations=[(where, cell or piece.line + 1)])
     if name == "README":
         for line, caption in captions():
             catalog.add(caption, locations=[("docs/index.md", line)])
@@ -171,6 +171,10 @@ def dumps(catalog: Catalog) -> bytes:
 
 
 def write(path: Path, catalog: Catalog) -> None:
+    if LOCALE in path.parents:
+        # Babel reads "{...}" in the math as a format string; the course's prose has no placeholders.
+        for message in catalog:
+            message.flags -= {"python-format", "python-brace-format"}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(dumps(catalog))
 
@@ -288,7 +292,8 @@ def problems() -> list[str]:
                 entry = catalog.get(message.id, message.context)
                 state = "missing" if entry is None else "fuzzy" if entry.fuzzy else "untranslated" if not entry.string else None
                 if state:
-                    where = ", ".join(f"{file} cell {cell}" if file.endswith(".ipynb") else f"{file}:{cell}" for file, cell in message.locations)
+                    where = ", ".join(f"{file} cell {line}" if file.endswith(".ipynb") else f"{file}:{line}"
+                                      for file, line in message.locations)
                     found.append(f"{language}: {state}: {where}: {message.id[:100]!r}")
     for language in LANGUAGES:
         for path, content in outputs(language).items():

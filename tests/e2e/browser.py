@@ -3,8 +3,11 @@
 1. JupyterLab from this venv opens every notebook in headless Chromium, clears it, runs
    all cells from the Run menu, and checks that each code cell ran once, in order, with
    no error and nothing on stderr.
-2. The built site (build/docs) shows every figure a notebook has stored, on its page,
-   and its API reference documents functions and classes.
+2. Each translated notebook (notebooks/LANG/) opens in JupyterLab with its translated title
+   and all its cells (they run the English code, which step 1 ran).
+3. The built site (build/docs, and build/docs/LANG per language) shows every figure a notebook
+   has stored, on its page, typesets its formulas, and links every page to itself in the other
+   languages; the API reference documents functions and classes.
 
 Screenshots go to build/e2e/. The last line is "e2e: N passed, N failed".
 Not a pytest file on purpose: `make test` stays fast and needs no browser.
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +31,7 @@ from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+LANGUAGES = ("pt_BR", "zh_CN")  # each has notebooks/LANG/ and a site in build/docs/LANG
 SITE = ROOT / "build" / "docs"
 SHOTS = ROOT / "build" / "e2e"
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright never downloads a browser here
@@ -201,36 +206,73 @@ def check_lab(context):
     return results
 
 
+def check_translated_lab(context):
+    results = []
+    with tempfile.TemporaryDirectory(prefix="posenc-e2e-") as tmp, jupyterlab(Path(tmp)) as (base, token):
+        page = context.new_page()
+        for language in LANGUAGES:
+            for path in sorted((ROOT / "notebooks" / language).glob("*.ipynb")):
+                cells = json.loads(path.read_text())["cells"]
+                title = "".join(cells[0]["source"]).splitlines()[0].removeprefix("# ")
+                page.goto(f"{base}/lab/workspaces/{language}-{path.stem}/tree/{language}/{path.name}?token={token}")
+                panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+                shown = panel.locator(".jp-RenderedMarkdown h1").first
+                try:
+                    expect(shown).to_have_text(re.compile(re.escape(title)), timeout=120_000)
+                    counted = panel.locator(".jp-Cell").count()
+                    ok, line = counted == len(cells), f"{counted} of {len(cells)} cells shown, title {title!r}"
+                except AssertionError as error:
+                    ok, line = False, f"no title {title!r}: {error}"
+                page.screenshot(path=SHOTS / f"lab-{language}-{path.stem}.png")
+                print(f"lab   {language}/{path.stem:<22} {'ok  ' if ok else 'FAIL'} {line}", flush=True)
+                results.append(ok)
+        page.close()
+    return results
+
+
 def stored_figures(path):
     cells = json.loads(path.read_text())["cells"]
     return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
 
 
+def language_links(page, language):
+    """The switcher's links on ``page``, each checked: it names another language and its file exists."""
+    links = page.locator(".sidebar-languages a").evaluate_all("links => links.map(a => [a.lang, a.href])")
+    wanted = {code.replace("_", "-") for code in ("en", *LANGUAGES) if code != language}
+    return {lang for lang, href in links if Path(urllib.parse.urlparse(href).path).exists()} == wanted == {lang for lang, _ in links}
+
+
 def check_docs(context):
     results = []
     page = context.new_page()
-    page.goto((SITE / "index.html").as_uri())
-    expect(page.locator("h1").first).to_have_text(re.compile("posenc"))
-    page.screenshot(path=SHOTS / "docs-index.png")
-    for path in NOTEBOOKS:
-        page.goto((SITE / "notebooks" / f"{path.stem}.html").as_uri())
-        figures = page.locator(".cell_output img")
-        shown = figures.evaluate_all("imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
-        wanted = stored_figures(path)
-        # MathJax, served by the site itself, turns each .math element into an mjx-container;
-        # its startup promise settles once the page is typeset (no MathJax: nothing to wait for).
-        page.evaluate("() => window.MathJax?.startup?.promise")
-        maths, typeset = page.locator(".math").count(), page.locator(".math mjx-container").count()
-        ok = shown == wanted > 0 and typeset == maths
-        if figures.count():
-            figures.first.scroll_into_view_if_needed()
-        page.screenshot(path=SHOTS / f"docs-{path.stem}.png")
-        print(f"docs  {path.stem:<22} {'ok  ' if ok else 'FAIL'} {shown} of {wanted} stored figures shown,"
-              f" {typeset} of {maths} formulas typeset", flush=True)
-        results.append(ok)
+    for language in ("en", *LANGUAGES):
+        site = SITE if language == "en" else SITE / language
+        notebooks = NOTEBOOKS if language == "en" else sorted((ROOT / "notebooks" / language).glob("*.ipynb"))
+        page.goto((site / "index.html").as_uri())
+        expect(page.locator("h1").first).to_have_text(re.compile("posenc"))
+        page.screenshot(path=SHOTS / f"docs-{language}-index.png")
+        for path in notebooks:
+            page.goto((site / "notebooks" / f"{path.stem}.html").as_uri())
+            figures = page.locator(".cell_output img")
+            shown = figures.evaluate_all("imgs => imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+            wanted = stored_figures(path)
+            # MathJax, served by the site itself, turns each .math element into an mjx-container;
+            # its startup promise settles once the page is typeset (no MathJax: nothing to wait for).
+            page.evaluate("() => window.MathJax?.startup?.promise")
+            maths, typeset = page.locator(".math").count(), page.locator(".math mjx-container").count()
+            switcher = language_links(page, language)
+            tagged = page.locator("html").get_attribute("lang") == language.replace("_", "-")
+            ok = shown == wanted > 0 and typeset == maths and switcher and tagged
+            if figures.count():
+                figures.first.scroll_into_view_if_needed()
+            page.screenshot(path=SHOTS / f"docs-{language}-{path.stem}.png")
+            print(f"docs  {language:<5} {path.stem:<22} {'ok  ' if ok else 'FAIL'} {shown} of {wanted} stored figures shown,"
+                  f" {typeset} of {maths} formulas typeset, language links {'ok' if switcher else 'BROKEN'},"
+                  f" html lang {'ok' if tagged else 'WRONG'}", flush=True)
+            results.append(ok)
     page.goto((SITE / "docs" / "api.html").as_uri())
     documented = page.locator("dl.py.function, dl.py.class").count()
-    print(f"docs  {'API reference':<22} {'ok  ' if documented else 'FAIL'} {documented} functions and classes")
+    print(f"docs  {'API reference':<28} {'ok  ' if documented else 'FAIL'} {documented} functions and classes")
     results.append(documented > 0)
     page.close()
     return results
@@ -246,7 +288,7 @@ def main():
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.route(EXTERNAL, lambda route: route.abort())
         try:
-            results = check_lab(context) + check_docs(context)
+            results = check_lab(context) + check_translated_lab(context) + check_docs(context)
         finally:
             browser.close()
     print(f"screenshots in {SHOTS.relative_to(ROOT)}/")
