@@ -143,7 +143,7 @@ def template(name, texts) -> Catalog:
     if name == "README":
         for line, caption in captions():
             catalog.add(caption, locations=[("docs/index.md", line)])
-    return catalog
+    return without_format_flags(catalog)
 
 
 def message_template(domain: str) -> Catalog:
@@ -170,11 +170,16 @@ def dumps(catalog: Catalog) -> bytes:
     return re.sub(rb'"(POT-Creation-Date|PO-Revision-Date): [^"]*\\n"\n', b"", out.getvalue())
 
 
+def without_format_flags(catalog: Catalog) -> Catalog:
+    # Babel reads "{...}" in the math as a format string; the course's prose has no placeholders.
+    for message in catalog:
+        message.flags -= {"python-format", "python-brace-format"}
+    return catalog
+
+
 def write(path: Path, catalog: Catalog) -> None:
     if LOCALE in path.parents:
-        # Babel reads "{...}" in the math as a format string; the course's prose has no placeholders.
-        for message in catalog:
-            message.flags -= {"python-format", "python-brace-format"}
+        without_format_flags(catalog)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(dumps(catalog))
 
@@ -262,7 +267,9 @@ def site(language: str) -> None:
         index = index.replace(f":caption: {caption}\n", f":caption: {translation(catalog, caption)}\n")
     (target / "docs" / "index.md").write_text(index)
     shutil.copy(ROOT / "docs" / "api.md", target / "docs" / "api.md")
-    shutil.copy(ROOT / f"README.{language}.md", target / "README.md")
+    # The site lays its notebooks out as the English one does: notebooks/NN_topic.
+    readme = (ROOT / f"README.{language}.md").read_text()
+    (target / "README.md").write_text(readme.replace(f"](notebooks/{language}/", "](notebooks/"))
     for path in (ROOT / "notebooks" / language).glob("*.ipynb"):
         shutil.copy(path, target / "notebooks" / path.name)
 
