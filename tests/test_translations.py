@@ -55,21 +55,26 @@ def test_a_changed_english_paragraph_turns_its_translation_fuzzy():
     assert translations.translation(catalog, entry.id) == entry.id
 
 
-SPANS = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\s]+\)", re.S)
+SPANS = re.compile(r"\$\$.+?\$\$|\$[^$]+\$|`[^`]+`|\]\([^)\s]+\)", re.S)
+
+
+def spans(text):
+    # A span may wrap differently in a translation: compare it with its white space collapsed.
+    return collections.Counter(" ".join(span.split()) for span in SPANS.findall(text))
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
 def test_translations_keep_the_math_code_and_links(path):
-    # Numbers may change form (zh writes "ten" as 10), math, code and link targets may not;
-    # the README's notebook links are rewritten to the translations afterwards.
-    changed = []
+    # Every piece of math, code and every link target of the English is in the translation, as
+    # it is (a translation may add one, e.g. a name set in code). Numbers may change form (zh
+    # writes "ten" as 10); the README's notebook links are rewritten to the translations afterwards.
+    lost = []
     for message in translations.read(path):
         if message.id and message.string:
-            english = collections.Counter(SPANS.findall(message.id))
-            translated = collections.Counter(SPANS.findall(message.string))
-            if english != translated:
-                changed.append((message.id[:60], dict(english - translated), dict(translated - english)))
-    assert not changed, changed[:5]
+            missing = spans(message.id) - spans(message.string)
+            if missing:
+                lost.append((message.id[:60], dict(missing)))
+    assert not lost, lost[:5]
 
 
 @pytest.mark.parametrize("path", translations.NOTEBOOKS, ids=lambda p: p.stem)
