@@ -1,14 +1,20 @@
 """The notebooks' exercises answer back: the reference solution is correct, every known mistake
 gets its own message, and the generic comparison names what a wrong array shows."""
 
+import ast
+import contextlib
+import gettext
 import importlib
+import io
 import pkgutil
+import string
 
 import numpy as np
 import pytest
 
 import posenc.exercises
-from posenc.exercises import Exercise, compare_arrays
+from posenc.exercises import Exercise, compare_arrays, nb01, nb04, nb05, nb10  # NumPy and posenc only: cheap to load
+from posenc.language import LOCALE_DIR, using_language
 
 
 def exercises():
@@ -92,3 +98,158 @@ def test_an_array_argument_is_named_by_its_shape():
     exercise = Exercise("add", lambda x: x + 1, "add one", cases=[(np.zeros((2, 3)),)], argument_names=["x"])
     assert str(exercise.check(lambda x: x)) == "Not yet (for x=an array of shape (2, 3)): 6 of 6 entries differ; " \
         "the largest difference is at [0, 0]: yours 0, expected 1"
+
+
+# The feedback in the learner's language: gettext domain "exercises", catalogs in posenc/locale.
+
+TRANSLATED = ("pt_BR", "zh_CN")
+
+
+def read_po(path):
+    """msgid -> (msgstr, flags) of a gettext catalog (the header, msgid "", left out)."""
+    entries, flags, current, field = {}, set(), {}, None
+    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
+        if line.startswith("#,"):
+            flags = {flag.strip() for flag in line[2:].split(",")}
+        elif line.startswith(("msgid ", "msgstr ")):
+            field, _, text = line.partition(" ")
+            current[field] = ast.literal_eval(text)
+        elif line.startswith('"') and field:
+            current[field] += ast.literal_eval(line)
+        elif not line.strip() and current:
+            if current.get("msgid"):
+                entries[current["msgid"]] = (current.get("msgstr", ""), flags)
+            flags, current, field = set(), {}, None
+    return entries
+
+
+def placeholders(text):
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+TEMPLATE = read_po(LOCALE_DIR / "exercises.pot")
+
+
+def test_the_template_has_the_exercises_messages():
+    assert len(TEMPLATE) > 200 and "Not yet: {problem}" in TEMPLATE and "every entry has the wrong sign" in TEMPLATE
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_every_hint_mistake_and_praise_is_marked_for_the_catalogs(exercise):
+    texts = [exercise.hint_text, exercise.praise, *(message for message, _ in exercise.mistakes)]
+    unmarked = [text for text in texts if text and text not in TEMPLATE]
+    assert not unmarked, f"not in posenc/locale/exercises.pot (mark with N_, then `make catalogs`): {unmarked}"
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_every_message_is_translated_keeping_its_placeholders(language):
+    path = LOCALE_DIR / language / "LC_MESSAGES" / "exercises.po"
+    catalog = read_po(path)
+    missing = [msgid for msgid in TEMPLATE if msgid not in catalog or not catalog[msgid][0]]
+    fuzzy = [msgid for msgid in TEMPLATE if msgid in catalog and "fuzzy" in catalog[msgid][1]]
+    changed = [msgid for msgid in TEMPLATE if msgid in catalog and placeholders(catalog[msgid][0]) != placeholders(msgid)]
+    assert (missing, fuzzy, changed) == ([], [], [])
+    # What learners see is the compiled catalog: it holds the same translations.
+    with (path.with_suffix(".mo")).open("rb") as compiled:
+        translations = gettext.GNUTranslations(compiled)
+    stale = [msgid for msgid in TEMPLATE if translations.gettext(msgid) != catalog[msgid][0]]
+    assert not stale, f"{path.with_suffix('.mo')} is older than its .po: `scripts/translations.py build`"
+
+
+def test_english_by_default():
+    assert posenc.language.get_language() == "en"
+    assert str(nb01.table.check(lambda n, d: nb01._table(n, d, swap=True))) == \
+        "Not yet (for length=10, d_model=6): sine and cosine are swapped: the even columns hold the sines"
+    with using_language("pt_BR"):
+        assert compare_arrays(-TABLE, TABLE) != "every entry has the wrong sign"
+    assert compare_arrays(-TABLE, TABLE) == "every entry has the wrong sign"
+
+
+FEEDBACK = {
+    "pt_BR": {
+        "mistake": "Ainda não (para length=10, d_model=6): seno e cosseno estão trocados: as colunas pares guardam os senos",
+        "wavelength": "Ainda não (para i=3, d_model=16, base=10000.0): isso é a frequência w_i (radianos por posição); "
+                      "o comprimento de onda é o número de posições por volta, 2π / w_i",
+        "raised": "Ainda não (para length=10, d_model=6): sua função levantou ZeroDivisionError: division by zero",
+        "sign": "todas as entradas estão com o sinal trocado",
+        "shape": "seu array tem formato (10, 4), esperado (10, 6)",
+        "rows": "sua linha p contém a linha esperada p + 1: suas posições começam em 0?",
+        "offset": "Ainda não (para d_model=8, base=100.0): k = 1000 é grande demais: "
+                  "um deslocamento menor já chega mais perto de PE(p) do que a vizinha",
+        "layout": "Ainda não: as colunas certas em outra ordem: sua coluna k é a coluna [0, 2, 4, 6, 1, 3, 5, 7][k] "
+                  "do layout do artigo (s0, c0, s1, c1, ...)",
+        "rows10": "Ainda não: a linha 0 (tempo) erra primeiro no token 2 (a imagem): seu valor 3, esperado 2",
+        "correct": "Correto! O último é 10000^((d - 2) / d) para d par: logo abaixo de 10000.",
+        "hint": "Dica: um denominador por par de colunas: 10000 elevado a 2i / d_model, para 2i = 0, 2, 4, ...",
+    },
+    "zh_CN": {
+        "mistake": "还不对（length=10, d_model=6 时）：正弦和余弦交换了：偶数列放的是正弦",
+        "wavelength": "还不对（i=3, d_model=16, base=10000.0 时）：这是频率 w_i（每个位置的弧度）；波长是转一圈所需的位置数，2π / w_i",
+        "raised": "还不对（length=10, d_model=6 时）：你的函数抛出了 ZeroDivisionError: division by zero",
+        "sign": "每个元素的符号都反了",
+        "shape": "你的数组形状是 (10, 4)，应为 (10, 6)",
+        "rows": "你的第 p 行是应有的第 p + 1 行：你的位置是从 0 开始的吗？",
+        "offset": "还不对（d_model=8, base=100.0 时）：k = 1000 太大了：更小的偏移就已经比相邻的行更接近 PE(p)",
+        "layout": "还不对：列是对的，但顺序不同：你的第 k 列是论文布局 (s0, c0, s1, c1, ...) 中的第 [0, 2, 4, 6, 1, 3, 5, 7][k] 列",
+        "rows10": "还不对：第 0 行（时间）第一次出错是在第 2 个 token（图像）：你的是 3，应为 2",
+        "correct": "正确！当 d 为偶数时，最后一个是 10000^((d - 2) / d)：略小于 10000。",
+        "hint": "提示：每对列一个分母：10000 的 2i / d_model 次方，其中 2i = 0, 2, 4, ...",
+    },
+}
+
+
+def feedback_of_each_kind():
+    """One message of each kind: a known mistake, an error, compare_arrays, a module's own comparison, praise, hint."""
+    wrong_rows = nb10.mrope_rows_solution()
+    wrong_rows[0, 2] += 1
+    return {
+        "mistake": str(nb01.table.check(lambda n, d: nb01._table(n, d, swap=True))),
+        "wavelength": str(nb04.wavelength.check(lambda i, d, b: b ** (-2 * i / d))),
+        "raised": str(nb01.table.check(lambda n, d: 1 / 0)),
+        "sign": compare_arrays(-TABLE, TABLE),
+        "shape": compare_arrays(TABLE[:, :4], TABLE),
+        "rows": compare_arrays(posenc.encode(np.arange(1, 11), 6, dtype=np.float64), TABLE),
+        "offset": str(nb04.first_alias.check(lambda d, b: 1000)),
+        "layout": str(nb05.to_paper_layout.check(nb05.theirs)),  # Whisper's sin_cos columns as they are
+        "rows10": str(nb10.mrope_rows.check(wrong_rows)),
+        "correct": str(nb01.denominators.check(nb01.denominators_solution)),
+        "hint": _printed(nb01.denominators.hint),
+    }
+
+
+def _printed(function):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function()
+    return out.getvalue().rstrip("\n")
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_feedback_in_the_language_set(language):
+    with using_language(language):
+        found = feedback_of_each_kind()
+    assert found == FEEDBACK[language]
+    # English again outside the block, and for the same answers.
+    assert feedback_of_each_kind()["mistake"].startswith("Not yet (for length=10, d_model=6): sine and cosine are swapped")
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_set_language_holds_for_later_checks(language):
+    """The translated notebooks set the language in a cell of their own; the checks come cells later."""
+    try:
+        posenc.language.set_language(language)
+        feedback = nb01.table.check(lambda n, d: nb01._table(n, d, swap=True))
+    finally:
+        posenc.language.set_language("en")
+    assert str(feedback) == FEEDBACK[language]["mistake"] and not feedback.ok
+
+
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_every_known_mistake_of_notebook_01_in_the_language_set(language):
+    catalog = read_po(LOCALE_DIR / language / "LC_MESSAGES" / "exercises.po")
+    frame = {"pt_BR": "Ainda não (para ", "zh_CN": "还不对（"}[language]
+    for exercise in (nb01.denominators, nb01.table):
+        for message, wrong in exercise.mistakes:
+            with using_language(language):
+                feedback = str(exercise.check(wrong))
+            assert feedback.startswith(frame) and feedback.endswith(catalog[message][0]), feedback

@@ -14,6 +14,11 @@ with the solution's, first against the exercise's known mistakes (each a functio
 makes the wrong answer, with the message a learner needs), then by what the shapes and values
 show: a transpose, a sign, a column order, rows shifted, a scale, the largest difference.
 
+The feedback is in the language of :func:`posenc.set_language` (gettext domain "exercises"):
+the messages, hints and praise are written in English, marked with ``N_`` for the catalogs, and
+translated with ``_`` when a check, :meth:`Exercise.hint` or :func:`compare_arrays` shows them.
+The code :meth:`Exercise.solution` prints, and errors meant for programmers, stay English.
+
 The exercise modules load their framework, like ``posenc.torch``; this one loads NumPy only.
 """
 
@@ -25,10 +30,20 @@ from typing import Any
 
 import numpy as np
 
+from ..language import translator
+
 __all__ = ["Exercise", "Feedback", "compare_arrays"]
 
 #: compare_arrays looks for rows shifted by 1 .. MAX_ROW_SHIFT.
 MAX_ROW_SHIFT = 8
+
+_ = translator("exercises")
+
+
+def _shown(text: str) -> str:
+    """``text`` (a hint, a mistake's message, a praise) in the current language; "" stays "" (gettext's
+    translation of "" is the catalog's header)."""
+    return _(text) if text else text
 
 
 @dataclass(frozen=True)
@@ -56,10 +71,10 @@ def _as_array(value: Any) -> np.ndarray:
 def _describe_difference(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> str:
     close = np.isclose(got, expected, rtol=rtol, atol=atol)
     worst = np.unravel_index(int(np.argmax(np.abs(got - expected))), got.shape)
-    at = ", ".join(str(int(i)) for i in worst)
-    return (
-        f"{close.size - int(close.sum())} of {close.size} entries differ; the largest difference is at "
-        f"[{at}]: yours {float(got[worst]):.6g}, expected {float(expected[worst]):.6g}"
+    # Translators: {index} is a list of indices such as "5, 3"; {got} and {expected} are numbers.
+    return _("{wrong} of {total} entries differ; the largest difference is at [{index}]: yours {got}, expected {expected}").format(
+        wrong=close.size - int(close.sum()), total=close.size, index=", ".join(str(int(i)) for i in worst),
+        got=f"{float(got[worst]):.6g}", expected=f"{float(expected[worst]):.6g}",
     )
 
 
@@ -85,52 +100,67 @@ def compare_arrays(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float =
     thing that explains the difference: a shape (transposed or not), NaN, a flipped sign,
     columns in another order (sines and cosines swapped in each pair), rows shifted by up to
     ``MAX_ROW_SHIFT`` (positions that start elsewhere), a constant factor, or else the largest difference and where it is.
+    The message is in the language of :func:`posenc.set_language`.
     """
+    found = _difference(got, expected, rtol, atol)
+    return None if found is None else found[1]
+
+
+def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6) -> tuple[str, str] | None:
+    """compare_arrays's finding as (kind, message): the kind ("columns", "pairs", "shape", ...) lets a
+    module's own comparison tell a column order from the rest whatever the message's language."""
     if got is None:
-        return "your answer is None: does your function end with `return ...`?"
+        return "none", _("your answer is None: does your function end with `return ...`?")
     if got is Ellipsis:
-        return "your answer is still `...`: replace it with your code"
+        return "ellipsis", _("your answer is still `...`: replace it with your code")
     try:
         got = _as_array(got).astype(np.float64)
     except (TypeError, ValueError):
-        return f"your answer should be an array or a number, got {type(got).__name__}"
+        # Translators: {type} is a Python type name (str, dict, ...).
+        return "type", _("your answer should be an array or a number, got {type}").format(type=type(got).__name__)
     expected = _as_array(expected).astype(np.float64)
     if got.shape != expected.shape:
         if got.ndim == 2 and got.shape == expected.shape[::-1]:
-            return f"your array has shape {got.shape}, the transpose of the expected {expected.shape}"
-        return f"your array has shape {got.shape}, expected {expected.shape}"
+            return "transpose", _("your array has shape {got}, the transpose of the expected {expected}").format(
+                got=got.shape, expected=expected.shape)
+        return "shape", _("your array has shape {got}, expected {expected}").format(got=got.shape, expected=expected.shape)
     if not np.isfinite(got).all():
         bad = np.argwhere(~np.isfinite(got))[0]
-        return f"your array has {int((~np.isfinite(got)).sum())} NaN or infinite entries, the first at {list(map(int, bad))}"
+        # Translators: {index} is a list of indices such as [0, 1].
+        return "nonfinite", _("your array has {count} NaN or infinite entries, the first at {index}").format(
+            count=int((~np.isfinite(got)).sum()), index=list(map(int, bad)))
     if np.allclose(got, expected, rtol=rtol, atol=atol):
         return None
     if np.allclose(-got, expected, rtol=rtol, atol=atol):
-        return "every entry has the wrong sign"
+        return "sign", _("every entry has the wrong sign")
     if got.ndim >= 1 and got.shape[-1] > 1:
         perm = _column_permutation(got, expected, rtol, atol)
         if perm is not None:
             pairs = len(perm) // 2
             if pairs and perm[: 2 * pairs] == [k ^ 1 for k in range(2 * pairs)]:
-                return "the two columns of every pair are swapped (sine where the cosine belongs?)"
+                return "pairs", _("the two columns of every pair are swapped (sine where the cosine belongs?)")
             moved = [k for k, j in enumerate(perm) if j != k]
-            return f"the right columns in another order: your column {moved[0]} is column {perm[moved[0]]} of the expected"
+            return "columns", _("the right columns in another order: your column {yours} is column {theirs} of the expected").format(
+                yours=moved[0], theirs=perm[moved[0]])
     if got.ndim >= 1 and got.shape[0] > 1:
         # Positions that start a few rows off are the mistake; a search over every shift costs rows^2.
         for shift in range(1, min(got.shape[0], MAX_ROW_SHIFT + 1)):
             for sign in (1, -1):
                 ours, theirs = (got[:-shift], expected[shift:]) if sign > 0 else (got[shift:], expected[:-shift])
                 if np.allclose(ours, theirs, rtol=rtol, atol=atol):
-                    return f"your row p holds the expected row p {'+' if sign > 0 else '-'} {shift}: do your positions start at 0?"
+                    # Translators: "row p" is a formula: {sign} is + or -, {shift} a number ("row p + 1").
+                    return "rows", _("your row p holds the expected row p {sign} {shift}: do your positions start at 0?").format(
+                        sign="+" if sign > 0 else "-", shift=shift)
     scale = float(np.vdot(got, expected) / np.vdot(expected, expected)) if np.any(expected) else 0.0
     if scale and not np.isclose(scale, 1.0) and np.allclose(got, scale * expected, rtol=rtol, atol=atol):
-        return f"your answer is {scale:.6g} times the expected one"
-    return _describe_difference(got, expected, rtol, atol)
+        return "scale", _("your answer is {factor} times the expected one").format(factor=f"{scale:.6g}")
+    return "values", _describe_difference(got, expected, rtol, atol)
 
 
 def _describe(value: Any) -> str:
     # An array argument is named by its shape: its values would flood the message.
     shape = getattr(value, "shape", ())
-    return f"an array of shape {tuple(shape)}" if len(shape) else repr(value)
+    return _("an array of shape {shape}").format(shape=tuple(shape)) if len(shape) else repr(value)
 
 
 def _call(function: Callable, args: tuple) -> tuple[Any, str | None]:
@@ -153,6 +183,9 @@ class Exercise:
     - ``compare``: ``(got, expected) -> message or None``; :func:`compare_arrays` by default.
     - ``argument_names``: the names of a case's arguments, for the message ("for length=10, d_model=6").
     - ``praise``: what a correct answer shows, after "Correct!".
+
+    The hint, the mistakes' messages and the praise are English, marked ``N_("...")`` for the
+    catalogs; they are translated when shown.
     """
 
     name: str
@@ -167,31 +200,42 @@ class Exercise:
     def _where(self, case: tuple) -> str:
         if not case:
             return ""
-        names = self.argument_names or [f"argument {k}" for k in range(len(case))]
-        return " (for " + ", ".join(f"{name}={_describe(value)}" for name, value in zip(names, case)) + ")"
+        names = self.argument_names or [_("argument {number}").format(number=k) for k in range(len(case))]
+        return ", ".join(f"{name}={_describe(value)}" for name, value in zip(names, case))
+
+    def _not_yet(self, where: str, problem: str) -> Feedback:
+        if where:
+            # Translators: {case} lists the arguments of the failing case, "length=10, d_model=6".
+            return Feedback(False, _("Not yet (for {case}): {problem}").format(case=where, problem=problem))
+        return Feedback(False, _("Not yet: {problem}").format(problem=problem))
 
     def check(self, answer: Any) -> Feedback:
         """Correct, or what is wrong with ``answer`` (a value, or a function when the exercise has cases)."""
         if self.cases and not callable(answer):
-            return Feedback(False, f"Not yet: {self.name} asks for a function, got {type(answer).__name__}")
+            # Translators: {exercise} is the exercise's name in the code, {type} a Python type name.
+            asks = _("{exercise} asks for a function, got {type}").format(exercise=self.name, type=type(answer).__name__)
+            return self._not_yet("", asks)
         for case in self.cases or [()]:
             where = self._where(case)
             got, error = _call(answer, case) if self.cases else (answer, None)
             if error:
-                return Feedback(False, f"Not yet{where}: your function raised {error}")
+                # Translators: {error} is Python's, in English: "ZeroDivisionError: division by zero".
+                return self._not_yet(where, _("your function raised {error}").format(error=error))
             expected = self.solution_code(*case)
             for message, wrong in self.mistakes:
                 wrong_value, failed = _call(wrong, case)
                 if failed is None and self.compare(got, wrong_value) is None and self.compare(wrong_value, expected):
-                    return Feedback(False, f"Not yet{where}: {message}")
+                    return self._not_yet(where, _shown(message))
             problem = self.compare(got, expected)
             if problem:
-                return Feedback(False, f"Not yet{where}: {problem}")
-        return Feedback(True, f"Correct! {self.praise}".rstrip())
+                return self._not_yet(where, problem)
+        if self.praise:
+            return Feedback(True, _("Correct! {praise}").format(praise=_shown(self.praise)))
+        return Feedback(True, _("Correct!"))
 
     def hint(self) -> None:
         """Print a nudge."""
-        print(f"Hint: {self.hint_text}")
+        print(_("Hint: {hint}").format(hint=_shown(self.hint_text)))
 
     def solution(self) -> None:
         """Print the reference code (the function the check compares against)."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..language import N_
 from . import Exercise
 
 __all__ = ["denominators", "table"]
@@ -15,18 +16,21 @@ def denominators_solution(d_model):
 denominators = Exercise(
     "denominators",
     denominators_solution,
-    "one denominator per pair of columns: 10000 to the power 2i / d_model, for 2i = 0, 2, 4, ...",
+    N_("one denominator per pair of columns: 10000 to the power 2i / d_model, for 2i = 0, 2, 4, ..."),
     cases=[(6,), (64,), (7,)],
     argument_names=["d_model"],
     mistakes=[
-        ("one denominator per column: the sine and the cosine of a pair share one", lambda d: 10000.0 ** (np.arange(d) / d)),
-        ("these are frequencies (1 / denominator); the lecture divides by the denominator", lambda d: 10000.0 ** (-np.arange(0, d, 2) / d)),
+        (N_("one denominator per column: the sine and the cosine of a pair share one"), lambda d: 10000.0 ** (np.arange(d) / d)),
         (
-            "the exponent is 2i / d_model, not i / d_model: use the even indices 0, 2, 4, ...",
+            N_("these are frequencies (1 / denominator); the lecture divides by the denominator"),
+            lambda d: 10000.0 ** (-np.arange(0, d, 2) / d),
+        ),
+        (
+            N_("the exponent is 2i / d_model, not i / d_model: use the even indices 0, 2, 4, ..."),
             lambda d: 10000.0 ** (np.arange((d + 1) // 2) / d),
         ),
     ],
-    praise="The last one is 10000^((d - 2) / d) for even d: just below 10000.",
+    praise=N_("The last one is 10000^((d - 2) / d) for even d: just below 10000."),
 )
 
 
@@ -49,18 +53,18 @@ def _table(length, d_model, *, swap=False, per_column=False, doubled=False, base
 table = Exercise(
     "table",
     table_solution,
-    "angles = positions / 10000 ** (2 * (k // 2) / d_model) for column k; sine at even k, cosine at odd k",
+    N_("angles = positions / 10000 ** (2 * (k // 2) / d_model) for column k; sine at even k, cosine at odd k"),
     cases=[(10, 6), (50, 33)],
     argument_names=["length", "d_model"],
     mistakes=[
-        ("sine and cosine are swapped: the even columns hold the sines", lambda n, d: _table(n, d, swap=True)),
-        ("the exponent is taken per column (k / d_model); a pair shares 2i / d_model", lambda n, d: _table(n, d, per_column=True)),
+        (N_("sine and cosine are swapped: the even columns hold the sines"), lambda n, d: _table(n, d, swap=True)),
+        (N_("the exponent is taken per column (k / d_model); a pair shares 2i / d_model"), lambda n, d: _table(n, d, per_column=True)),
         (
-            "the exponent 2k / d_model uses the column index k, which is already 2i in an even column: "
-            "use the pair index, 2 * (k // 2) / d_model",
+            N_("the exponent 2k / d_model uses the column index k, which is already 2i in an even column: "
+               "use the pair index, 2 * (k // 2) / d_model"),
             lambda n, d: _table(n, d, doubled=True),
         ),
-        ("positions start at 1; the first row is position 0", lambda n, d: _table(n, d, first=1)),
-        ("another base than 10000", lambda n, d: _table(n, d, base=1000.0)),
+        (N_("positions start at 1; the first row is position 0"), lambda n, d: _table(n, d, first=1)),
+        (N_("another base than 10000"), lambda n, d: _table(n, d, base=1000.0)),
     ],
 )

@@ -7,7 +7,8 @@ from torch import nn
 
 import posenc.torch
 
-from . import Exercise, compare_arrays
+from ..language import N_
+from . import Exercise, _, compare_arrays
 
 __all__ = ["buffer", "compare_modules", "forward", "scale", "table"]
 
@@ -35,20 +36,23 @@ def _table(length, d_model, *, first=0, sign=-1.0, integer=False, swap=False):
 table = Exercise(
     "table",
     table_solution,
-    "row p is position p, from 0; each pair (sin, cos) shares exp(-2i ln(10000) / d_model); "
-    "for an odd d_model the last column is a sine with no cosine after it",
+    N_("row p is position p, from 0; each pair (sin, cos) shares exp(-2i ln(10000) / d_model); "
+       "for an odd d_model the last column is a sine with no cosine after it"),
     cases=[(10, 6), (100, 64), (10, 7)],
     argument_names=["length", "d_model"],
     mistakes=[
         (
-            "positions start at 1; the first row is position 0 (arange(length), not arange(1, length + 1))",
+            N_("positions start at 1; the first row is position 0 (arange(length), not arange(1, length + 1))"),
             lambda n, d: _table(n, d, first=1),
         ),
-        ("the minus sign of exp(-2i ln(10000) / d_model) is missing: the angles grow with the column", lambda n, d: _table(n, d, sign=1.0)),
-        ("the exponent 2i / d_model was rounded down to 0 (integer division)", lambda n, d: _table(n, d, integer=True)),
-        ("sine and cosine are swapped: the even columns hold the sines", lambda n, d: _table(n, d, swap=True)),
+        (
+            N_("the minus sign of exp(-2i ln(10000) / d_model) is missing: the angles grow with the column"),
+            lambda n, d: _table(n, d, sign=1.0),
+        ),
+        (N_("the exponent 2i / d_model was rounded down to 0 (integer division)"), lambda n, d: _table(n, d, integer=True)),
+        (N_("sine and cosine are swapped: the even columns hold the sines"), lambda n, d: _table(n, d, swap=True)),
     ],
-    praise="The float32 exp/log route, odd widths included.",
+    praise=N_("The float32 exp/log route, odd widths included."),
 )
 
 
@@ -102,21 +106,23 @@ def _where_the_table_lives(module):
     return "saved buffer" if module.state_dict() else "buffer"
 
 
+# English, marked for the catalogs: compare_modules and the check translate them when they show them.
 TABLE_PLACES = {
-    "parameter": "the table is an nn.Parameter: the optimizer would train it and state_dict saves it; "
-    "register it with self.register_buffer(name, table, persistent=False)",
-    "attribute": "the table is a plain attribute: module.to(device) moves parameters and buffers, not it, so "
-    "forward would mix devices on a GPU (module.to('meta') shows it on a CPU); register it with self.register_buffer",
-    "saved buffer": "the table is a buffer that state_dict saves: every checkpoint stores max_len x d_model numbers "
-    "that d_model alone defines, and loads only into a model with the same max_len; pass persistent=False",
-    "buffer": "the table is a non-persistent buffer",
+    "parameter": N_("the table is an nn.Parameter: the optimizer would train it and state_dict saves it; "
+                    "register it with self.register_buffer(name, table, persistent=False)"),
+    "attribute": N_("the table is a plain attribute: module.to(device) moves parameters and buffers, not it, so "
+                    "forward would mix devices on a GPU (module.to('meta') shows it on a CPU); register it with self.register_buffer"),
+    "saved buffer": N_("the table is a buffer that state_dict saves: every checkpoint stores max_len x d_model numbers "
+                       "that d_model alone defines, and loads only into a model with the same max_len; pass persistent=False"),
+    "buffer": N_("the table is a non-persistent buffer"),
 }
 
 
 def compare_modules(got, expected):
     """What is wrong with the module ``got`` against ``expected``: its forward on a fixed x, then its table's place."""
     if not isinstance(got, nn.Module):
-        return f"your class should build an nn.Module, got {type(got).__name__}"
+        # Translators: {type} is a Python type name.
+        return _("your class should build an nn.Module, got {type}").format(type=type(got).__name__)
     d_model = expected.pe.shape[-1]
     x = torch.randn(2, 7, d_model, generator=torch.Generator().manual_seed(0))
     outputs = []
@@ -125,37 +131,40 @@ def compare_modules(got, expected):
             with torch.no_grad():
                 outputs.append(module.eval()(x))
         except Exception as error:  # the learner's forward: report whatever it raised, in one line
-            return f"forward(x) for x of shape {tuple(x.shape)} raised {type(error).__name__}: {error}"
+            # Translators: {error} is Python's, in English: "RuntimeError: ...".
+            return _("forward(x) for x of shape {shape} raised {error}").format(
+                shape=tuple(x.shape), error=f"{type(error).__name__}: {error}")
     problem = compare_arrays(*outputs)
     if problem:
-        return f"forward(x) for x of shape {tuple(x.shape)}: {problem}"
+        # Translators: {problem} is what is wrong with the output (another message of this catalog).
+        return _("forward(x) for x of shape {shape}: {problem}").format(shape=tuple(x.shape), problem=problem)
     place = _where_the_table_lives(got)
     if place != _where_the_table_lives(expected):
-        return TABLE_PLACES[place]
+        return _(TABLE_PLACES[place])
     return None
 
 
 forward = Exercise(
     "forward",
     module_solution,
-    "forward gets x of shape (batch, seq, d_model); seq is x.shape[1]; "
-    "return x plus the first seq rows of the table (they broadcast over the batch)",
+    N_("forward gets x of shape (batch, seq, d_model); seq is x.shape[1]; "
+       "return x plus the first seq rows of the table (they broadcast over the batch)"),
     cases=[(16, 50), (6, 10)],
     argument_names=["d_model", "max_len"],
     mistakes=[
-        ("forward returns the whole table, as the lecture's forward() did; a model's module returns x + PE[:seq]",
+        (N_("forward returns the whole table, as the lecture's forward() did; a model's module returns x + PE[:seq]"),
          lambda d, n: _module(d, n, forward="table")),
-        ("forward returns the table's first seq rows without x: add them to x", lambda d, n: _module(d, n, forward="rows")),
-        ("forward adds rows 1 to seq: the first token is position 0, row 0", lambda d, n: _module(d, n, forward="shifted")),
+        (N_("forward returns the table's first seq rows without x: add them to x"), lambda d, n: _module(d, n, forward="rows")),
+        (N_("forward adds rows 1 to seq: the first token is position 0, row 0"), lambda d, n: _module(d, n, forward="shifted")),
     ],
     compare=compare_modules,
-    praise="x + PE[:seq], broadcast over the batch.",
+    praise=N_("x + PE[:seq], broadcast over the batch."),
 )
 
 buffer = Exercise(
     "buffer",
     module_solution,
-    "a tensor a module owns but does not train is a buffer: self.register_buffer(name, tensor, persistent=...)",
+    N_("a tensor a module owns but does not train is a buffer: self.register_buffer(name, tensor, persistent=...)"),
     cases=[(16, 50)],
     argument_names=["d_model", "max_len"],
     mistakes=[
@@ -164,7 +173,7 @@ buffer = Exercise(
         (TABLE_PLACES["saved buffer"], lambda d, n: _module(d, n, store="saved buffer")),
     ],
     compare=compare_modules,
-    praise="The table moves with the model and stays out of its checkpoints.",
+    praise=N_("The table moves with the model and stays out of its checkpoints."),
 )
 
 
@@ -182,25 +191,28 @@ def compare_ratio(got, expected):
     try:
         value = float(got)
     except (TypeError, ValueError):
-        return f"your answer should be one number, got {type(got).__name__}"
+        # Translators: {type} is a Python type name.
+        return _("your answer should be one number, got {type}").format(type=type(got).__name__)
     if not math.isfinite(value) or value <= 0:
-        return f"a ratio of two norms is a positive number, got {value}"
+        return _("a ratio of two norms is a positive number, got {value}").format(value=value)
     if abs(value / expected - 1) <= 0.02:
         return None
-    return f"{value:.3g} is {'more' if value > expected else 'less'} than the ratio: write each norm as a square root of a sum of squares"
+    if value > expected:
+        return _("{value} is more than the ratio: write each norm as a square root of a sum of squares").format(value=f"{value:.3g}")
+    return _("{value} is less than the ratio: write each norm as a square root of a sum of squares").format(value=f"{value:.3g}")
 
 
 scale = Exercise(
     "scale",
     scale_solution,
-    "a table row has d_model / 2 pairs with sin^2 + cos^2 = 1; an embedding row has d_model entries of variance "
-    "1 / d_model, so a squared norm of about 1, before the scale",
+    N_("a table row has d_model / 2 pairs with sin^2 + cos^2 = 1; an embedding row has d_model entries of variance "
+       "1 / d_model, so a squared norm of about 1, before the scale"),
     mistakes=[
-        ("that is the table's row against an unscaled embedding row (norm about 1): the model scales the embedding first",
+        (N_("that is the table's row against an unscaled embedding row (norm about 1): the model scales the embedding first"),
          lambda: math.sqrt(768 / 2)),
-        ("upside down: the table's row norm goes on top", lambda: math.sqrt(2)),
-        ("a table row's squared entries sum to d_model / 2 (one per pair), not d_model", lambda: 1.0),
+        (N_("upside down: the table's row norm goes on top"), lambda: math.sqrt(2)),
+        (N_("a table row's squared entries sum to d_model / 2 (one per pair), not d_model"), lambda: 1.0),
     ],
     compare=compare_ratio,
-    praise="1 / sqrt(2), whatever d_model: after the scale, the table and the tokens are of the same size.",
+    praise=N_("1 / sqrt(2), whatever d_model: after the scale, the table and the tokens are of the same size."),
 )

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from . import Exercise, compare_arrays
+from ..language import N_
+from . import Exercise, _, _difference, compare_arrays
 
 __all__ = ["accurate", "compare_layouts", "interleaved", "odd_width"]
 
@@ -54,36 +55,40 @@ def _column_order(got, expected):
 
 def compare_layouts(got, expected):
     """compare_arrays, except that columns in another order are named by the whole order."""
-    problem = compare_arrays(got, expected)
-    if problem is None or not problem.startswith(("the right columns", "the two columns")):
+    found = _difference(got, expected)
+    if found is None:
+        return None
+    kind, problem = found
+    if kind not in ("columns", "pairs"):
         return problem
     order = _column_order(np.asarray(got), np.asarray(expected))
-    return (
-        f"the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns {order}; "
+    # Translators: {order} is a list of column numbers, [1, 0, 3, 2, ...].
+    return _(
+        "the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns {order}; "
         "in the paper's table column 2i is the sine of pair i and column 2i + 1 its cosine"
-    )
+    ).format(order=order)
 
 
 interleaved = Exercise(
     "interleaved",
     interleaved_solution,
-    "keep the lecture's angles of shape (batch, seq, d_model / 2); stack sin and cos on a new last axis, "
-    "(batch, seq, d_model / 2, 2), and reshape it to x's shape: the pairs land side by side",
+    N_("keep the lecture's angles of shape (batch, seq, d_model / 2); stack sin and cos on a new last axis, "
+       "(batch, seq, d_model / 2, 2), and reshape it to x's shape: the pairs land side by side"),
     cases=[
         (_rows_by_position(2, 5, 8),),
         (_rows_by_position(1, 4, 2),),
         (tf.constant(np.random.default_rng(0).random((3, 6, 16), dtype=np.float32)),),  # any x, not only row-constant ones
     ],
     mistakes=[
-        ("this is the lecture's layout: all cosines, then all sines; the paper alternates a sine and its cosine",
+        (N_("this is the lecture's layout: all cosines, then all sines; the paper alternates a sine and its cosine"),
          lambda x: _layout(x, "cos_sin")),
-        ("each pair is (cos, sin): the paper's pair is (sin, cos), the sine in the even column",
+        (N_("each pair is (cos, sin): the paper's pair is (sin, cos), the sine in the even column"),
          lambda x: _layout(x, "cos_sin_pairs")),
-        ("your function returns the table alone: return x plus the table", lambda x: _layout(x, "table")),
+        (N_("your function returns the table alone: return x plus the table"), lambda x: _layout(x, "table")),
     ],
     argument_names=["x"],
     compare=compare_layouts,
-    praise="The lecture's function, in the paper's layout: the same columns, permuted.",
+    praise=N_("The lecture's function, in the paper's layout: the same columns, permuted."),
 )
 
 
@@ -122,25 +127,26 @@ def compare_within(got, expected, atol=1e-7):
     if error.max() <= atol:
         return None
     row, column = np.unravel_index(int(error.argmax()), error.shape)
-    return f"your table is off by up to {error.max():.1e}, at row {row}, column {column}: more than one rounding happened"
+    return _("your table is off by up to {error}, at row {row}, column {column}: more than one rounding happened").format(
+        error=f"{error.max():.1e}", row=row, column=column)
 
 
 accurate = Exercise(
     "accurate",
     accurate_solution,
-    "every tensor before the last cast in tf.float64: the positions, the range inside exp, and so the denominators",
+    N_("every tensor before the last cast in tf.float64: the positions, the range inside exp, and so the denominators"),
     cases=[(20, 200), (5000, 64)],
     argument_names=["length", "d_model"],
     mistakes=[
-        ("the denominators come out of a float32 exp and are cast to float64 afterwards: their float32 rounding "
-         "(a few parts in 10^8) is multiplied by the position; build the range inside exp in float64",
+        (N_("the denominators come out of a float32 exp and are cast to float64 afterwards: their float32 rounding "
+            "(a few parts in 10^8) is multiplied by the position; build the range inside exp in float64"),
          lambda n, d: _exp_log(n, d, denominators=tf.float32)),
-        ("the angles are float32 (section 3's route): position times frequency is rounded to float32 "
-         "before sin and cos; compute it in float64 and cast the table at the end",
+        (N_("the angles are float32 (section 3's route): position times frequency is rounded to float32 "
+            "before sin and cos; compute it in float64 and cast the table at the end"),
          lambda n, d: _exp_log(n, d, denominators=tf.float32, angles=tf.float32)),
     ],
     compare=compare_within,
-    praise="One rounding, at the end: within 6e-8 of the exact table at any of these positions.",
+    praise=N_("One rounding, at the end: within 6e-8 of the exact table at any of these positions."),
 )
 
 
@@ -166,12 +172,12 @@ def _pairs(length, d_model, *, swap=False, cut=True):
 odd_width = Exercise(
     "odd_width",
     odd_width_solution,
-    "d_model = 7 has 4 pairs, so the stacked table has 8 columns: the last pair's cosine is one too many",
+    N_("d_model = 7 has 4 pairs, so the stacked table has 8 columns: the last pair's cosine is one too many"),
     cases=[(10, 6), (100, 64), (10, 7)],
     argument_names=["length", "d_model"],
     mistakes=[
-        ("each pair is (cos, sin): the sine goes first, in the even column", lambda n, d: _pairs(n, d, swap=True)),
-        ("an odd d_model needs d_model columns: the last pair's cosine is one too many", lambda n, d: _pairs(n, d, cut=False)),
+        (N_("each pair is (cos, sin): the sine goes first, in the even column"), lambda n, d: _pairs(n, d, swap=True)),
+        (N_("an odd d_model needs d_model columns: the last pair's cosine is one too many"), lambda n, d: _pairs(n, d, cut=False)),
     ],
-    praise="Every width, the last column of an odd one a sine.",
+    praise=N_("Every width, the last column of an odd one a sine."),
 )

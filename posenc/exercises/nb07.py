@@ -15,7 +15,8 @@ from torch import nn
 
 import posenc.torch
 
-from . import Exercise, compare_arrays
+from ..language import N_
+from . import Exercise, _, compare_arrays
 
 __all__ = ["D_MODEL", "both_sides", "embeddings", "layer", "model_input", "x"]
 
@@ -37,12 +38,13 @@ def both_sides_solution(order):
 
 def _compare_sides(got, expected):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        return "return two tensors: (layer of the shuffled x, layer(x) shuffled)"
-    names = ["your first tensor (the layer of the shuffled x)", "your second tensor (layer(x), shuffled)"]
-    for name, mine, right in zip(names, got, expected):
+        return _("return two tensors: (layer of the shuffled x, layer(x) shuffled)")
+    # Translators: {problem} is what is wrong with the tensor (another message of this catalog).
+    sides = [N_("your first tensor (the layer of the shuffled x): {problem}"), N_("your second tensor (layer(x), shuffled): {problem}")]
+    for side, mine, right in zip(sides, got, expected):
         problem = compare_arrays(mine, right)
         if problem:
-            return f"{name}: {problem}"
+            return _(side).format(problem=problem)
     return None
 
 
@@ -55,29 +57,29 @@ def _sides(order, *, second_order=None):
 both_sides = Exercise(
     "both_sides",
     both_sides_solution,
-    "x[:, order] puts the vector at position order[k] in place k; feed that to the layer on one side, "
-    "and on the other side shuffle layer(x) with the very same index",
+    N_("x[:, order] puts the vector at position order[k] in place k; feed that to the layer on one side, "
+       "and on the other side shuffle layer(x) with the very same index"),
     cases=[([3, 7, 0, 9, 1, 5, 8, 2, 6, 4],), ([9, 8, 7, 6, 5, 4, 3, 2, 1, 0],), ([1, 0, 2, 3, 4, 5, 6, 7, 8, 9],)],
     argument_names=["order"],
     compare=_compare_sides,
     mistakes=[
         (
-            "your second tensor is layer(x) unshuffled. Equal sides would make the layer INVARIANT (blind to the "
-            "order); self-attention is EQUIVARIANT: each output moves with its token, so shuffle layer(x) too",
+            N_("your second tensor is layer(x) unshuffled. Equal sides would make the layer INVARIANT (blind to the "
+               "order); self-attention is EQUIVARIANT: each output moves with its token, so shuffle layer(x) too"),
             lambda order: _sides(order),
         ),
         (
-            "you shuffled the output with the inverse order (argsort): x[:, order] puts the vector of position "
-            "order[k] at place k, so shuffle the output the same way, layer(x)[:, order]",
+            N_("you shuffled the output with the inverse order (argsort): x[:, order] puts the vector of position "
+               "order[k] at place k, so shuffle the output the same way, layer(x)[:, order]"),
             lambda order: _sides(order, second_order=np.argsort(order)),
         ),
         (
-            "neither side sees a shuffled input: feed x[:, order] to the layer on one side",
+            N_("neither side sees a shuffled input: feed x[:, order] to the layer on one side"),
             lambda order: (_sides(order)[1], _sides(order)[1]),
         ),
     ],
-    praise="For every order, layer(x[:, order]) == layer(x)[:, order]: without positions the layer is "
-    "permutation-equivariant, so the order of the tokens cannot reach what it computes for each.",
+    praise=N_("For every order, layer(x[:, order]) == layer(x)[:, order]: without positions the layer is "
+    "permutation-equivariant, so the order of the tokens cannot reach what it computes for each."),
 )
 
 
@@ -93,25 +95,25 @@ def _table(rows):
 model_input = Exercise(
     "model_input",
     model_input_solution,
-    "scale the embeddings by math.sqrt(D_MODEL), then add posenc.torch.positional_encoding(length, D_MODEL), "
-    "a (length, D_MODEL) table that broadcasts over the batch",
+    N_("scale the embeddings by math.sqrt(D_MODEL), then add posenc.torch.positional_encoding(length, D_MODEL), "
+       "a (length, D_MODEL) table that broadcasts over the batch"),
     mistakes=[
         (
-            "the embeddings are not scaled: multiply them by sqrt(d_model) (5.66 here) before adding the table, "
-            "or the table's rows (norm 4) drown the embeddings (norm about 1)",
+            N_("the embeddings are not scaled: multiply them by sqrt(d_model) (5.66 here) before adding the table, "
+               "or the table's rows (norm 4) drown the embeddings (norm about 1)"),
             lambda: embeddings + _table(12),
         ),
         (
-            "the table was scaled as well: multiply the embeddings by sqrt(d_model) first, then add the table as it is",
+            N_("the table was scaled as well: multiply the embeddings by sqrt(d_model) first, then add the table as it is"),
             lambda: (embeddings + _table(12)) * math.sqrt(D_MODEL),
         ),
-        ("the scale is sqrt(d_model), not d_model", lambda: embeddings * D_MODEL + _table(12)),
-        ("multiply the embeddings by sqrt(d_model), do not divide", lambda: embeddings / math.sqrt(D_MODEL) + _table(12)),
+        (N_("the scale is sqrt(d_model), not d_model"), lambda: embeddings * D_MODEL + _table(12)),
+        (N_("multiply the embeddings by sqrt(d_model), do not divide"), lambda: embeddings / math.sqrt(D_MODEL) + _table(12)),
         (
-            "every token of sequence b got the row of position b: the table's rows go along the sequence axis "
-            "(axis 1), so add the (length, d_model) table itself, which broadcasts over the batch",
+            N_("every token of sequence b got the row of position b: the table's rows go along the sequence axis "
+               "(axis 1), so add the (length, d_model) table itself, which broadcasts over the batch"),
             lambda: embeddings * math.sqrt(D_MODEL) + _table(4)[:, None, :],
         ),
     ],
-    praise="The scaled embeddings' rows (norm about 5.4 on average) and the table's (norm 4) are now of one size.",
+    praise=N_("The scaled embeddings' rows (norm about 5.4 on average) and the table's (norm 4) are now of one size."),
 )

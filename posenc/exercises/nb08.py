@@ -5,7 +5,8 @@ import math
 import numpy as np
 import torch
 
-from . import Exercise, compare_arrays
+from ..language import N_
+from . import Exercise, _, compare_arrays
 
 __all__ = ["half_rows", "llama3_wavelength", "rotated_query"]
 
@@ -40,36 +41,36 @@ def _rotated(*, pairs="half", tables="half", sign=1, exponent=2, swap=False):
 rotated_query = Exercise(
     "rotated_query",
     rotated_query_solution,
-    "w_j = 10000 ** (-2j / 8) for j = 0..3; cos = cat(cos(p w), cos(p w)), the same for sin; "
-    "rotate_half(x) = cat(-x2, x1) for the halves x1, x2; then x * cos + rotate_half(x) * sin",
+    N_("w_j = 10000 ** (-2j / 8) for j = 0..3; cos = cat(cos(p w), cos(p w)), the same for sin; "
+       "rotate_half(x) = cat(-x2, x1) for the halves x1, x2; then x * cos + rotate_half(x) * sin"),
     mistakes=[
         (
-            "rotate_half is cat(-x2, x1): with cat(x2, -x1) every pair turns by -p w_j, backwards "
-            "(the score then depends on p - s with the wrong sign, and a checkpoint's attention breaks)",
+            N_("rotate_half is cat(-x2, x1): with cat(x2, -x1) every pair turns by -p w_j, backwards "
+               "(the score then depends on p - s with the wrong sign, and a checkpoint's attention breaks)"),
             lambda: _rotated(sign=-1),
         ),
         (
-            "you paired channel 2j with 2j + 1: that is the interleaved layout (GPT-J, Meta's reference); "
-            "the half layout pairs channel j with j + d/2",
+            N_("you paired channel 2j with 2j + 1: that is the interleaved layout (GPT-J, Meta's reference); "
+               "the half layout pairs channel j with j + d/2"),
             lambda: _rotated(pairs="interleaved", tables="interleaved"),
         ),
         (
-            "a mix of the layouts: your cos and sin repeat each frequency twice in a row (the interleaved "
-            "tables, repeat_interleave) but rotate_half pairs channel j with j + d/2; build them as cat(freqs, freqs)",
+            N_("a mix of the layouts: your cos and sin repeat each frequency twice in a row (the interleaved "
+               "tables, repeat_interleave) but rotate_half pairs channel j with j + d/2; build them as cat(freqs, freqs)"),
             lambda: _rotated(tables="interleaved"),
         ),
         (
-            "a mix of the layouts: your cos and sin are the half tables, cat(freqs, freqs), but you turned "
-            "neighbouring channels (2j, 2j + 1) as the interleaved layout does; use rotate_half",
+            N_("a mix of the layouts: your cos and sin are the half tables, cat(freqs, freqs), but you turned "
+               "neighbouring channels (2j, 2j + 1) as the interleaved layout does; use rotate_half"),
             lambda: _rotated(pairs="interleaved"),
         ),
         (
-            "your frequencies are 10000^(-j/d); RoPE's are 10000^(-2j/d), i.e. torch.arange(0, d, 2) / d",
+            N_("your frequencies are 10000^(-j/d); RoPE's are 10000^(-2j/d), i.e. torch.arange(0, d, 2) / d"),
             lambda: _rotated(exponent=1),
         ),
-        ("cos and sin are swapped: x * cos + rotate_half(x) * sin", lambda: _rotated(swap=True)),
+        (N_("cos and sin are swapped: x * cos + rotate_half(x) * sin"), lambda: _rotated(swap=True)),
     ],
-    praise="Channel j and channel j + 4 turned together, by 3 w_j, the way transformers' Llama does it.",
+    praise=N_("Channel j and channel j + 4 turned together, by 3 w_j, the way transformers' Llama does it."),
 )
 
 
@@ -95,41 +96,45 @@ def compare_rows(got, expected):
         return compare_arrays(got, expected)
     got = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got)
     if got.shape != expected.shape:
-        return f"your order has shape {got.shape}, expected {expected.shape}: one index per row of W_q (heads * head_dim)"
+        return _("your order has shape {got}, expected {expected}: one index per row of W_q (heads * head_dim)").format(
+            got=got.shape, expected=expected.shape)
     if got.dtype.kind not in "iu" or not np.array_equal(np.sort(got), np.arange(len(expected))):
-        return f"your order is not a permutation of the rows 0..{len(expected) - 1}: each row must be taken exactly once"
+        # Translators: {last} is the last row's number: "the rows 0..15".
+        return _("your order is not a permutation of the rows 0..{last}: each row must be taken exactly once").format(
+            last=len(expected) - 1)
     k = int(np.argmax(got != expected))
     if got[k] == expected[k]:
         return None
-    return f"row {k} of the half layout should be Meta's row {int(expected[k])}; yours takes row {int(got[k])}"
+    return _("row {k} of the half layout should be Meta's row {theirs}; yours takes row {yours}").format(
+        k=k, theirs=int(expected[k]), yours=int(got[k]))
 
 
 half_rows = Exercise(
     "half_rows",
     half_rows_solution,
-    "within each head, the half layout lists the first member of every pair (Meta's rows 0, 2, 4, ...), "
-    "then the second members (rows 1, 3, 5, ...); reshape to (heads, head_dim // 2, 2) and swap the last two axes",
+    N_("within each head, the half layout lists the first member of every pair (Meta's rows 0, 2, 4, ...), "
+       "then the second members (rows 1, 3, 5, ...); reshape to (heads, head_dim // 2, 2) and swap the last two axes"),
     cases=[(4, 8), (2, 16)],
     argument_names=["heads", "head_dim"],
     compare=compare_rows,
     mistakes=[
         (
-            "this is the inverse permutation (half -> interleaved): W_half = W_meta[perm] needs, at each row of the "
-            "half layout, the Meta row it comes from",
+            N_("this is the inverse permutation (half -> interleaved): W_half = W_meta[perm] needs, at each row of the "
+               "half layout, the Meta row it comes from"),
             _inverse,
         ),
         (
-            "you permuted all heads * head_dim rows at once: the pairs, and the two halves, live inside each head; "
-            "permute each head's block of head_dim rows on its own",
+            N_("you permuted all heads * head_dim rows at once: the pairs, and the two halves, live inside each head; "
+               "permute each head's block of head_dim rows on its own"),
             _across_heads,
         ),
         (
-            "this is Meta's order unchanged: rotate_half would pair row j with row j + head_dim/2 of each head, "
-            "which Meta's checkpoint never trained as a pair",
+            N_("this is Meta's order unchanged: rotate_half would pair row j with row j + head_dim/2 of each head, "
+               "which Meta's checkpoint never trained as a pair"),
             lambda heads, head_dim: np.arange(heads * head_dim),
         ),
     ],
-    praise="It is the order of transformers' Llama conversion script: view(heads, head_dim // 2, 2).transpose(1, 2).",
+    praise=N_("It is the order of transformers' Llama conversion script: view(heads, head_dim // 2, 2).transpose(1, 2)."),
 )
 
 
@@ -171,45 +176,47 @@ def compare_number(got, expected, rtol=1e-6):
     try:
         value = float(np.asarray(got.detach().cpu() if hasattr(got, "detach") else got))
     except (TypeError, ValueError):
-        return f"your answer should be one number, got {type(got).__name__}"
+        # Translators: {type} is a Python type name.
+        return _("your answer should be one number, got {type}").format(type=type(got).__name__)
     if math.isclose(value, expected, rel_tol=rtol):
         return None
-    return f"{value:.6g} is not it (the check allows a relative difference of {rtol:g}); the hint gives the rule"
+    return _("{value} is not it (the check allows a relative difference of {rtol}); the hint gives the rule").format(
+        value=f"{value:.6g}", rtol=f"{rtol:g}")
 
 
 llama3_wavelength = Exercise(
     "llama3_wavelength",
     llama3_wavelength_solution,
-    "w_32 = 500000 ** (-64 / 128); its wavelength 2 pi / w_32 lies between L / high_freq_factor = 2048 and "
-    "L / low_freq_factor = 8192, so smooth = (L / wavelength - 1) / (4 - 1) and "
-    "w' = (1 - smooth) * w / 8 + smooth * w; answer 2 pi / w'",
+    N_("w_32 = 500000 ** (-64 / 128); its wavelength 2 pi / w_32 lies between L / high_freq_factor = 2048 and "
+       "L / low_freq_factor = 8192, so smooth = (L / wavelength - 1) / (4 - 1) and "
+       "w' = (1 - smooth) * w / 8 + smooth * w; answer 2 pi / w'"),
     compare=compare_number,
     mistakes=[
         (
-            "that is the default wavelength 2 pi / w_32: pair 32's wavelength (4443) lies between L/4 = 2048 and "
-            "L = 8192, where llama3 blends the kept and the stretched frequency",
+            N_("that is the default wavelength 2 pi / w_32: pair 32's wavelength (4443) lies between L/4 = 2048 and "
+               "L = 8192, where llama3 blends the kept and the stretched frequency"),
             lambda: _llama3(kept=True),
         ),
         (
-            "you stretched by the full factor 8: only wavelengths above L / low_freq_factor = 8192 get it, and "
-            "pair 32's (4443) is in the blend",
+            N_("you stretched by the full factor 8: only wavelengths above L / low_freq_factor = 8192 get it, and "
+               "pair 32's (4443) is in the blend"),
             lambda: _llama3(full=True),
         ),
         (
-            "you blended the wavelengths; llama3 blends the frequencies, (1 - smooth) * w / factor + smooth * w, "
-            "and the wavelength is 2 pi over the result",
+            N_("you blended the wavelengths; llama3 blends the frequencies, (1 - smooth) * w / factor + smooth * w, "
+               "and the wavelength is 2 pi over the result"),
             lambda: _llama3(blend="wavelengths"),
         ),
         (
-            "the blend runs the other way: smooth = (L / wavelength - low_freq_factor) / (high - low) is the weight "
-            "of the kept frequency w, and 1 - smooth that of the stretched w / factor",
+            N_("the blend runs the other way: smooth = (L / wavelength - low_freq_factor) / (high - low) is the weight "
+               "of the kept frequency w, and 1 - smooth that of the stretched w / factor"),
             lambda: _llama3(reversed_ramp=True),
         ),
-        ("that is a frequency (radians per position); the wavelength is 2 pi / w'", lambda: _llama3(answer="frequency")),
+        (N_("that is a frequency (radians per position); the wavelength is 2 pi / w'"), lambda: _llama3(answer="frequency")),
         (
-            "Llama 3.1's base (rope_theta) is 500000, not 10000: with 10000, pair 32 is fast enough to be kept",
+            N_("Llama 3.1's base (rope_theta) is 500000, not 10000: with 10000, pair 32 is fast enough to be kept"),
             lambda: _llama3(base=10000.0),
         ),
     ],
-    praise="posenc.rotary_frequencies(128, 500000, rope_type='llama3', ...) gives the same.",
+    praise=N_("posenc.rotary_frequencies(128, 500000, rope_type='llama3', ...) gives the same."),
 )

@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import Exercise, compare_arrays
+from ..language import N_
+from . import Exercise, _, compare_arrays
 
 __all__ = ["CALLS", "STARTS", "at_table", "chunks", "compilations"]
 
@@ -38,26 +39,26 @@ def _at_table(length, d_model, *, keep_sines=True, keep_cosines=True, swap=False
 at_table = Exercise(
     "at_table",
     at_table_solution,
-    "`table.at[:, 0::2].set(values)` returns a new array and leaves `table` as it was: write `table = table.at[...].set(...)`",
+    N_("`table.at[:, 0::2].set(values)` returns a new array and leaves `table` as it was: write `table = table.at[...].set(...)`"),
     cases=[(10, 6), (20, 16)],
     argument_names=["length", "d_model"],
     mistakes=[
         (
-            "your table is all zeros: `.at[...].set(...)` returns a new array and leaves the old one unchanged; "
-            "assign the result, `table = table.at[:, 0::2].set(...)`",
+            N_("your table is all zeros: `.at[...].set(...)` returns a new array and leaves the old one unchanged; "
+               "assign the result, `table = table.at[:, 0::2].set(...)`"),
             lambda n, d: _at_table(n, d, keep_sines=False, keep_cosines=False),
         ),
         (
-            "the even columns are zeros: start the second `.at[...]` from the table the first one returned, not from the zeros",
+            N_("the even columns are zeros: start the second `.at[...]` from the table the first one returned, not from the zeros"),
             lambda n, d: _at_table(n, d, keep_sines=False),
         ),
         (
-            "the odd columns are zeros: the result of the `.at[:, 1::2].set(...)` was not kept",
+            N_("the odd columns are zeros: the result of the `.at[:, 1::2].set(...)` was not kept"),
             lambda n, d: _at_table(n, d, keep_cosines=False),
         ),
-        ("sine and cosine are swapped: the even columns (0::2) hold the sines", lambda n, d: _at_table(n, d, swap=True)),
+        (N_("sine and cosine are swapped: the even columns (0::2) hold the sines"), lambda n, d: _at_table(n, d, swap=True)),
     ],
-    praise="`.at[...].set()` is how JAX writes into an array: it returns a new one.",
+    praise=N_("`.at[...].set()` is how JAX writes into an array: it returns a new one."),
 )
 
 
@@ -82,30 +83,33 @@ def compilations_solution():
 
 def _compare_counts(got, expected):
     if got is Ellipsis:
-        return "your answer is still `...`: replace it with a number"
+        return _("your answer is still `...`: replace it with a number")
     if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-        return f"answer with a whole number of compilations, got {type(got).__name__}"
+        # Translators: {type} is a Python type name.
+        return _("answer with a whole number of compilations, got {type}").format(type=type(got).__name__)
     if got == expected:
         return None
-    return f"{got} is {'more' if got > expected else 'fewer'} than the number of traces: list the (shape, d_model) of each call"
+    if got > expected:
+        return _("{count} is more than the number of traces: list the (shape, d_model) of each call").format(count=got)
+    return _("{count} is fewer than the number of traces: list the (shape, d_model) of each call").format(count=got)
 
 
 compilations = Exercise(
     "compilations",
     compilations_solution,
-    "a call traces only when the shape of its positions or its static d_model is one the function has not seen",
+    N_("a call traces only when the shape of its positions or its static d_model is one the function has not seen"),
     mistakes=[
-        ("a call whose positions have a shape seen before, and the same d_model, reuses the compiled code", lambda: len(CALLS)),
+        (N_("a call whose positions have a shape seen before, and the same d_model, reuses the compiled code"), lambda: len(CALLS)),
         (
-            "a call repeated exactly reuses the compiled code, but so does one with new values of a known shape",
+            N_("a call repeated exactly reuses the compiled code, but so does one with new values of a known shape"),
             lambda: len(set(CALLS)),
         ),
-        ("counting the lengths alone misses that a new static d_model compiles too", lambda: len({n for _, n, _ in CALLS})),
-        ("counting d_model alone misses that a new length (a new shape) compiles too", lambda: len({d for _, _, d in CALLS})),
-        ("jit compiles more than once: for each new shape and each new static value", lambda: 1),
+        (N_("counting the lengths alone misses that a new static d_model compiles too"), lambda: len({n for _, n, _ in CALLS})),
+        (N_("counting d_model alone misses that a new length (a new shape) compiles too"), lambda: len({d for _, _, d in CALLS})),
+        (N_("jit compiles more than once: for each new shape and each new static value"), lambda: 1),
     ],
     compare=_compare_counts,
-    praise="One trace per distinct (length, d_model); new values of a known shape run the compiled code.",
+    praise=N_("One trace per distinct (length, d_model); new values of a known shape run the compiled code."),
 )
 
 
@@ -137,12 +141,12 @@ def _chunks(*, offset=True, first=0.0):
 chunks = Exercise(
     "chunks",
     chunks_solution,
-    "inside encode_chunk, the positions of a chunk are start + jnp.arange(4.0); vmap then maps encode_position over them",
+    N_("inside encode_chunk, the positions of a chunk are start + jnp.arange(4.0); vmap then maps encode_position over them"),
     mistakes=[
-        ("every chunk starts at position 0: add the chunk's start to its positions", lambda: _chunks(offset=False)),
-        ("your chunks start one position late: the first position of a chunk is its start", lambda: _chunks(first=1.0)),
+        (N_("every chunk starts at position 0: add the chunk's start to its positions"), lambda: _chunks(offset=False)),
+        (N_("your chunks start one position late: the first position of a chunk is its start"), lambda: _chunks(first=1.0)),
     ],
     # float32 angles near position 107 are rounded to a few 1e-6: allow that much
     compare=functools.partial(compare_arrays, atol=1e-5),
-    praise="vmap ran the function of one position over the four positions of a chunk, then over the chunks.",
+    praise=N_("vmap ran the function of one position over the four positions of a chunk, then over the chunks."),
 )
