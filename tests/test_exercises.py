@@ -1,7 +1,6 @@
 """The notebooks' exercises answer back: the reference solution is correct, every known mistake
 gets its own message, and the generic comparison names what a wrong array shows."""
 
-import ast
 import contextlib
 import gettext
 import importlib
@@ -11,6 +10,7 @@ import string
 
 import numpy as np
 import pytest
+from babel.messages import pofile
 
 import posenc.exercises
 from posenc.exercises import Exercise, compare_arrays, nb01, nb04, nb05, nb10  # NumPy and posenc only: cheap to load
@@ -107,20 +107,8 @@ TRANSLATED = ("pt_BR", "zh_CN")
 
 def read_po(path):
     """msgid -> (msgstr, flags) of a gettext catalog (the header, msgid "", left out)."""
-    entries, flags, current, field = {}, set(), {}, None
-    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
-        if line.startswith("#,"):
-            flags = {flag.strip() for flag in line[2:].split(",")}
-        elif line.startswith(("msgid ", "msgstr ")):
-            field, _, text = line.partition(" ")
-            current[field] = ast.literal_eval(text)
-        elif line.startswith('"') and field:
-            current[field] += ast.literal_eval(line)
-        elif not line.strip() and current:
-            if current.get("msgid"):
-                entries[current["msgid"]] = (current.get("msgstr", ""), flags)
-            flags, current, field = set(), {}, None
-    return entries
+    with path.open("rb") as f:
+        return {m.id: (m.string, m.flags) for m in pofile.read_po(f) if m.id}
 
 
 def placeholders(text):
