@@ -186,7 +186,8 @@ class Explanation:
 @dataclasses.dataclass(frozen=True)
 class Finding:
     """One thing ``diagnose`` found: ``code`` (from ``CATALOG``), a ``message`` a learner can
-    act on, and ``details`` (the numbers behind it: base, first position, permutation...)."""
+    act on, and ``details`` (the numbers behind it: base, first position, permutation...).
+    The message is in the language of the ``diagnose`` call; the code and details are not translated."""
 
     code: str
     message: str
