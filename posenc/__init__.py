@@ -3,6 +3,9 @@
 ``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow``,
 ``posenc.plot`` (matplotlib) and ``posenc.lessons`` (PyTorch; the notebooks' copy task,
 scaffolding rather than library) load their framework when imported.
+
+``posenc.set_language("pt_BR")`` (or "zh_CN") puts the messages a learner reads (``diagnose``,
+``diagnose_grid``, the exercises' feedback) in that language; English by default.
 """
 
 from ._checks import LAYOUTS
@@ -20,6 +23,7 @@ from .diagnosis import Diagnosis, diagnose
 from .geometry import shift_matrix, wavelengths
 from .grid import diagnose_grid, grid_encoding, identify_grid, list_grid_conventions
 from .identification import Identification, identify
+from .language import get_language, set_language
 from .layouts import convert_layout, layout_permutation
 from .rotary import (
     ROPE_TYPES,
@@ -50,6 +54,7 @@ __all__ = [
     "diagnose_grid",
     "encode",
     "frequencies",
+    "get_language",
     "grid_encoding",
     "identify_grid",
     "identify",
@@ -61,6 +66,7 @@ __all__ = [
     "rotary_cos_sin",
     "rotary_frequencies",
     "rotary_permutation",
+    "set_language",
     "shift_matrix",
     "wavelengths",
 ]

@@ -3,6 +3,7 @@
 FILE is a ``.npy`` array, a ``.pt``/``.pth`` torch tensor (loaded with ``weights_only``), a
 ``.csv`` of numbers, or a text file holding a printed array (NumPy, torch or TF). Exit
 status 0 when the table is the paper's, 1 when it is not, 2 when FILE cannot be read.
+``--language pt_BR`` (or zh_CN) writes the diagnosis in that language; the codes stay English.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import sys
 import numpy as np
 
 from .diagnosis import diagnose
+from .language import LANGUAGES
 
 
 def _load(path):
@@ -54,13 +56,16 @@ def main(argv=None):
     command.add_argument("file", type=pathlib.Path, help=".npy, .pt, .csv, or a text file with a printed array")
     command.add_argument("--shape", type=_shape, help="the full shape of a summarised print, e.g. 20,200")
     command.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    command.add_argument("--language", choices=LANGUAGES, help="the language of the messages (default: English); "
+                         "the codes stay English")
     args = parser.parse_args(argv)
     try:
-        diagnosis = diagnose(_load(args.file), shape=args.shape)
+        diagnosis = diagnose(_load(args.file), shape=args.shape, language=args.language)
     except Exception as error:  # any unreadable file: say why, exit 2 (argparse's usage status)
         print(f"python -m posenc diagnose: error: cannot diagnose {args.file}: {error}", file=sys.stderr)
         return 2
-    print(json.dumps(diagnosis.to_dict(), indent=2) if args.json else diagnosis)
+    # ensure_ascii=False: a translated message as its own letters (UTF-8), not \u escapes.
+    print(json.dumps(diagnosis.to_dict(), indent=2, ensure_ascii=False) if args.json else diagnosis)
     return 0 if diagnosis.matches_paper else 1
 
 

@@ -35,6 +35,7 @@ sines are 0 and its cosines 1. When still nothing fits, the answer is "unknown",
 nearest explanation and the entry where the table departs most from it.
 """
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -43,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, conventions, identification, layouts
+from .language import N_, _, get_language, using_language
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
 #: Every code a ``Finding`` may carry.
@@ -131,7 +133,7 @@ class Explanation:
         return np.power(self.base, exponent if self.multiplied else -exponent)
 
     def angles(self, rows, columns, width):
-        _, exponent = self.columns(width)
+        exponent = self.columns(width)[1]
         return (self.offset + np.asarray(rows, np.float64))[:, None] * self.frequencies(exponent[columns])
 
     def table(self, rows, columns, width):
@@ -184,7 +186,8 @@ class Explanation:
 @dataclasses.dataclass(frozen=True)
 class Finding:
     """One thing ``diagnose`` found: ``code`` (from ``CATALOG``), a ``message`` a learner can
-    act on, and ``details`` (the numbers behind it: base, first position, permutation...)."""
+    act on, and ``details`` (the numbers behind it: base, first position, permutation...).
+    The message is in the language of the ``diagnose`` call; the code and details are not translated."""
 
     code: str
     message: str
@@ -204,6 +207,8 @@ class Diagnosis:
     difference between the known entries and what the explanation predicts (for "unknown":
     the nearest explanation's); ``shape``: the table's 2-D shape; ``alternatives``: the code
     lists of other explanations that fit equally well. ``str()`` is the plain-words account.
+    ``language``: the language of the messages (``posenc.language``; None: the locale's), the
+    one current when the diagnosis was made; ``str()`` is in it too.
     """
 
     findings: tuple
@@ -211,6 +216,7 @@ class Diagnosis:
     max_deviation: float
     explanation: Explanation | None = None
     alternatives: tuple = ()
+    language: str | None = dataclasses.field(default_factory=get_language, compare=False, repr=False)
 
     @property
     def codes(self) -> list[str]:
@@ -224,15 +230,20 @@ class Diagnosis:
             "matches", "float32_precision"}
 
     def __str__(self) -> str:
-        if self.matches_paper:
-            head = "This is the paper's table."
-        elif "unknown" in self.codes:
-            head = "Nothing in the catalog explains this table."
-        else:
-            head = "This is not the paper's table:" if self.codes != ["matches"] else "A known convention:"
-        lines = [head, *(f"- {f.code}: {f.message}" for f in self.findings)]
-        for codes in self.alternatives:
-            lines.append(f"  (as well explained by: {', '.join(codes) or 'the paper itself'})")
+        with using_language(self.language):
+            if self.matches_paper:
+                head = _("This is the paper's table.")
+            elif "unknown" in self.codes:
+                head = _("Nothing in the catalog explains this table.")
+            elif self.codes != ["matches"]:
+                head = _("This is not the paper's table:")
+            else:
+                head = _("A known convention:")
+            lines = [head, *(f"- {f.code}: {f.message}" for f in self.findings)]
+            for codes in self.alternatives:
+                # Translators: {codes} lists the codes of another explanation that fits as well, e.g.
+                # "swapped_sin_cos, position_offset", or is "the paper itself" (translated on its own).
+                lines.append("  " + _("(as well explained by: {codes})").format(codes=", ".join(codes) or _("the paper itself")))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,7 +256,7 @@ class Diagnosis:
         }
 
 
-def diagnose(table: Any, *, shape: tuple[int, ...] | None = None) -> Diagnosis:
+def diagnose(table: Any, *, shape: tuple[int, ...] | None = None, language: str | None = None) -> Diagnosis:
     """Say what ``table`` is: the paper's positional encoding, a known convention, or which mistakes.
 
     ``table``: a 2-D NumPy array, torch or TF tensor (``(length, d_model)``, or transposed;
@@ -255,7 +266,20 @@ def diagnose(table: Any, *, shape: tuple[int, ...] | None = None) -> Diagnosis:
     whose ``findings`` carry codes from ``CATALOG`` and whose ``str()`` says what to change.
     A float16 or bfloat16 table (or a print naming one) is fitted within that precision's
     rounding and gets a "half_precision" finding.
+
+    ``language``: the language of the messages for this call ("en", "pt_BR" or "zh_CN"); None:
+    the one ``posenc.set_language`` chose (English unless changed). The codes stay English.
     """
+    with _speaking(language):
+        return _diagnose_table(table, shape)
+
+
+def _speaking(language):
+    """The context of a call's ``language=`` argument: that language, or (None) the current one."""
+    return contextlib.nullcontext() if language is None else using_language(language)
+
+
+def _diagnose_table(table, shape):
     entries = _entries(table, shape)
     # Values near the float64 limits (a finite table may hold 1e300) overflow squares and
     # products: those readings come out inf or NaN and fit nothing, which is the answer.
@@ -284,7 +308,7 @@ def _diagnose(entries):
     deviation = _deviation(best, oriented)
     findings = [_finding(code, best, oriented) for code in best.codes(width)]
     if best.is_convention(width):
-        names, _ = _preset_names(oriented, 0)
+        names = _preset_names(oriented, 0)[0]
         if names:
             findings.insert(0, _matches(names))
         # The drift of float32 arithmetic is news only about a table without mistakes to fix
@@ -465,7 +489,7 @@ def _bases(structure, entries, frequencies):
     bases = [PAPER_BASE]
     if structure.multiplied or structure.d_model != entries.shape[1] or structure.exponent.endswith("floor"):
         return bases
-    _, exponent = structure.columns(entries.shape[1])
+    exponent = structure.columns(entries.shape[1])[1]
     exponent = exponent[entries.columns]
     # Slower columns read worse (their second differences drown in rounding or noise): read
     # up to the first column, by exponent, whose frequency is below 0.02.
@@ -569,12 +593,22 @@ def _float32_finding(explanation, entries, deviation):
     # float32 code rounds differently from one route to another (pow or exp, divide or
     # multiply): the route rebuilt here is named only when it lands close.
     # 1:10 is a judgement (a route that lands an order of magnitude closer); no ratio is exactly it.
-    reproduced = f" (float32 code for the formula reproduces it to {route:.1e})" if route < size / 10 else ""  # pragma: no mutate
-    message = (
-        f"the values drift from the exact ones by up to {size:.1e}, beyond {VISIBLE:.0e} from row {row} "
-        f"(position {row + explanation.offset}) on: float32 angles p * w lose digits as p grows{reproduced}; "
-        "not a mistake, but compute the angles in float64 (or use posenc.positional_encoding) if it matters"
-    )
+    values = dict(size=f"{size:.1e}", visible=f"{VISIBLE:.0e}", row=row, position=row + explanation.offset, route=f"{route:.1e}")
+    if route < size / 10:  # pragma: no mutate
+        # Translators: {size}: the largest difference from the exact values; {visible}: the smallest
+        # one reported (1e-05); {row} and {position}: the first row beyond it and its position;
+        # {route}: how close float32 code for the formula comes to the table.
+        text = _("the values drift from the exact ones by up to {size}, beyond {visible} from row {row} (position "
+                 "{position}) on: float32 angles p * w lose digits as p grows (float32 code for the formula reproduces "
+                 "it to {route}); not a mistake, but compute the angles in float64 (or use "
+                 "posenc.positional_encoding) if it matters")
+    else:
+        # Translators: {size}: the largest difference from the exact values; {visible}: the smallest
+        # one reported (1e-05); {row} and {position}: the first row beyond it and its position.
+        text = _("the values drift from the exact ones by up to {size}, beyond {visible} from row {row} (position "
+                 "{position}) on: float32 angles p * w lose digits as p grows; not a mistake, but compute the angles "
+                 "in float64 (or use posenc.positional_encoding) if it matters")
+    message = text.format(**values)
     return Finding("float32_precision", message, {"max_deviation": size, "from_row": row,
                                                   "float32_route_deviation": float(route)})
 
@@ -590,51 +624,77 @@ def _finding(code, explanation, entries, odd="sine"):
     length, width = entries.shape
     d = explanation.d_model or width
     if code == "transposed":
-        return Finding(code, f"the table is transposed: its {width} columns of the encoding run down the "
-                       f"rows and its {length} positions across; the paper's table is (length, d_model) = "
-                       f"({length}, {width}): transpose it (.T)", {"shape": [width, length]})
+        # Translators: {width}: the number of columns of the encoding (d_model); {length}: the
+        # number of positions.
+        text = _("the table is transposed: its {width} columns of the encoding run down the rows and its {length} "
+                 "positions across; the paper's table is (length, d_model) = ({length}, {width}): transpose it (.T)")
+        return Finding(code, text.format(width=width, length=length), {"shape": [width, length]})
     if code == "swapped_sin_cos":
-        is_sine, _ = explanation.columns(width)
+        is_sine = explanation.columns(width)[0]
         cosines, sines = np.flatnonzero(~is_sine), np.flatnonzero(is_sine)
-        return Finding(code, f"columns {_list(cosines)} hold cosines and {_list(sines)} sines: sin and cos are "
-                       "swapped; swap the two assignments (sin goes to the even columns 0::2, cos to 1::2)")
+        # Translators: {cosines} and {sines}: lists of column numbers, e.g. "0, 2, 4, ...".
+        text = _("columns {cosines} hold cosines and {sines} sines: sin and cos are swapped; swap the two "
+                 "assignments (sin goes to the even columns 0::2, cos to 1::2)")
+        return Finding(code, text.format(cosines=_list(cosines), sines=_list(sines)))
     if code == "layout":
         perm = layouts.layout_permutation(width, explanation.layout, "interleaved", odd=odd).tolist()
-        blocks = "all sines, then all cosines" if explanation.layout == "sin_cos" else "all cosines, then all sines"
-        return Finding(code, f"the columns are concatenated ({blocks}: layout {explanation.layout!r}), a "
-                       "convention, not a mistake; table[:, perm] puts them in the paper's interleaved "
-                       f"order, perm = [{_list(perm, 6)}] (posenc.convert_layout(table, "
-                       f"{explanation.layout!r}, 'interleaved'))", {"layout": explanation.layout, "permutation": perm})
+        if explanation.layout == "sin_cos":
+            # Translators: {layout}: the layout's name in quotes, e.g. 'sin_cos'; {permutation}: column
+            # numbers.
+            text = _("the columns are concatenated (all sines, then all cosines: layout {layout}), a convention, not a "
+                     "mistake; table[:, perm] puts them in the paper's interleaved order, perm = [{permutation}] "
+                     "(posenc.convert_layout(table, {layout}, 'interleaved'))")
+        else:
+            # Translators: {layout}: the layout's name in quotes, e.g. 'cos_sin'; {permutation}: column
+            # numbers.
+            text = _("the columns are concatenated (all cosines, then all sines: layout {layout}), a convention, not a "
+                     "mistake; table[:, perm] puts them in the paper's interleaved order, perm = [{permutation}] "
+                     "(posenc.convert_layout(table, {layout}, 'interleaved'))")
+        return Finding(code, text.format(layout=repr(explanation.layout), permutation=_list(perm, 6)),
+                       {"layout": explanation.layout, "permutation": perm})
     if code == "exponent_per_column":
         form = "k/d" if explanation.exponent == "column" else "2k/d"
-        return Finding(code, f"column k uses the exponent {form} of its own index k, so a sine and the "
-                       "cosine beside it have different frequencies; the paper gives both columns of pair "
-                       "i = k // 2 the exponent 2i/d: use 2 * (k // 2) / d_model", {"exponent": form})
+        # Translators: {exponent}: the exponent the table's columns use, "k/d" or "2k/d".
+        text = _("column k uses the exponent {exponent} of its own index k, so a sine and the cosine beside it have "
+                 "different frequencies; the paper gives both columns of pair i = k // 2 the exponent 2i/d: use "
+                 "2 * (k // 2) / d_model")
+        return Finding(code, text.format(exponent=form), {"exponent": form})
     if code == "integer_division":
         if explanation.exponent == "pair_floor":
-            what = "every exponent 2i/d is 0, so every column has frequency 1 (sin(pos) and cos(pos) repeated)"
+            message = _("every exponent 2i/d is 0, so every column has frequency 1 (sin(pos) and cos(pos) repeated): "
+                        "the exponent was computed with integer division (//, or integer arrays or tensors); make it a "
+                        "float division, e.g. 2 * i / float(d_model)")
         else:
-            what = "the exponent 2k/d is 0 in the first half of the columns and 1 in the second"
-        return Finding(code, f"{what}: the exponent was computed with integer division (//, or integer "
-                       "arrays or tensors); make it a float division, e.g. 2 * i / float(d_model)")
+            message = _("the exponent 2k/d is 0 in the first half of the columns and 1 in the second: the exponent "
+                        "was computed with integer division (//, or integer arrays or tensors); make it a float "
+                        "division, e.g. 2 * i / float(d_model)")
+        return Finding(code, message)
     if code == "multiplied_not_divided":
-        return Finding(code, f"the position is multiplied by {explanation.base:g}^(2i/d) where the formula "
-                       "divides, so the angles grow along the columns instead of shrinking; use "
-                       f"pos / {explanation.base:g}**(2i/d) (or pos * {explanation.base:g}**(-2i/d))")
+        # Translators: {base}: the base of the frequencies, e.g. 10000.
+        text = _("the position is multiplied by {base}^(2i/d) where the formula divides, so the angles grow along "
+                 "the columns instead of shrinking; use pos / {base}**(2i/d) (or pos * {base}**(-2i/d))")
+        return Finding(code, text.format(base=f"{explanation.base:g}"))
     if code == "wrong_base":
         return _base_finding(explanation.base, length, width)
-    if code in ("extra_column", "missing_column"):
-        more = code == "extra_column"
-        return Finding(code, f"the table has {width} columns but its frequencies are those of d_model = {d}: "
-                       f"one column {'too many' if more else 'missing'}"
-                       + (" (a sine and a cosine for each of ceil(d/2) pairs, e.g. for an odd d_model); "
-                          "build exactly d_model columns" if more else
-                          " (d_model // 2 sin/cos pairs for an odd d_model); the last column of an odd width "
-                          "is a sine of pair (d_model - 1) / 2"), {"d_model": d})
+    if code == "extra_column":
+        # Translators: {width}: the table's number of columns; {d_model}: the width its frequencies
+        # belong to.
+        text = _("the table has {width} columns but its frequencies are those of d_model = {d_model}: one column too "
+                 "many (a sine and a cosine for each of ceil(d/2) pairs, e.g. for an odd d_model); build exactly "
+                 "d_model columns")
+        return Finding(code, text.format(width=width, d_model=d), {"d_model": d})
+    if code == "missing_column":
+        # Translators: {width}: the table's number of columns; {d_model}: the width its frequencies
+        # belong to.
+        text = _("the table has {width} columns but its frequencies are those of d_model = {d_model}: one column "
+                 "missing (d_model // 2 sin/cos pairs for an odd d_model); the last column of an odd width is a "
+                 "sine of pair (d_model - 1) / 2")
+        return Finding(code, text.format(width=width, d_model=d), {"d_model": d})
     if code == "position_offset":
-        return Finding(code, f"row 0 holds position {explanation.offset}, not 0: the positions start at "
-                       f"{explanation.offset}; use arange(length), which starts at 0",
-                       {"first_position": explanation.offset})
+        # Translators: {offset}: the position of the table's row 0.
+        text = _("row 0 holds position {offset}, not 0: the positions start at {offset}; use arange(length), which "
+                 "starts at 0")
+        return Finding(code, text.format(offset=explanation.offset), {"first_position": explanation.offset})
     raise AssertionError(code)
 
 
@@ -644,76 +704,116 @@ def _base_finding(base, length, width):
     (``2i/L``); the message names both readings either way."""
     scale = math.log(base) / math.log(PAPER_BASE)
     hints = {
-        2.0: ("4i/d", "the exponent is doubled: i already steps by 2 (0, 2, 4, ...) and the code still "
-                      "writes 2 * i / d_model; write i / d_model there (2i/d with i = k // 2, the pair)"),
-        4.0: ("8i/d", "the exponent is four times the paper's; use 2i/d_model with i = k // 2, the pair"),
+        # Translators: {frequencies}: a formula, e.g. "100 ** (-2i/d) = 10000 ** (-0.5 * 2i/d)";
+        # {base}: the base read off the table, e.g. 100.
+        2.0: ("4i/d", N_("the frequencies are {frequencies}, those of the exponent 4i/d: the exponent is doubled: i "
+                         "already steps by 2 (0, 2, 4, ...) and the code still writes 2 * i / d_model; write i / d_model "
+                         "there (2i/d with i = k // 2, the pair) (if your code writes the base {base} instead, write "
+                         "10000)")),
+        # Translators: {frequencies}: a formula, e.g. "100 ** (-2i/d) = 10000 ** (-0.5 * 2i/d)";
+        # {base}: the base read off the table, e.g. 100.
+        4.0: ("8i/d", N_("the frequencies are {frequencies}, those of the exponent 8i/d: the exponent is four times the "
+                         "paper's; use 2i/d_model with i = k // 2, the pair (if your code writes the base {base} instead, "
+                         "write 10000)")),
     }
     # 1e-3: a base read off the table is good to about 1e-5; "<" or "<=" at exactly 1e-3 is the same test.
-    form, hint = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))  # pragma: no mutate
+    form, text = next((found for c, found in hints.items() if abs(scale / c - 1) < 1e-3), (None, None))  # pragma: no mutate
     # 1e-2: a judgement (L and d are integers, so a real 2i/L slip lands far inside it or far out).
     if form is None and base != float(f"{base:.2g}") and abs(scale * length / width - 1) < 1e-2:  # pragma: no mutate
-        form, hint = "2i/L", (f"the exponent divides by the table's length L = {length} where the paper "
-                              f"divides by d_model = {width}; use 2i/d_model")
-    equal = f"{base:.4g} ** (-2i/d) = 10000 ** (-{scale:.4g} * 2i/d)"
+        # Translators: {frequencies}: a formula, e.g. "100 ** (-2i/d) = 10000 ** (-0.5 * 2i/d)";
+        # {base}: the base read off the table; {length}: the table's number of rows; {width}: its
+        # number of columns.
+        form, text = "2i/L", N_("the frequencies are {frequencies}, those of the exponent 2i/L: the exponent divides by "
+                                "the table's length L = {length} where the paper divides by d_model = {width}; use "
+                                "2i/d_model (if your code writes the base {base} instead, write 10000)")
+    values = dict(frequencies=f"{base:.4g} ** (-2i/d) = 10000 ** (-{scale:.4g} * 2i/d)", base=f"{base:.4g}",
+                  scale=f"{scale:.4g}", length=length, width=width)
     details = {"base": base, "exponent_scale": scale}
-    if form:
-        return Finding("exponent_scaled", f"the frequencies are {equal}, those of the exponent {form}: {hint} "
-                       f"(if your code writes the base {base:.4g} instead, write 10000)",
-                       {**details, "exponent": form})
-    return Finding("wrong_base", f"the frequencies are {equal}: the base is {base:.4g}, not 10000; write 10000 in "
-                   f"the denominator 10000**(2i/d) (if your code already writes 10000, its exponent is {scale:.4g} "
-                   "times 2i/d: use 2i/d_model, with i = k // 2 the pair)", details)
+    if form and text:
+        return Finding("exponent_scaled", _(text).format(**values), {**details, "exponent": form})
+    # Translators: {frequencies}: a formula, e.g. "1000 ** (-2i/d) = 10000 ** (-0.75 * 2i/d)";
+    # {base}: the base read off the table, e.g. 1000; {scale}: the base's exponent as a power of
+    # 10000, e.g. 0.75.
+    text = _("the frequencies are {frequencies}: the base is {base}, not 10000; write 10000 in the denominator "
+             "10000**(2i/d) (if your code already writes 10000, its exponent is {scale} times 2i/d: use 2i/d_model, "
+             "with i = k // 2 the pair)")
+    return Finding("wrong_base", text.format(**values), details)
 
 
 def _zero_finding(code, lines, explanation, entries):
     length, width = entries.shape
     if code == "zero_row":
         offset = explanation.offset if explanation else 0
-        shown = _list([int(r) for r in lines])
-        return Finding(code, f"row {shown} (position {_list([int(r) + offset for r in lines])}) is all zeros, the "
-                       "rest is described here: a padding row, as zero_pad=True or padding_idx set it; the "
-                       "paper's table has none (cos(0) = 1): if no token is meant to get a zero encoding, "
-                       "build that row like the others", {"rows": [int(r) for r in lines]})
+        # Translators: {rows}: the numbers of the rows that are all zeros; {positions}: their
+        # positions.
+        text = _("row {rows} (position {positions}) is all zeros, the rest is described here: a padding row, as "
+                 "zero_pad=True or padding_idx set it; the paper's table has none (cos(0) = 1): if no token is meant "
+                 "to get a zero encoding, build that row like the others")
+        return Finding(code, text.format(rows=_list([int(r) for r in lines]), positions=_list([int(r) + offset for r in lines])),
+                       {"rows": [int(r) for r in lines]})
     d = explanation.d_model if explanation and explanation.d_model else width
-    return Finding(code, f"column {_list([int(k) for k in lines])} is all zeros: the odd width {width} was padded "
-                   f"with a zero column after the {width - 1} columns of d_model = {d - (d == width)} described "
-                   "here (tensor2tensor, fairseq and diffusers pad so); the paper's formula fills it with "
-                   f"sin(pos / 10000^({width - 1}/{width})): posenc.positional_encoding(length, {width})",
-                   {"columns": [int(k) for k in lines]})
+    # Translators: {column}: the number of the column that is all zeros; {width}: the table's
+    # (odd) number of columns; {described}: the number of the other columns; {d_model}: the
+    # width their frequencies belong to.
+    text = _("column {column} is all zeros: the odd width {width} was padded with a zero column after the {described} "
+             "columns of d_model = {d_model} described here (tensor2tensor, fairseq and diffusers pad so); the paper's "
+             "formula fills it with sin(pos / 10000^({described}/{width})): posenc.positional_encoding(length, {width})")
+    return Finding(code, text.format(column=_list([int(k) for k in lines]), width=width, described=width - 1,
+                                     d_model=d - (d == width)), {"columns": [int(k) for k in lines]})
 
 
 def _scaled_finding(factor, shift, width):
     if abs(shift) <= CLEAN * max(1.0, abs(factor)):
         root = " = sqrt(d_model)" if abs(factor / math.sqrt(width) - 1) < 1e-4 else ""
-        message = (f"every entry is the positional encoding times {factor:.4g}{root}: the table is scaled; "
-                   "the encoding itself lies in [-1, 1]; if the factor is meant (the paper multiplies the "
-                   "embeddings by sqrt(d_model)), apply it to the embeddings, not to the table")
+        # Translators: {factor}: a number, followed by " = sqrt(d_model)" when it is that.
+        message = _("every entry is the positional encoding times {factor}: the table is scaled; the encoding itself "
+                    "lies in [-1, 1]; if the factor is meant (the paper multiplies the embeddings by sqrt(d_model)), "
+                    "apply it to the embeddings, not to the table").format(factor=f"{factor:.4g}{root}")
     else:
-        message = (f"every entry is {factor:.4g} * PE + {shift:.4g}: the table was standardised (its mean "
-                   "subtracted, divided by its standard deviation, perhaps times a constant); the encoding "
-                   "itself lies in [-1, 1], with 0 and 1 in row 0: undo the normalisation, or keep it "
-                   "knowing the values are no longer sin and cos")
+        # Translators: {factor} and {shift}: numbers; PE is the positional encoding.
+        message = _("every entry is {factor} * PE + {shift}: the table was standardised (its mean subtracted, divided "
+                    "by its standard deviation, perhaps times a constant); the encoding itself lies in [-1, 1], with 0 "
+                    "and 1 in row 0: undo the normalisation, or keep it knowing the values are no longer sin and "
+                    "cos").format(factor=f"{factor:.4g}", shift=f"{shift:.4g}")
     return Finding("scaled", message, {"factor": factor, "shift": shift})
 
 
 def _half_finding(entries, diagnosis):
     unit = HALF_PRECISION[entries.dtype]
-    return Finding("half_precision", f"the table is held in {entries.dtype}, which keeps about "
-                   f"{int(-math.log10(unit))} significant digits (entries round by up to {unit / 2:.1e} of "
-                   "their size) and, when the angles p * w are computed in it too, loses more as p grows "
-                   f"(here up to {diagnosis.max_deviation:.1e}); not a mistake in the formula: build the table "
-                   f"in float32 or float64 and cast it to {entries.dtype} at the end",
-                   {"dtype": entries.dtype, "max_deviation": diagnosis.max_deviation})
+    # Translators: {dtype}: float16 or bfloat16; {digits}: a number of digits; {rounding} and
+    # {deviation}: numbers.
+    text = _("the table is held in {dtype}, which keeps about {digits} significant digits (entries round by up to "
+             "{rounding} of their size) and, when the angles p * w are computed in it too, loses more as p grows (here "
+             "up to {deviation}); not a mistake in the formula: build the table in float32 or float64 and cast it to "
+             "{dtype} at the end")
+    message = text.format(dtype=entries.dtype, digits=int(-math.log10(unit)), rounding=f"{unit / 2:.1e}",
+                          deviation=f"{diagnosis.max_deviation:.1e}")
+    return Finding("half_precision", message, {"dtype": entries.dtype, "max_deviation": diagnosis.max_deviation})
 
 
 def _matches(names):
-    also = f" (the same numbers as {', '.join(names[1:])})" if len(names) > 1 else ""
-    if names[0] == "paper":
-        message = "the paper's table: sin at even columns, cos at odd, base 10000, positions from 0" + also
+    others = ", ".join(names[1:])
+    if names[0] == "paper" and others:
+        # Translators: {others}: the names of other conventions, e.g. "hf-xlm, keras-hub".
+        message = _("the paper's table: sin at even columns, cos at odd, base 10000, positions from 0 (the same numbers "
+                    "as {others})").format(others=others)
+    elif names[0] == "paper":
+        message = _("the paper's table: sin at even columns, cos at odd, base 10000, positions from 0")
     else:
         c = conventions.resolve(names[0])
-        message = (f"convention {names[0]!r}{also}: layout {c.layout}, frequencies {c.rule}, base {c.base:g} "
-                   f"(posenc.positional_encoding(..., convention={names[0]!r}))")
+        values = dict(name=repr(names[0]), others=others, layout=c.layout, rule=c.rule, base=f"{c.base:g}")
+        if others:
+            # Translators: {name}: a convention's name in quotes; {others}: the names of other
+            # conventions; {layout}: its layout's name; {rule}: the name of its frequency rule; {base}:
+            # a number.
+            text = _("convention {name} (the same numbers as {others}): layout {layout}, frequencies {rule}, base "
+                     "{base} (posenc.positional_encoding(..., convention={name}))")
+        else:
+            # Translators: {name}: a convention's name in quotes; {layout}: its layout's name; {rule}:
+            # the name of its frequency rule; {base}: a number.
+            text = _("convention {name}: layout {layout}, frequencies {rule}, base {base} "
+                     "(posenc.positional_encoding(..., convention={name}))")
+        message = text.format(**values)
     return Finding("matches", message, {"conventions": list(names)})
 
 
@@ -784,11 +884,18 @@ def _unknown(entries, nearest):
     codes = nearest.codes(oriented.shape[1])
     rounding = float(where.tolerance[0, 0]) + CLEAN
     constant, per_radian = _drift(entries)
-    message = (f"no explanation in the catalog reproduces it; it departs most from the paper's table at row {row}, "
-               f"column {column}: {value:.6g} where the paper's formula gives {expected:.6g}, beyond the "
-               f"{allowed:.2g} allowed there (the data's rounding {rounding:.1g} + {entries.dtype or 'float32'} drift "
-               f"{constant:.0e} + {per_radian:.0e} * |angle| {abs(float(angle[0, 0])):.3g}); the nearest explanation "
-               f"in the catalog ({', '.join(codes) if codes else 'the paper itself'}) is off by up to {largest:.2g}")
+    # Translators: {row}, {column}: where the table departs most; {value}: its value there;
+    # {expected}: the paper's; {allowed}: the tolerance there, the sum of {rounding}, {drift}
+    # and {per_radian} times {angle}; {dtype}: float32, float16 or bfloat16; {nearest}: codes,
+    # e.g. "wrong_base", or "the paper itself" (translated on its own); {largest}: a number.
+    text = _("no explanation in the catalog reproduces it; it departs most from the paper's table at row {row}, column "
+             "{column}: {value} where the paper's formula gives {expected}, beyond the {allowed} allowed there (the "
+             "data's rounding {rounding} + {dtype} drift {drift} + {per_radian} * |angle| {angle}); the nearest "
+             "explanation in the catalog ({nearest}) is off by up to {largest}")
+    message = text.format(row=row, column=column, value=f"{value:.6g}", expected=f"{expected:.6g}", allowed=f"{allowed:.2g}",
+                          rounding=f"{rounding:.1g}", dtype=entries.dtype or "float32", drift=f"{constant:.0e}",
+                          per_radian=f"{per_radian:.0e}", angle=f"{abs(float(angle[0, 0])):.3g}",
+                          nearest=", ".join(codes) if codes else _("the paper itself"), largest=f"{largest:.2g}")
     details = {"nearest": codes, "max_deviation": largest, "tolerance": float((entries.tolerance + CLEAN).max()),
                "row": row, "column": column, "value": value, "paper_value": expected, "allowed": allowed}
     return Diagnosis((Finding("unknown", message, details),), tuple(entries.shape), largest)
