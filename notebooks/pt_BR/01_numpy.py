@@ -1,27 +1,28 @@
 # %% [markdown]
-# # 01 · Positional encoding in NumPy
+# # 01 · Codificação posicional em NumPy
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/01_numpy.ipynb)
 #
-# A Transformer sees its input as a set, so every position gets a fixed vector of sines and
-# cosines added to its embedding. This notebook builds that table with plain NumPy, one
-# small step at a time, and checks every step against the `posenc` package. We follow two
-# lectures. The first is an English Jupyter notebook in NumPy: it builds the table for 10
-# positions and width 6 in float32, prints it at eight decimals, and wraps the steps in a
-# class. The second is a set of Chinese notes in NumPy (with a TensorFlow cast at the end):
-# it writes sines and cosines straight into alternate columns of a width-16 table and
-# prints a grid of `True` from a comparison with tolerance $10^{-3}$. We finish with why
-# the wavelengths are spaced the way they are.
+# Um Transformer enxerga sua entrada como um conjunto; por isso, cada posição recebe um vetor
+# fixo de senos e cossenos somado ao seu embedding. Este notebook constrói essa tabela com
+# NumPy puro, um pequeno passo de cada vez, e confere cada passo com o pacote `posenc`.
+# Seguimos duas aulas. A primeira é um notebook Jupyter em inglês, em NumPy: ela constrói a
+# tabela para 10 posições e largura 6 em float32, imprime com oito casas decimais e empacota
+# os passos numa classe. A segunda é um conjunto de notas em chinês, em NumPy (com uma
+# conversão para TensorFlow no final): ela escreve senos e cossenos diretamente em colunas
+# alternadas de uma tabela de largura 16 e imprime uma grade de `True` a partir de uma
+# comparação com tolerância $10^{-3}$. Terminamos explicando por que os comprimentos de onda
+# são espaçados do jeito que são.
 #
-# **Question:** How is the Transformer's table of sines and cosines built, step by step, and how do you get the lecture's numbers digit for digit?
+# **Pergunta:** Como a tabela de senos e cossenos do Transformer é construída, passo a passo, e como obter os números da aula dígito por dígito?
 #
-# **You will be able to:**
-# - compute the denominators and the angles of the formula with NumPy broadcasting;
-# - build the interleaved table two ways (stack and reshape; assign alternate columns) and match the lecture's printout;
-# - say why the wavelengths grow by the same factor from one pair to the next;
-# - find what is wrong with a table that does not match, with `posenc.diagnose`.
+# **Você será capaz de:**
+# - calcular os denominadores e os ângulos da fórmula com o broadcasting do NumPy;
+# - construir a tabela intercalada de dois jeitos (empilhar e remodelar; atribuir colunas alternadas) e reproduzir a saída impressa da aula;
+# - explicar por que os comprimentos de onda crescem pelo mesmo fator de um par para o seguinte;
+# - descobrir, com `posenc.diagnose`, o que está errado numa tabela que não bate.
 #
-# **Prerequisites:** none · **Time:** about 45 minutes
+# **Pré-requisitos:** nenhum · **Tempo:** cerca de 45 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -47,11 +48,11 @@ import posenc
 np.set_printoptions(precision=8, suppress=True)
 
 # %% [markdown]
-# ## The formula
+# ## A fórmula
 #
-# The formula comes from the Transformer paper, [Attention Is All You Need](https://arxiv.org/abs/1706.03762)
-# (section 3.5). Row `pos` of the table encodes one position; its columns come in pairs,
-# and pair $i$ holds a sine and a cosine of the same angle:
+# A fórmula vem do artigo do Transformer, [Attention Is All You Need](https://arxiv.org/abs/1706.03762)
+# (seção 3.5). A linha `pos` da tabela codifica uma posição; suas colunas vêm em pares,
+# e o par $i$ guarda um seno e um cosseno do mesmo ângulo:
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right),
@@ -59,12 +60,13 @@ np.set_printoptions(precision=8, suppress=True)
 # PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right).
 # $$
 #
-# ## 1. Even columns, odd columns
+# ## 1. Colunas pares, colunas ímpares
 #
-# The NumPy lecture used 10 positions and a model width of 6, small enough to read every number.
-# Read the formula per column index $k$ instead of per pair: an even column $k = 2i$ divides
-# by $10000^{k/d}$, an odd column $k = 2i + 1$ by $10000^{(k-1)/d}$. We list both kinds of
-# index, in float32 as the lecture did, and compute both sets of denominators.
+# A aula de NumPy usou 10 posições e uma largura de modelo 6, pequena o bastante para lermos
+# cada número. Leia a fórmula por índice de coluna $k$ em vez de por par: uma coluna par
+# $k = 2i$ divide por $10000^{k/d}$, uma coluna ímpar $k = 2i + 1$ por $10000^{(k-1)/d}$.
+# Listamos os dois tipos de índice, em float32 como a aula fez, e calculamos os dois
+# conjuntos de denominadores.
 
 # %%
 sequence_length = 10
@@ -79,12 +81,12 @@ odd_denominators = np.power(10000, (odd_columns - 1) / d_model)
 print(even_denominators.dtype, even_denominators.shape, odd_denominators.shape)
 
 # %% [markdown]
-# The two arrays of denominators are identical, and they have to be: subtracting one from an odd index lands
-# on the even index just before it, so a sine and the cosine next to it always share a
-# denominator. One vector with one entry per pair is all we need, and it prints the digits
-# the lecture printed. (It agrees with `posenc.denominators`, computed in float64, to
-# float32 precision: a few parts in $10^7$, since the exponent $2i/d$ is itself rounded to
-# float32 first; the closing cross-checks confirm it.)
+# Os dois arrays de denominadores são idênticos, e têm de ser: subtrair um de um índice
+# ímpar leva ao índice par logo antes dele, então um seno e o cosseno ao lado dele sempre
+# compartilham o denominador. Basta um vetor com uma entrada por par, e ele imprime os
+# dígitos que a aula imprimiu. (Ele concorda com `posenc.denominators`, calculado em float64,
+# dentro da precisão de float32: algumas partes em $10^7$, já que o próprio expoente $2i/d$
+# é arredondado para float32 antes; as verificações cruzadas do final confirmam isso.)
 
 # %%
 assert np.array_equal(even_denominators, odd_denominators), "a sine and its cosine share a denominator"
@@ -92,14 +94,14 @@ denominators = even_denominators
 print(denominators)
 
 # %% [markdown]
-# ## 2. A column of positions
+# ## 2. Uma coluna de posições
 #
-# Shaping the positions as a column, `(10, 1)`, lets
-# [broadcasting](https://numpy.org/doc/stable/user/basics.broadcasting.html) do the outer division:
-# a `(10, 1)` column over a `(3,)` row gives every position divided by every denominator,
-# a `(10, 3)` grid of angles. `posenc.angles` forms the same grid in float64; ours went
-# through float32 roundings (exponent, denominator, quotient), so they agree to a few parts
-# in $10^7$.
+# Dar às posições o formato de coluna, `(10, 1)`, deixa o
+# [broadcasting](https://numpy.org/doc/stable/user/basics.broadcasting.html) fazer a divisão externa:
+# uma coluna `(10, 1)` sobre uma linha `(3,)` divide cada posição por cada denominador,
+# formando uma grade `(10, 3)` de ângulos. `posenc.angles` forma a mesma grade em float64; a
+# nossa passou por arredondamentos em float32 (expoente, denominador, quociente), então as
+# duas concordam até algumas partes em $10^7$.
 
 # %%
 positions = np.arange(sequence_length, dtype=np.float32).reshape(sequence_length, 1)
@@ -110,15 +112,16 @@ print(angles[:3])
 np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_model), rtol=3e-7)
 
 # %% [markdown]
-# ## 3. The sine table and the cosine table
+# ## 3. A tabela de senos e a tabela de cossenos
 #
-# One float32 detail first, in short. NumPy's float32 `sin` and `cos` are fast
-# approximations that may miss the correctly rounded result by up to two units in the last
-# place (ulp; one ulp is the gap to the next float32 number, about $6 \times 10^{-8}$ just
-# below 1), the margin NumPy's own tests allow, so a printout at eight decimals could differ
-# from the lecture's in its last digit. To print the lecture's digits everywhere we take the
-# sine of the *same* float32 angles in float64 and round once back to float32. Notebook 06
-# tells the whole story of these last digits (and of the error that grows with the position).
+# Antes, um detalhe de float32, em resumo. As funções `sin` e `cos` do NumPy em float32 são
+# aproximações rápidas que podem errar o resultado corretamente arredondado em até duas
+# unidades na última casa (ulp; um ulp é a distância até o próximo número float32, cerca de
+# $6 \times 10^{-8}$ logo abaixo de 1), a margem que os próprios testes do NumPy aceitam;
+# assim, uma saída com oito casas decimais poderia diferir da aula no último dígito. Para
+# imprimir os dígitos da aula em todas as posições, tomamos o seno dos *mesmos* ângulos
+# float32 em float64 e arredondamos uma única vez de volta para float32. O notebook 06 conta a
+# história completa desses últimos dígitos (e do erro que cresce com a posição).
 
 # %%
 def sin32(x):
@@ -134,8 +137,8 @@ def cos32(x):
 ulps = np.testing.assert_array_max_ulp(np.sin(angles), sin32(angles), maxulp=2)  # NumPy's own: within 2 ulp
 
 # %% [markdown]
-# The sines will fill the even columns, the cosines the odd ones. Down each column the
-# angle grows by a fixed step, fast in the first pair and slowly in the last.
+# Os senos vão preencher as colunas pares; os cossenos, as ímpares. Descendo cada coluna, o
+# ângulo cresce em passos fixos: rápido no primeiro par, devagar no último.
 
 # %%
 sines = sin32(angles)
@@ -144,14 +147,14 @@ print(sines)
 print(cosines)
 
 # %% [markdown]
-# Both tables are `(10, 3)`, one column per pair, and their digits are the lecture's.
+# As duas tabelas são `(10, 3)`, uma coluna por par, e seus dígitos são os da aula.
 #
-# ## 4. Interleave: stack, then reshape
+# ## 4. Intercalar: empilhar e depois remodelar
 #
-# Stacking the two tables on a new last axis gives shape `(10, 3, 2)`: position, pair,
-# then sine-or-cosine. Reshaping to `(10, 6)` reads that memory in row-major order, pair by
-# pair and sine before cosine, so the columns come out as
-# $\sin_0, \cos_0, \sin_1, \cos_1, \sin_2, \cos_2$. No index arithmetic needed.
+# Empilhar as duas tabelas num novo último eixo dá o formato `(10, 3, 2)`: posição, par e
+# depois seno-ou-cosseno. Remodelar (reshape) para `(10, 6)` lê essa memória em ordem por
+# linhas (row-major), par a par e seno antes de cosseno; assim as colunas saem como
+# $\sin_0, \cos_0, \sin_1, \cos_1, \sin_2, \cos_2$. Nenhuma conta com índices é necessária.
 
 # %%
 stacked = np.stack([sines, cosines], axis=-1)
@@ -159,10 +162,10 @@ table = stacked.reshape(sequence_length, d_model)
 print(stacked.shape, "->", table.shape)
 
 # %% [markdown]
-# Here is the table exactly as the lecture printed it, and ours prints the very same text.
-# Comparing the printed text, digit for digit, is the strictest check its eight decimals
-# allow. (`posenc.interleave` is exactly the stack-and-reshape we just did; the
-# cross-checks at the end confirm it.)
+# Aqui está a tabela exatamente como a aula a imprimiu, e a nossa imprime o mesmíssimo texto.
+# Comparar o texto impresso, dígito por dígito, é a verificação mais rigorosa que as suas
+# oito casas decimais permitem. (`posenc.interleave` é exatamente o empilhar-e-remodelar
+# que acabamos de fazer; as verificações cruzadas do final confirmam isso.)
 
 # %%
 LECTURE_TABLE = np.array([
@@ -188,10 +191,10 @@ print(table)
 assert as_printed(table) == as_printed(LECTURE_TABLE), "the lecture's printout, digit for digit"
 
 # %% [markdown]
-# Then the package. `posenc` computes its angles in float64 and rounds only the final
-# values; our walk rounded its angles to float32 on the way. So the two can differ in the
-# last float32 digit, by at most $2^{-24} \approx 6.0 \times 10^{-8}$, which is one float32
-# step for values between 0.5 and 1.
+# Agora o pacote. O `posenc` calcula seus ângulos em float64 e arredonda só os valores
+# finais; o nosso caminho arredondou os ângulos para float32 no meio do percurso. Por isso
+# os dois podem diferir no último dígito de float32, por no máximo
+# $2^{-24} \approx 6.0 \times 10^{-8}$, que é um passo de float32 para valores entre 0.5 e 1.
 
 # %%
 reference = posenc.positional_encoding(sequence_length, d_model)
@@ -200,13 +203,13 @@ print(f"largest absolute difference: {largest:.1e}")
 assert largest <= 2.0**-24 == np.spacing(np.float32(0.5))
 
 # %% [markdown]
-# ## 5. The same steps as a class
+# ## 5. Os mesmos passos numa classe
 #
-# The lecture ends by packaging its steps in a class that stores `sequence_length` and
-# `d_model` in `__init__`. But its `forward` never reads them back: it uses the notebook's
-# global `d_model` and `sequence_length`. The lecture only ever made the object with those
-# same two values, so its printout looked right. Here is the pattern in a few lines; asked
-# for 4 positions of width 8, it still returns the global 10 × 6 table.
+# A aula termina empacotando seus passos numa classe que guarda `sequence_length` e
+# `d_model` no `__init__`. Mas o seu `forward` nunca os lê de volta: ele usa as variáveis
+# globais `d_model` e `sequence_length` do notebook. A aula só criou o objeto com esses
+# mesmos dois valores, então a saída parecia certa. Eis o padrão em poucas linhas; pedindo
+# 4 posições de largura 8, ele ainda devolve a tabela global 10 × 6.
 
 # %%
 class ReadsGlobals:
@@ -228,10 +231,10 @@ print("asked for (4, 8), got", wrong_size.shape)
 assert np.array_equal(wrong_size, table)  # the global 10 x 6 table
 
 # %% [markdown]
-# Our class reads only its own attributes. The denominators depend only on the width, so
-# they are computed when the object is made, and each call builds a table of the requested
-# length. An odd width has one more sine than cosines, so the last cosine column is simply
-# dropped, as the formula asks.
+# A nossa classe lê apenas os próprios atributos. Os denominadores dependem só da largura,
+# então são calculados quando o objeto é criado, e cada chamada constrói uma tabela do
+# comprimento pedido. Uma largura ímpar tem um seno a mais que cossenos, então a última
+# coluna de cosseno é simplesmente descartada, como a fórmula pede.
 
 # %%
 class SinusoidalEncoding:
@@ -253,10 +256,10 @@ encoding = SinusoidalEncoding(d_model)
 assert as_printed(encoding(sequence_length)) == as_printed(LECTURE_TABLE)
 
 # %% [markdown]
-# It reproduces the lecture's table (checked above, digit for digit) and agrees with
-# `posenc` at other sizes too, odd widths included. A float32 angle carries a relative
-# rounding of about $10^{-7}$, so the absolute difference grows with the position; the
-# tolerance grows with the length to match.
+# Ela reproduz a tabela da aula (verificado acima, dígito por dígito) e concorda com o
+# `posenc` em outros tamanhos também, incluindo larguras ímpares. Um ângulo em float32 carrega
+# um arredondamento relativo de cerca de $10^{-7}$, então a diferença absoluta cresce com a
+# posição; a tolerância cresce com o comprimento na mesma medida.
 
 # %%
 for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
@@ -266,14 +269,15 @@ for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
     print(f"{length:4d} x {n_columns:2d}: largest difference {np.abs(ours - expected).max():.1e}")
 
 # %% [markdown]
-# ## 6. A second route: one rate per column
+# ## 6. Um segundo caminho: uma taxa por coluna
 #
-# The Chinese NumPy notes skip the separate sine and cosine tables. They give every column $k$ an
-# angle rate $1 / 10000^{2\lfloor k/2 \rfloor / d}$: integer division by two maps both
-# columns of a pair to the pair's even index, so rates come in equal twos, and the distinct
-# ones are `posenc.frequencies`. We use their example, 10 positions and width 16. Note the
-# dtype: an integer array divided by a float32 scalar is promoted to float64, so this route
-# computes in double precision whether it meant to or not.
+# As notas chinesas em NumPy dispensam as tabelas separadas de senos e cossenos. Elas dão a
+# cada coluna $k$ uma taxa angular $1 / 10000^{2\lfloor k/2 \rfloor / d}$: a divisão inteira
+# por dois leva as duas colunas de um par ao índice par do par, então as taxas vêm em
+# duplas iguais, e as distintas são `posenc.frequencies`. Usamos o exemplo delas, 10 posições
+# e largura 16. Repare no dtype: um array de inteiros dividido por um escalar float32 é
+# promovido a float64, então este caminho calcula em precisão dupla, quer tenha sido essa a
+# intenção ou não.
 
 # %%
 width = 16
@@ -286,14 +290,14 @@ print(angle_rates)
 assert angle_rates.dtype == np.float64, "integers over a float32 scalar: float64"
 
 # %% [markdown]
-# Slicing with a step of two writes straight into alternate columns: `[:, 0::2]` are the
-# even columns, `[:, 1::2]` the odd ones. The table starts as zeros and is cast to float32
-# at the end.
+# Fatiar com passo dois escreve diretamente em colunas alternadas: `[:, 0::2]` são as
+# colunas pares, `[:, 1::2]` as ímpares. A tabela começa com zeros e é convertida para
+# float32 no final.
 #
-# The notes then compared their table with a tolerance of $10^{-3}$ against a second table
-# built by the very same code. We compare two genuinely different computations instead: the
-# float32 class from section 5 and this float64 route. Rather than a grid of `True`, we
-# print the largest difference.
+# Em seguida, as notas compararam sua tabela, com tolerância $10^{-3}$, com uma segunda
+# tabela construída pelo mesmíssimo código. Nós comparamos, em vez disso, dois cálculos
+# realmente diferentes: a classe em float32 da seção 5 e este caminho em float64. Em vez de
+# uma grade de `True`, imprimimos a maior diferença.
 
 # %%
 position_column = np.arange(sequence_length)[:, None]
@@ -313,19 +317,20 @@ print(f"largest difference {difference:.1e}, {tolerance / difference:,.0f} times
 assert difference < tolerance / 8000
 
 # %% [markdown]
-# About $1.2 \times 10^{-7}$: a few float32 steps, because the class rounds its angles to
-# float32 while this route rounds only its result (notebook 06 traces such last digits to
-# their source). That is more than 8,000 times inside the notes' tolerance. The strided
-# table also matches `posenc` and its `interleave` (see the cross-checks).
+# Cerca de $1.2 \times 10^{-7}$: alguns passos de float32, porque a classe arredonda seus
+# ângulos para float32, enquanto este caminho arredonda só o resultado (o notebook 06 rastreia
+# esses últimos dígitos até a origem). Isso fica mais de 8 000 vezes dentro da tolerância das
+# notas. A tabela fatiada com passo também bate com o `posenc` e com o seu `interleave` (veja
+# as verificações cruzadas).
 #
-# ## 7. Why these wavelengths: a geometric progression
+# ## 7. Por que esses comprimentos de onda: uma progressão geométrica
 #
-# Column pair $i$ is a wave of wavelength $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
-# positions, sampled at whole positions. Each step to the next pair multiplies the
-# wavelength by the same factor, $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
-# not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
-# the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of
-# $10000 \cdot 2\pi$.
+# O par de colunas $i$ é uma onda com comprimento de onda $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
+# posições, amostrada em posições inteiras. Cada passo para o par seguinte multiplica o
+# comprimento de onda pelo mesmo fator, $10000^{2/d}$ (as duas colunas de um par compartilham
+# o seu, então, por coluna, é uma escada, e não um fator de $10000^{1/d}$). O menor
+# comprimento de onda é $2\pi$, cerca de seis posições; o maior é $2\pi \cdot 10000^{(d-2)/d}$,
+# a um fator $10000^{2/d}$ de chegar a $10000 \cdot 2\pi$.
 
 # %%
 wavelengths = 2 * np.pi / posenc.frequencies(width)
@@ -336,8 +341,8 @@ print(ratios.round(6), round(10000 ** (2 / width), 6))
 np.testing.assert_allclose(ratios, 10000 ** (2 / width), rtol=1e-12)
 
 # %% [markdown]
-# The last wavelength never reaches $10000 \cdot 2\pi$, but it gets closer as the model
-# widens, because the missing factor $10000^{-2/d}$ tends to one:
+# O último comprimento de onda nunca chega a $10000 \cdot 2\pi$, mas se aproxima à medida que
+# o modelo fica mais largo, porque o fator que falta, $10000^{-2/d}$, tende a um:
 
 # %%
 previous = 0.0
@@ -348,11 +353,11 @@ for d in (16, 64, 512, 4096):
     print(f"d_model={d:5d}  longest wavelength = {share:.4f} x 10000·2π")
 
 # %% [markdown]
-# A binary counter is the same idea in discrete form. Bit $k$ of a position flips every
-# $2^k$ steps and repeats every $2^{k+1}$: the low bit changes fastest, each higher bit half
-# as fast, a ratio of 2 between neighbours. The sinusoidal table swaps the on/off bits for
-# smooth waves and the ratio 2 for $10000^{2/d}$. Fast pairs tell neighbouring positions
-# apart, slow pairs tell far-apart ones apart.
+# Um contador binário é a mesma ideia na forma discreta. O bit $k$ de uma posição troca de
+# valor a cada $2^k$ passos e se repete a cada $2^{k+1}$: o bit mais baixo muda mais rápido,
+# cada bit acima com a metade da velocidade, uma razão de 2 entre vizinhos. A tabela senoidal
+# troca os bits liga/desliga por ondas suaves e a razão 2 por $10000^{2/d}$. Os pares rápidos
+# distinguem posições vizinhas; os pares lentos distinguem posições distantes.
 
 # %%
 counter = np.arange(16)
@@ -363,19 +368,20 @@ for k in range(4):
     assert np.array_equal(bits[: 16 - period, k], bits[period:, k]), f"bit {k} repeats every {period} steps"
 
 # %% [markdown]
-# A 4-bit counter repeats after 16 steps. The table never repeats a row. Positions are
-# whole numbers, and the sine and cosine of pair $i$ come back to the same values at
-# positions $p$ and $q$ only if $(p - q)\,\omega_i$ is a whole number of turns $2\pi k$,
-# that is, only if $\omega_i / 2\pi$ is a fraction. It never is: $\omega_i = 10000^{-2i/d}$, a
-# power of 10000 with a rational exponent, is an algebraic number, and $\pi$ is not
-# (Lindemann, 1882), so their ratio is never a fraction. So no column repeats
-# exactly, and the first pair alone (wavelength $2\pi$) already gives every position a
-# row of its own. It can come close: position 710 is $226\pi + 6.0 \times 10^{-5}$, 113
-# turns and a little, the nearest the first pair comes back to row 0 in the first 100,000
-# positions. (Over continuous positions the waves can line up: at $d = 8$ each wavelength
-# is exactly 10 times the one before, so all four repeat together after
-# $2\pi \cdot 1000$ positions, and neither that nor any multiple of it is a whole
-# number.) At the paper's width of 512 the slowest wave alone spans about 60,600 positions.
+# Um contador de 4 bits se repete depois de 16 passos. A tabela nunca repete uma linha. As
+# posições são números inteiros, e o seno e o cosseno do par $i$ voltam aos mesmos valores
+# nas posições $p$ e $q$ somente se $(p - q)\,\omega_i$ for um número inteiro de voltas
+# $2\pi k$, ou seja, somente se $\omega_i / 2\pi$ for uma fração. Nunca é: $\omega_i = 10000^{-2i/d}$,
+# uma potência de 10000 com expoente racional, é um número algébrico, e $\pi$ não é
+# (Lindemann, 1882), então a razão entre eles nunca é uma fração. Logo, nenhuma coluna se
+# repete exatamente, e só o primeiro par (comprimento de onda $2\pi$) já dá a cada posição
+# uma linha só sua. Mas pode chegar perto: a posição 710 é $226\pi + 6.0 \times 10^{-5}$,
+# 113 voltas e um pouquinho, o mais perto que o primeiro par volta da linha 0 nas primeiras
+# 100 000 posições. (Em posições contínuas, as ondas podem se alinhar: com $d = 8$, cada
+# comprimento de onda é exatamente 10 vezes o anterior, então as quatro se repetem juntas
+# depois de $2\pi \cdot 1000$ posições, e nem esse número nem nenhum múltiplo dele é
+# inteiro.) Na largura de 512 do artigo, só a onda mais lenta já abrange cerca de 60 600
+# posições.
 
 # %%
 first_pair_turn = np.arange(1, 100_001) % (2 * np.pi)
@@ -387,9 +393,10 @@ print(np.round(posenc.encode([0, closest], 4), 4))
 assert closest == 710
 
 # %% [markdown]
-# Plotting the sine column of the first four pairs against position shows the same picture:
-# each wave is $10000^{2/16} \approx 3.16$ times longer than the one before. `posenc.encode`
-# accepts fractional positions, which lets us draw the waves as smooth curves.
+# Plotar a coluna de seno dos quatro primeiros pares em função da posição mostra a mesma
+# coisa: cada onda é $10000^{2/16} \approx 3.16$ vezes mais longa que a anterior. O
+# `posenc.encode` aceita posições fracionárias, o que nos permite desenhar as ondas como
+# curvas suaves.
 
 # %%
 assert round(10000 ** (2 / width), 2) == 3.16
@@ -406,9 +413,10 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# A larger table as a heatmap: 128 positions by 64 columns. On the left, fast stripes; to
-# the right the columns change ever more slowly, until the last ones are almost constant
-# over these 128 positions: the last sine stays below 0.02, the last cosine above 0.9998.
+# Uma tabela maior como mapa de calor: 128 posições por 64 colunas. À esquerda, listras
+# rápidas; para a direita, as colunas mudam cada vez mais devagar, até que as últimas ficam
+# quase constantes ao longo dessas 128 posições: o último seno fica abaixo de 0.02, o último
+# cosseno acima de 0.9998.
 
 # %%
 big = posenc.positional_encoding(128, 64)
@@ -422,14 +430,14 @@ fig.colorbar(image, ax=ax)
 plt.show()
 
 # %% [markdown]
-# ## 8. Why doesn't my table match? `posenc.diagnose`
+# ## 8. Por que a minha tabela não bate? `posenc.diagnose`
 #
-# When your numbers differ from the lecture's, the mistake is almost always one of a few:
-# sine and cosine swapped, the exponent taken per column instead of per pair, another base,
-# positions that start at 1. `posenc.diagnose` fits the formula to a table, each of those
-# mistakes included, and says in words which ones reproduce it. Below, one draft of the
-# lecture's table whose options each put one mistake in (the comment on a line says which
-# option changes it), diagnosed four times, once per mistake.
+# Quando os seus números diferem dos da aula, o erro quase sempre é um de poucos: seno e
+# cosseno trocados, o expoente tomado por coluna em vez de por par, outra base, posições que
+# começam em 1. O `posenc.diagnose` ajusta a fórmula a uma tabela, incluindo cada um desses
+# erros, e diz em palavras quais deles a reproduzem. Abaixo, um rascunho da tabela da aula
+# em que cada opção introduz um erro (o comentário numa linha diz qual opção a altera),
+# diagnosticado quatro vezes, uma por erro.
 
 # %%
 def draft_table(length, d_model, *, swap=False, per_column=False, base=10000, first=0):
@@ -457,9 +465,9 @@ for code, mistake in mistakes.items():
     print(found, end="\n\n")
 
 # %% [markdown]
-# A table that nothing in the catalog explains gets "unknown", never a guess: it says where
-# the table departs most from the paper's, by how much beyond the tolerance there, and how
-# far even the nearest explanation is. Here the draft's table plus a little noise.
+# Uma tabela que nada no catálogo explica recebe "unknown", nunca um palpite: o diagnóstico
+# diz onde a tabela mais se afasta da do artigo, quanto passa da tolerância ali e quão longe
+# está até mesmo a explicação mais próxima. Aqui, a tabela do rascunho mais um pouco de ruído.
 
 # %%
 noisy = draft_table(10, 6) + np.random.default_rng(0).normal(0, 1e-3, (10, 6))
@@ -468,8 +476,8 @@ print(unexplained)
 assert unexplained.codes == ["unknown"]
 
 # %% [markdown]
-# It reads printed output too, as copied from a notebook: the text the lecture's `print`
-# showed (float32, eight decimals) is recognised as the paper's table.
+# Ele também lê saída impressa, copiada de um notebook: o texto que o `print` da aula mostrou
+# (float32, oito casas decimais) é reconhecido como a tabela do artigo.
 
 # %%
 with np.printoptions(precision=8, suppress=True):
@@ -478,33 +486,33 @@ print(printed[:60], "...")
 assert posenc.diagnose(printed).matches_paper
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - A sine and the cosine beside it share one denominator, $10000^{2i/d}$: one per pair,
-#   `[1, 21.54435, 464.15897]` at width 6 in float32.
-# - A `(length, 1)` column of positions over the `(d/2,)` denominators broadcasts to the
-#   `(length, d/2)` angles; sines and cosines of those, stacked on a last axis and reshaped,
-#   interleave into the table, which prints the lecture's eight decimals digit for digit.
-# - Writing into alternate columns (`table[:, 0::2] = ...`, `table[:, 1::2] = ...`) builds
-#   the same table; both routes and `posenc` agree to the last float32 digits (notebook 06
-#   says where those come from).
-# - A class that stores its sizes must also use them: the lecture's read the globals.
-# - The wavelengths $2\pi \cdot 10000^{2i/d}$ grow by the factor $10000^{2/d}$ from pair to
-#   pair, from $2\pi$ to just short of $10000 \cdot 2\pi$, like the bits of a counter, and no
-#   row ever repeats.
-# - `posenc.diagnose(table)` names the usual mistakes: sine and cosine swapped, the exponent
-#   per column, another base, positions from 1.
+# - Um seno e o cosseno ao lado dele compartilham um denominador, $10000^{2i/d}$: um por par,
+#   `[1, 21.54435, 464.15897]` na largura 6 em float32.
+# - Uma coluna de posições `(length, 1)` sobre os denominadores `(d/2,)` faz broadcasting para
+#   os ângulos `(length, d/2)`; os senos e cossenos deles, empilhados num último eixo e
+#   remodelados, se intercalam na tabela, que imprime as oito casas decimais da aula dígito por dígito.
+# - Escrever em colunas alternadas (`table[:, 0::2] = ...`, `table[:, 1::2] = ...`) constrói
+#   a mesma tabela; os dois caminhos e o `posenc` concordam até os últimos dígitos de float32
+#   (o notebook 06 explica de onde eles vêm).
+# - Uma classe que guarda seus tamanhos também precisa usá-los: a da aula lia as globais.
+# - Os comprimentos de onda $2\pi \cdot 10000^{2i/d}$ crescem pelo fator $10000^{2/d}$ de par
+#   em par, de $2\pi$ até pouco menos de $10000 \cdot 2\pi$, como os bits de um contador, e
+#   nenhuma linha jamais se repete.
+# - `posenc.diagnose(table)` aponta os erros comuns: seno e cosseno trocados, o expoente por
+#   coluna, outra base, posições a partir de 1.
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise ends with a check that says what is wrong. `nb01.<name>.hint()` gives a
-# nudge, and `nb01.<name>.solution()` prints the reference solution when you are stuck.
+# Cada exercício termina com uma verificação que diz o que está errado. `nb01.<name>.hint()`
+# dá uma dica, e `nb01.<name>.solution()` imprime a solução de referência quando você empacar.
 #
-# ### Exercise 1 · The denominators
+# ### Exercício 1 · Os denominadores
 #
-# Write `my_denominators(d_model)`: the denominators of the formula, one per pair of
-# columns, in float64. The draft below has one denominator per column; the check runs it
-# for an even and an odd width and says what is wrong.
+# Escreva `my_denominators(d_model)`: os denominadores da fórmula, um por par de colunas, em
+# float64. O rascunho abaixo tem um denominador por coluna; a verificação o executa para uma
+# largura par e uma ímpar e diz o que está errado.
 
 # %%
 from posenc.exercises import nb01
@@ -517,13 +525,13 @@ def my_denominators(d_model):
 nb01.denominators.check(my_denominators)
 
 # %% [markdown]
-# ### Exercise 2 · The whole table
+# ### Exercício 2 · A tabela inteira
 #
-# Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
-# table; the draft below has one mistake. Two checks answer back: `nb01.table.check` runs
-# your function at two sizes, an odd width included, and `posenc.diagnose` says what your
-# table is, as in section 8. You are done when the first says "Correct!" and the second
-# "This is the paper's table."
+# Complete `my_positional_encoding` para que ela devolva a tabela `(length, d_model)` do
+# artigo; o rascunho abaixo tem um erro. Duas verificações respondem: `nb01.table.check`
+# executa a sua função em dois tamanhos, incluindo uma largura ímpar, e `posenc.diagnose` diz
+# o que a sua tabela é, como na seção 8. Você termina quando a primeira disser que está correto e a
+# segunda, que esta é a tabela do artigo.
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -540,17 +548,17 @@ print(nb01.table.check(my_positional_encoding))
 print(posenc.diagnose(my_positional_encoding(10, 6)))
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The claims above, checked together: the denominators and angles against `posenc` (float32
-# precision, a few parts in $10^7$); the sine and cosine tables against the exact angles
-# (within $10^{-7}$); `posenc.interleave` is the stack-and-reshape; the class at another
-# size; the rates of the second route come in equal pairs and are `posenc.frequencies`;
-# the strided table against `posenc`; the shortest and longest wavelengths and, at
-# $d = 8$, a factor of exactly 10 between neighbours; a bit does not repeat after half its
-# period; position 710 is $226\pi + 6.0 \times 10^{-5}$; the slowest wave at width 512
-# spans about 60,600 positions; the draft without options is the paper's table; the noisy
-# table's nearest explanation is the paper itself.
+# As afirmações acima, verificadas juntas: os denominadores e os ângulos contra o `posenc`
+# (precisão de float32, algumas partes em $10^7$); as tabelas de senos e cossenos contra os
+# ângulos exatos (dentro de $10^{-7}$); `posenc.interleave` é o empilhar-e-remodelar; a
+# classe em outro tamanho; as taxas do segundo caminho vêm em pares iguais e são
+# `posenc.frequencies`; a tabela fatiada com passo contra o `posenc`; o menor e o maior
+# comprimento de onda e, com $d = 8$, um fator de exatamente 10 entre vizinhos; um bit não se
+# repete depois de metade do seu período; a posição 710 é $226\pi + 6.0 \times 10^{-5}$; a
+# onda mais lenta na largura 512 abrange cerca de 60 600 posições; o rascunho sem opções é a
+# tabela do artigo; a explicação mais próxima da tabela com ruído é o próprio artigo.
 
 # %%
 np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)

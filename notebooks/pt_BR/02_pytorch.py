@@ -1,28 +1,29 @@
 # %% [markdown]
-# # 02 · Positional encoding in PyTorch
+# # 02 · Codificação posicional em PyTorch
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/02_pytorch.ipynb)
 #
-# **Question:** How do you build the Transformer's sinusoidal table out of PyTorch tensors, and how does a model add it to its embeddings?
+# **Pergunta:** Como construir a tabela senoidal do Transformer com tensores do PyTorch, e como um modelo a soma aos seus embeddings?
 #
-# **You will be able to:**
+# **Você será capaz de:**
 #
-# - build the table step by step with torch operations and reproduce a lecture's printed numbers;
-# - write the module a model uses, `x + PE[:seq]` with the table kept as a buffer, and say why
-#   models scale their embeddings by $\sqrt{d_{\mathrm{model}}}$ first;
-# - use `posenc.torch.PositionalEncoding` in a model, and read what `posenc.diagnose` says about a table.
+# - construir a tabela passo a passo com operações do torch e reproduzir os números impressos de uma aula;
+# - escrever o módulo que um modelo usa, `x + PE[:seq]` com a tabela guardada como buffer, e explicar por que
+#   os modelos antes escalam seus embeddings por $\sqrt{d_{\mathrm{model}}}$;
+# - usar `posenc.torch.PositionalEncoding` num modelo e ler o que `posenc.diagnose` diz sobre uma tabela.
 #
-# **Prerequisites:** notebook 01 · **Time:** about 50 minutes
+# **Pré-requisitos:** notebook 01 · **Tempo:** cerca de 50 minutos
 #
-# We build the sinusoidal table of the [Transformer](https://arxiv.org/abs/1706.03762) out of
-# plain tensor operations, one step at a time. We follow a lecture: an English Jupyter notebook
-# in PyTorch that walks the steps at `d_model = 64` for 10 positions, printing each intermediate
-# tensor, then packs them into an [`nn.Module`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
-# (PyTorch's base class for layers and models) whose `forward()` takes no input and prints the
-# 10 × 6 table at four decimals. After that we write the module a model actually uses (it adds
-# the table to the embeddings), see why models scale their embeddings first, and finally use
-# `posenc.torch.PositionalEncoding` the way a model does, on whichever device is available. The
-# closing cross-checks hold every intermediate result up against the `posenc` package.
+# Construímos a tabela senoidal do [Transformer](https://arxiv.org/abs/1706.03762) com
+# operações simples de tensores, um passo de cada vez. Seguimos uma aula: um notebook Jupyter
+# em inglês, em PyTorch, que percorre os passos com `d_model = 64` para 10 posições, imprimindo
+# cada tensor intermediário, e depois os reúne num [`nn.Module`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
+# (a classe base do PyTorch para camadas e modelos) cujo `forward()` não recebe entrada e
+# imprime a tabela 10 × 6 com quatro casas decimais. Depois escrevemos o módulo que um modelo
+# de fato usa (ele soma a tabela aos embeddings), vemos por que os modelos escalam seus
+# embeddings antes e, por fim, usamos `posenc.torch.PositionalEncoding` como um modelo o faz,
+# no dispositivo que estiver disponível. As verificações cruzadas do final comparam cada
+# resultado intermediário com o pacote `posenc`.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -38,10 +39,11 @@ import posenc
 posenc.set_language("pt_BR")
 
 # %% [markdown]
-# Tensors stay in torch's default float32, as in the lecture. `posenc` forms its angles in
-# float64 and rounds once at the end, so at these small positions the two routes differ
-# by a few parts in $10^7$ (measured below): `ATOL` is the tolerance for comparing them.
-# Figures are drawn inline whatever matplotlib backend the environment asks for.
+# Os tensores ficam no float32 padrão do torch, como na aula. O `posenc` forma seus ângulos
+# em float64 e arredonda uma única vez no final; por isso, nessas posições pequenas, os dois
+# caminhos diferem em algumas partes em $10^7$ (medido abaixo): `ATOL` é a tolerância para
+# compará-los. As figuras são desenhadas inline, seja qual for o backend do matplotlib que o
+# ambiente pedir.
 
 # %%
 # %matplotlib inline
@@ -57,10 +59,10 @@ np.set_printoptions(precision=4, suppress=True)
 ATOL = 1e-6
 
 # %% [markdown]
-# ## The formula
+# ## A fórmula
 #
-# Row `pos` of the table encodes position `pos`; its columns come in pairs, a sine and a
-# cosine of the same angle:
+# A linha `pos` da tabela codifica a posição `pos`; suas colunas vêm em pares, um seno e um
+# cosseno do mesmo ângulo:
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right),
@@ -68,14 +70,14 @@ ATOL = 1e-6
 # PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right)
 # $$
 #
-# Indexed by column $j$ instead, an even $j$ divides by $10000^{j/d_{\mathrm{model}}}$ and an
-# odd $j$ by $10000^{(j-1)/d_{\mathrm{model}}}$. The walk below computes both and finds
-# them identical.
+# Indexando pela coluna $j$, um $j$ par divide por $10000^{j/d_{\mathrm{model}}}$ e um $j$
+# ímpar por $10000^{(j-1)/d_{\mathrm{model}}}$. O passo a passo abaixo calcula os dois e
+# descobre que são idênticos.
 #
-# ## Step by step, with d_model = 64
+# ## Passo a passo, com d_model = 64
 #
-# Ten positions and 64 columns: big enough to see the shapes, small enough to print a few
-# numbers. The even and odd column indices come first, 32 of each.
+# Dez posições e 64 colunas: grande o bastante para ver os formatos, pequeno o bastante para
+# imprimir alguns números. Primeiro vêm os índices das colunas pares e ímpares, 32 de cada.
 
 # %%
 d_model, length = 64, 10
@@ -85,9 +87,9 @@ print(tuple(even_cols.shape), even_cols[:4].numpy(), "...")
 print(tuple(odd_cols.shape), odd_cols[:4].numpy(), "...")
 
 # %% [markdown]
-# One denominator for each index of each set (a Python number raised to a
-# float32 tensor stays float32). The even and odd denominators come out identical, bit for bit:
-# subtracting one from an odd index lands on the even index before it.
+# Um denominador para cada índice de cada conjunto (um número Python elevado a um tensor
+# float32 continua float32). Os denominadores pares e ímpares saem idênticos, bit a bit:
+# subtrair um de um índice ímpar leva ao índice par anterior.
 
 # %%
 den_even = 10000 ** (even_cols / d_model)
@@ -96,23 +98,24 @@ print(den_even.dtype, tuple(den_even.shape), den_even[:6].numpy().round(4))
 assert torch.equal(den_even, den_odd), "an odd column shares the denominator of the even column before it"
 
 # %% [markdown]
-# The first six, next to what the lecture printed: they agree to its five significant
-# figures, that is within half a unit of its last printed digit ($5 \times 10^{-5}$).
+# Os seis primeiros, ao lado do que a aula imprimiu: eles concordam nos seus cinco
+# algarismos significativos, ou seja, dentro de meia unidade do último dígito impresso
+# ($5 \times 10^{-5}$).
 
 # %%
 LECTURE_DEN_HEAD = np.array([1.0, 1.3335, 1.7783, 2.3714, 3.1623, 4.2170])
 np.testing.assert_allclose(den_even[:6].numpy(), LECTURE_DEN_HEAD, rtol=0, atol=5e-5)
 
 # %% [markdown]
-# So one vector of 32 serves both the sines and the cosines. (The lecture stored its
-# odd-index result under the even name by mistake; since the two are equal, nothing
-# downstream changed.)
+# Então um único vetor de 32 serve tanto para os senos quanto para os cossenos. (A aula
+# guardou por engano o resultado dos índices ímpares sob o nome dos pares; como os dois são
+# iguais, nada mudou dali em diante.)
 #
-# Positions form a column, `(length, 1)`, so that dividing by the `(32,)` denominators
-# broadcasts into a `(length, 32)` grid of angles: one row per position, one column per
-# sine/cosine pair ([broadcasting](https://pytorch.org/docs/stable/notes/broadcasting.html)
-# stretches each size-1 axis to match the other). Row 1 of the sines is checked against the
-# lecture's printout (five significant figures).
+# As posições formam uma coluna, `(length, 1)`, para que a divisão pelos denominadores
+# `(32,)` se expanda por broadcasting numa grade `(length, 32)` de ângulos: uma linha por
+# posição, uma coluna por par seno/cosseno (o [broadcasting](https://pytorch.org/docs/stable/notes/broadcasting.html)
+# estica cada eixo de tamanho 1 para casar com o outro). A linha 1 dos senos é conferida com
+# a saída impressa da aula (cinco algarismos significativos).
 
 # %%
 den = den_even
@@ -127,13 +130,14 @@ LECTURE_SIN_ROW1_HEAD = np.array([0.84147, 0.68156, 0.53317, 0.40931, 0.31098, 0
 np.testing.assert_allclose(sin_part[1, :6].numpy(), LECTURE_SIN_ROW1_HEAD, rtol=0, atol=5e-6)
 
 # %% [markdown]
-# ### Interleaving
+# ### Intercalando
 #
-# The paper puts each cosine right after its sine. Stacking the two grids along a new last
-# axis makes `(length, 32, 2)`, where the last axis holds one (sin, cos) pair; merging the
-# last two axes then lays the pairs out side by side in 64 columns: the sines land in the
-# even columns, the cosines in the odd ones. `posenc.interleave` performs exactly this step,
-# and `posenc.torch.positional_encoding` builds the whole table in one call, within `ATOL`.
+# O artigo coloca cada cosseno logo depois do seu seno. Empilhar as duas grades ao longo de
+# um novo último eixo produz `(length, 32, 2)`, em que o último eixo guarda um par (sin, cos);
+# juntar os dois últimos eixos então dispõe os pares lado a lado em 64 colunas: os senos
+# caem nas colunas pares, os cossenos nas ímpares. `posenc.interleave` faz exatamente este
+# passo, e `posenc.torch.positional_encoding` constrói a tabela inteira numa só chamada,
+# dentro de `ATOL`.
 
 # %%
 pairs = torch.stack([sin_part, cos_part], dim=2)
@@ -145,9 +149,9 @@ print(f"largest difference from posenc: {(pe64 - posenc.torch.positional_encodin
 assert torch.equal(pe64[:, 0::2], sin_part) and torch.equal(pe64[:, 1::2], cos_part), "sines even, cosines odd"
 
 # %% [markdown]
-# Concatenating instead of stacking would put all 32 sines first and all cosines after:
-# the same columns in another order, a layout some libraries use. `posenc` calls it
-# `"sin_cos"`. Sorting each row shows the same 64 numbers in both tables.
+# Concatenar em vez de empilhar poria os 32 senos primeiro e todos os cossenos depois: as
+# mesmas colunas em outra ordem, um layout que algumas bibliotecas usam. O `posenc` o chama
+# de `"sin_cos"`. Ordenar cada linha mostra os mesmos 64 números nas duas tabelas.
 
 # %%
 concatenated = torch.cat([sin_part, cos_part], dim=1)
@@ -155,9 +159,10 @@ print(tuple(concatenated.shape), "same table:", torch.equal(concatenated, pe64))
 assert torch.equal(concatenated.sort(dim=1).values, pe64.sort(dim=1).values), "the same entries in every row"
 
 # %% [markdown]
-# Ten rows are a thin picture, so here is the same 64-wide table for 100 positions. The
-# left columns oscillate fast down the positions; further right the wavelengths grow
-# geometrically, until the last sine stays below 0.02 and the last cosine above 0.9999.
+# Dez linhas dão uma imagem estreita; então aqui está a mesma tabela de largura 64 para 100
+# posições. As colunas da esquerda oscilam rápido ao longo das posições; mais à direita, os
+# comprimentos de onda crescem geometricamente, até que o último seno fica abaixo de 0.02 e o
+# último cosseno acima de 0.9999.
 
 # %%
 big = posenc.torch.positional_encoding(100, d_model)
@@ -171,23 +176,23 @@ fig.colorbar(image, ax=ax)
 plt.show()
 
 # %% [markdown]
-# ## Our own module
+# ## O nosso próprio módulo
 #
-# The same steps fit in one `forward()`. Like the lecture's class, this module has no
-# input: it returns the `(max_sequence_length, d_model)` table.
+# Os mesmos passos cabem num único `forward()`. Como a classe da aula, este módulo não tem
+# entrada: ele devolve a tabela `(max_sequence_length, d_model)`.
 #
-# The lecture's class assumes an even `d_model`. With an odd one, `arange(0, d_model, 2)`
-# still starts a pair at the last column, and every pair brings a sine *and* a cosine:
-# `d_model = 7` gives 4 pairs, 8 columns. The formula wants 7: its last column, $2i = 6$, is a
-# sine, and the cosine that would follow it does not exist. Our module drops that extra
-# cosine with one slice.
+# A classe da aula supõe um `d_model` par. Com um ímpar, `arange(0, d_model, 2)` ainda
+# inicia um par na última coluna, e cada par traz um seno *e* um cosseno: `d_model = 7` dá
+# 4 pares, 8 colunas. A fórmula quer 7: sua última coluna, $2i = 6$, é um seno, e o cosseno
+# que viria depois dele não existe. O nosso módulo descarta esse cosseno extra com uma
+# única fatia.
 
 # %%
 pair_starts = torch.arange(0, 7, 2)  # the lecture's pairs at d_model = 7
 print(len(pair_starts), "pairs,", 2 * len(pair_starts), "columns")
 
 # %% [markdown]
-# The module:
+# O módulo:
 
 # %%
 class SinusoidalTable(nn.Module):
@@ -210,15 +215,15 @@ class SinusoidalTable(nn.Module):
 assert torch.equal(SinusoidalTable(64, 10)(), pe64), "the d_model = 64 walk, bit for bit"
 
 # %% [markdown]
-# It reproduces the `d_model = 64` walk above exactly. At `d_model = 7` it gives seven
-# columns, the ones `posenc` gives:
+# Ele reproduz exatamente o passo a passo com `d_model = 64` acima. Com `d_model = 7`, dá
+# sete colunas, as mesmas que o `posenc` dá:
 
 # %%
 table7 = SinusoidalTable(7, 10)()
 print(tuple(table7.shape), f"largest difference from posenc: {(table7 - posenc.torch.positional_encoding(10, 7)).abs().max():.1e}")
 
 # %% [markdown]
-# The table the lecture printed used `d_model=6` and ten positions:
+# A tabela que a aula imprimiu usava `d_model=6` e dez posições:
 
 # %%
 table6 = SinusoidalTable(d_model=6, max_sequence_length=10)()
@@ -226,8 +231,8 @@ print(tuple(table6.shape))
 print(table6.numpy().round(4))
 
 # %% [markdown]
-# Here are the lecture's printed numbers. Our float32 values agree with them to within half
-# a unit of the fourth decimal.
+# Aqui estão os números impressos pela aula. Os nossos valores em float32 concordam com eles
+# dentro de meia unidade da quarta casa decimal.
 
 # %%
 LECTURE_TABLE_10x6 = np.array([
@@ -245,9 +250,9 @@ LECTURE_TABLE_10x6 = np.array([
 np.testing.assert_allclose(table6.numpy(), LECTURE_TABLE_10x6, rtol=0, atol=5e-5)
 
 # %% [markdown]
-# The lecture's class built its positions with an integer `arange`. Dividing an int64
-# tensor by a float32 one promotes the result to float32, and every integer below
-# $2^{24}$ converts exactly, so the integer positions give bit-for-bit the same table.
+# A classe da aula construía suas posições com um `arange` de inteiros. Dividir um tensor
+# int64 por um float32 promove o resultado a float32, e todo inteiro abaixo de $2^{24}$ é
+# convertido exatamente; por isso, as posições inteiras dão, bit a bit, a mesma tabela.
 
 # %%
 den6 = 10000 ** (torch.arange(0, 6, 2, dtype=torch.float32) / 6)
@@ -256,17 +261,17 @@ print(int_pos.dtype, "/", den6.dtype, "->", (int_pos / den6).dtype)
 assert torch.equal(int_pos / den6, int_pos.float() / den6)
 
 # %% [markdown]
-# `posenc.torch.positional_encoding` gives the same table:
+# `posenc.torch.positional_encoding` dá a mesma tabela:
 
 # %%
 print(f"largest difference: {(table6 - posenc.torch.positional_encoding(10, 6)).abs().max():.1e}")
 torch.testing.assert_close(table6, posenc.torch.positional_encoding(10, 6), rtol=0, atol=ATOL)
 
 # %% [markdown]
-# Each column is one sinusoid along the positions. Here are the sines of every fourth
-# pair, from our module at `d_model=64`: each wavelength is
-# $10000^{8/64} \approx 3.2$ times the one before, from $2\pi \approx 6.3$ positions up
-# to about 200. The table only samples whole positions, which is why column 0 looks jagged.
+# Cada coluna é uma senoide ao longo das posições. Aqui estão os senos de um a cada quatro
+# pares, do nosso módulo com `d_model=64`: cada comprimento de onda é
+# $10000^{8/64} \approx 3.2$ vezes o anterior, de $2\pi \approx 6.3$ posições até
+# cerca de 200. A tabela só amostra posições inteiras, e é por isso que a coluna 0 parece serrilhada.
 
 # %%
 print(f"ratio {10000 ** (8 / 64):.1f}; wavelengths {2 * np.pi * 10000 ** (np.array([0, 8, 16, 24]) / 64)}")
@@ -280,17 +285,17 @@ ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
 plt.show()
 
 # %% [markdown]
-# ## In a model
+# ## Num modelo
 #
-# In a Transformer the table is added to the token embeddings before the first layer. The
-# lecture's module returns only the table; the module models use (the Annotated
-# Transformer's, PyTorch's examples') takes the embeddings `x` of shape
-# `(batch, seq, d_model)` and returns `dropout(x + PE[:seq])`
-# ([dropout](https://pytorch.org/docs/stable/generated/torch.nn.Dropout.html) zeroes random
-# entries while training). It computes the table once, for a longest length `max_len`, and
-# keeps it as a [*buffer*](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer):
-# a tensor that belongs to the module, moves with `.to(device)`, and is not a trained
-# parameter. By hand:
+# Num Transformer, a tabela é somada aos embeddings dos tokens antes da primeira camada. O
+# módulo da aula devolve só a tabela; o módulo que os modelos usam (o do Annotated
+# Transformer, o dos exemplos do PyTorch) recebe os embeddings `x` de formato
+# `(batch, seq, d_model)` e devolve `dropout(x + PE[:seq])`
+# (o [dropout](https://pytorch.org/docs/stable/generated/torch.nn.Dropout.html) zera entradas
+# aleatórias durante o treino). Ele calcula a tabela uma vez, para um comprimento máximo
+# `max_len`, e a guarda como um [*buffer*](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer):
+# um tensor que pertence ao módulo, se move com `.to(device)` e não é um parâmetro
+# treinado. À mão:
 
 # %%
 class AddPositions(nn.Module):
@@ -313,8 +318,9 @@ with torch.no_grad():
 print([name for name, _ in ours.named_buffers()], tuple(ours.pe.shape))
 
 # %% [markdown]
-# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` is this module, packaged:
-# for the same input it returns the same output, up to the float32 rounding of our table.
+# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` é este módulo, empacotado:
+# para a mesma entrada ele devolve a mesma saída, a menos do arredondamento em float32 da
+# nossa tabela.
 
 # %%
 packaged = posenc.torch.PositionalEncoding(16, max_len=50, dropout=0.1).eval()
@@ -323,19 +329,20 @@ with torch.no_grad():
     torch.testing.assert_close(ours(x_check), packaged(x_check), rtol=0, atol=ATOL)
 
 # %% [markdown]
-# ### Why models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$
+# ### Por que os modelos escalam os embeddings por $\sqrt{d_{\mathrm{model}}}$
 #
-# The paper, and the Annotated Transformer after it, multiply the token embeddings by
-# $\sqrt{d_{\mathrm{model}}}$ before adding the table. The reason is size. Each row of the
-# table is $d_{\mathrm{model}}/2$ pairs with $\sin^2 + \cos^2 = 1$, so every row has norm
-# $\sqrt{d_{\mathrm{model}}/2}$: 16 at $d_{\mathrm{model}} = 512$. Embedding entries are
-# usually of size about $1/\sqrt{d_{\mathrm{model}}}$ (fairseq initialises them so; the paper
-# shares the embedding with the output layer, whose scores should stay of order one), so an
-# embedding row has norm about 1. Added as they are, the positions would outweigh the token
-# sixteen to one. Times $\sqrt{d_{\mathrm{model}}}$, an embedding row has norm about
-# $\sqrt{512} \approx 22.6$, the same order as the table's 16. (An
-# [`nn.Embedding`](https://pytorch.org/docs/stable/generated/torch.nn.Embedding.html) is a
-# table of one learned row per token id.)
+# O artigo, e depois dele o Annotated Transformer, multiplicam os embeddings dos tokens por
+# $\sqrt{d_{\mathrm{model}}}$ antes de somar a tabela. O motivo é o tamanho. Cada linha da
+# tabela tem $d_{\mathrm{model}}/2$ pares com $\sin^2 + \cos^2 = 1$, então toda linha tem
+# norma $\sqrt{d_{\mathrm{model}}/2}$: 16 com $d_{\mathrm{model}} = 512$. As entradas de um
+# embedding costumam ter tamanho em torno de $1/\sqrt{d_{\mathrm{model}}}$ (o fairseq as
+# inicializa assim; o artigo compartilha o embedding com a camada de saída, cujos scores
+# devem ficar da ordem de um), então uma linha de embedding tem norma em torno de 1. Somadas
+# como estão, as posições pesariam dezesseis vezes mais que o token. Multiplicada por
+# $\sqrt{d_{\mathrm{model}}}$, uma linha de embedding tem norma em torno de
+# $\sqrt{512} \approx 22.6$, da mesma ordem que os 16 da tabela. (Um
+# [`nn.Embedding`](https://pytorch.org/docs/stable/generated/torch.nn.Embedding.html) é uma
+# tabela com uma linha aprendida por id de token.)
 
 # %%
 d_big = 512
@@ -351,16 +358,17 @@ print(f"table rows against unscaled embeddings: {(table_norms / embedding_norms)
 torch.testing.assert_close(table_norms, torch.full((1000,), (d_big / 2) ** 0.5), rtol=1e-6, atol=0)
 
 # %% [markdown]
-# ### A toy model
+# ### Um modelo de brinquedo
 #
-# The code runs unchanged on a GPU: pick the device once and move the model and the data
-# to it. Nothing printed below depends on which device was chosen.
+# O código roda sem mudanças numa GPU: escolha o dispositivo uma vez e mova o modelo e os
+# dados para ele. Nada do que é impresso abaixo depende do dispositivo escolhido.
 #
-# An embedding over a 20-token vocabulary, 16 wide, followed by the positional encoding
-# (this toy skips the scaling: PyTorch draws embedding entries with standard deviation 1,
-# rows of norm about 4, 3.6 on average for these 20, against the table's
-# $\sqrt{8} \approx 2.8$). Seeding before building it fixes the embedding weights; they are
-# created on the CPU and then moved, so they are the same on every device.
+# Um embedding sobre um vocabulário de 20 tokens, com largura 16, seguido da codificação
+# posicional (este brinquedo pula a escala: o PyTorch sorteia as entradas do embedding com
+# desvio padrão 1, linhas de norma em torno de 4, 3.6 em média para estas 20, contra
+# $\sqrt{8} \approx 2.8$ da tabela). Fixar a semente antes de construí-lo fixa os pesos do
+# embedding; eles são criados na CPU e depois movidos, então são os mesmos em qualquer
+# dispositivo.
 
 # %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -376,8 +384,8 @@ model.eval()
 print(f"embedding rows: norm {embed.weight.norm(dim=1).mean():.1f} on average; table rows: {8**0.5:.1f}")
 
 # %% [markdown]
-# A batch of two sequences of seven token ids, drawn from a seeded CPU generator for the
-# same reason:
+# Um lote (batch) de duas sequências de sete ids de token, sorteadas de um gerador na CPU
+# com semente fixa, pelo mesmo motivo:
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -390,8 +398,8 @@ with torch.no_grad():
 print("tokens", tuple(tokens.shape), "-> embeddings", tuple(x.shape), "-> output", tuple(y.shape))
 
 # %% [markdown]
-# In eval mode dropout does nothing, so the output minus the embeddings is the table
-# itself, the same rows for every sequence in the batch:
+# No modo de avaliação (eval), o dropout não faz nada; assim, a saída menos os embeddings é
+# a própria tabela, com as mesmas linhas para cada sequência do lote:
 
 # %%
 table = posenc.torch.positional_encoding(tokens.shape[1], width, device=device)
@@ -399,9 +407,9 @@ torch.testing.assert_close(y - x, table.expand_as(x), rtol=0, atol=ATOL)
 print((y - x)[0, :4, :6].cpu().numpy().round(4))
 
 # %% [markdown]
-# In training mode dropout zeroes each entry with probability 0.1 (here 18 of the 224) and
-# scales the rest by $1/0.9$, so that the expected value stays the same. Eval mode gives
-# the plain sum back.
+# No modo de treino, o dropout zera cada entrada com probabilidade 0.1 (aqui, 18 das 224) e
+# escala as demais por $1/0.9$, para que o valor esperado continue o mesmo. O modo de
+# avaliação devolve a soma simples.
 
 # %%
 model.train()
@@ -414,13 +422,13 @@ print(f"zeroed: {int((~kept).sum())} of {kept.numel()}")
 torch.testing.assert_close(y_train[kept], y[kept] / 0.9, rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
-# ### The table is a buffer, not a weight
+# ### A tabela é um buffer, não um peso
 #
-# `pe` is registered as a non-persistent buffer: `.to(device)` moves it along with the
-# model, the optimizer never sees it (it is not a parameter), and `state_dict` leaves it
-# out ([`state_dict`](https://pytorch.org/tutorials/beginner/saving_loading_models.html) is
-# what a checkpoint saves). A checkpoint holds only the embedding weights, so it loads into a
-# model built with any `max_len`.
+# `pe` é registrado como um buffer não persistente: `.to(device)` o move junto com o modelo,
+# o otimizador nunca o vê (ele não é um parâmetro), e o `state_dict` o deixa de fora (o
+# [`state_dict`](https://pytorch.org/tutorials/beginner/saving_loading_models.html) é o que um
+# checkpoint salva). Um checkpoint guarda só os pesos do embedding, então ele pode ser
+# carregado num modelo construído com qualquer `max_len`.
 
 # %%
 print("buffers:", [name for name, _ in model.named_buffers()])
@@ -433,10 +441,10 @@ loaded = fresh.load_state_dict(model.state_dict())
 assert loaded.missing_keys == loaded.unexpected_keys == [], "nothing missing, nothing unexpected"
 
 # %% [markdown]
-# Without a GPU you can still watch a buffer move: the
-# [meta device](https://pytorch.org/docs/stable/meta.html) holds shapes and no data, and
-# `.to("meta")` moves a module there like any device. A tensor kept as a plain attribute
-# (`self.pe = table`) would stay behind.
+# Mesmo sem GPU, dá para ver um buffer se mover: o
+# [dispositivo meta](https://pytorch.org/docs/stable/meta.html) guarda formatos e nenhum dado,
+# e `.to("meta")` move um módulo para lá como para qualquer dispositivo. Um tensor guardado
+# como atributo comum (`self.pe = table`) ficaria para trás.
 
 # %%
 class TableAsAttribute(nn.Module):
@@ -449,10 +457,11 @@ print("buffer:", posenc.torch.PositionalEncoding(4, max_len=10).to("meta").pe.de
 print("plain attribute:", TableAsAttribute().to("meta").pe.device)
 
 # %% [markdown]
-# ### Longer than max_len
+# ### Mais longo que max_len
 #
-# The formula is defined for any position, so a sequence longer than `max_len` need not
-# fail: the module recomputes its table at the new length, on the same device.
+# A fórmula está definida para qualquer posição, então uma sequência mais longa que
+# `max_len` não precisa falhar: o módulo recalcula sua tabela no novo comprimento, no mesmo
+# dispositivo.
 
 # %%
 long_tokens = torch.randint(0, vocab_size, (2, 80), generator=gen).to(device)
@@ -466,13 +475,13 @@ print("on the embedding's device:", add_positions.pe.device == embed.weight.devi
 print("still out of state_dict:", list(model.state_dict()))
 
 # %% [markdown]
-# ## Why doesn't my table match? `posenc.diagnose`
+# ## Por que a minha tabela não bate? `posenc.diagnose`
 #
-# `posenc.diagnose` takes a table (a torch tensor here) and says what it is: the paper's
-# table, or which of the common mistakes reproduce it. Below, the exp/log route of the
-# [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) with three
-# switches, each putting one mistake in (the comment on a line says which switch changes it),
-# diagnosed once per mistake. Each diagnosis names the mistake it was given.
+# `posenc.diagnose` recebe uma tabela (aqui, um tensor do torch) e diz o que ela é: a tabela
+# do artigo, ou quais dos erros comuns a reproduzem. Abaixo, o caminho exp/log do
+# [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) com três
+# chaves, cada uma introduzindo um erro (o comentário numa linha diz qual chave a altera),
+# diagnosticado uma vez por erro. Cada diagnóstico nomeia o erro que recebeu.
 
 # %%
 import math
@@ -506,8 +515,8 @@ for code, mistake in mistakes.items():
     print(found, end="\n\n")
 
 # %% [markdown]
-# Mistakes combine, and `diagnose` names each one: a transposed table with the exponent
-# rounded down to zero.
+# Os erros se combinam, e o `diagnose` nomeia cada um: uma tabela transposta com o expoente
+# arredondado para baixo até zero.
 
 # %%
 found = posenc.diagnose(draft_table(10, 6, integer=True, transpose=True))
@@ -515,10 +524,10 @@ assert found.codes == ["transposed", "integer_division"]
 print(found)
 
 # %% [markdown]
-# A printed tensor works too, the way a notebook shows it: a long one is summarised to its
-# corners, so pass its shape. The first three and last three rows and columns of this
-# `(50, 64)` print are enough to see that the minus sign is missing, the same answer as
-# for the tensor itself.
+# Um tensor impresso também serve, do jeito que um notebook o mostra: um tensor longo é
+# resumido aos seus cantos, então passe o seu formato. As três primeiras e as três últimas
+# linhas e colunas desta impressão `(50, 64)` bastam para ver que falta o sinal de menos, a
+# mesma resposta que para o próprio tensor.
 
 # %%
 tensor = draft_table(50, 64, multiply=True)
@@ -530,42 +539,42 @@ assert found.codes == posenc.diagnose(tensor).codes == ["multiplied_not_divided"
 print(found)
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - The lecture's d_model=64 walk: denominators `(32,)`, equal for even and odd columns;
-#   positions `(10, 1)`; sines and cosines `(10, 32)`; stacked `(10, 32, 2)`; flattened
-#   `(10, 64)`. Each stage matches `posenc` to 1e-6 (the cross-checks below).
-# - Our `SinusoidalTable` reproduces the lecture's printed `(10, 6)` table at its four
-#   decimals and equals `posenc.torch.positional_encoding(10, 6)` to 1e-6. Unlike the
-#   lecture's class it gives an odd `d_model` its width (7 columns, not 8).
-# - `AddPositions`, the usual module written by hand, returns `dropout(x + PE[:seq])` from a
-#   buffer; models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$ first, so that they
-#   are not drowned by the table's rows of norm $\sqrt{d_{\mathrm{model}}/2}$.
-# - `posenc.torch.PositionalEncoding` does the same as `AddPositions`. Its
-#   table is a non-persistent buffer that moves with `.to(device)` and stays out of
-#   checkpoints, and it grows when a sequence is longer than `max_len`.
-# - `posenc.diagnose` says what a table is, a tensor or its printed form: the paper's, or
-#   which mistakes (integer division, a lost minus sign, a transpose) reproduce it.
+# - O passo a passo da aula com d_model=64: denominadores `(32,)`, iguais para colunas pares e ímpares;
+#   posições `(10, 1)`; senos e cossenos `(10, 32)`; empilhados `(10, 32, 2)`; achatados
+#   `(10, 64)`. Cada etapa bate com o `posenc` até 1e-6 (as verificações cruzadas abaixo).
+# - A nossa `SinusoidalTable` reproduz a tabela `(10, 6)` impressa pela aula nas suas quatro
+#   casas decimais e é igual a `posenc.torch.positional_encoding(10, 6)` até 1e-6. Ao
+#   contrário da classe da aula, ela dá a um `d_model` ímpar a sua largura (7 colunas, não 8).
+# - `AddPositions`, o módulo usual escrito à mão, devolve `dropout(x + PE[:seq])` a partir de
+#   um buffer; os modelos antes escalam os embeddings por $\sqrt{d_{\mathrm{model}}}$, para
+#   que não sejam abafados pelas linhas da tabela, de norma $\sqrt{d_{\mathrm{model}}/2}$.
+# - `posenc.torch.PositionalEncoding` faz o mesmo que `AddPositions`. Sua
+#   tabela é um buffer não persistente que se move com `.to(device)` e fica fora dos
+#   checkpoints, e ela cresce quando uma sequência é mais longa que `max_len`.
+# - `posenc.diagnose` diz o que uma tabela é, seja um tensor ou sua forma impressa: a do
+#   artigo, ou quais erros (divisão inteira, um sinal de menos perdido, uma transposição) a reproduzem.
 
 # %% [markdown]
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise gives a draft with a mistake in it, then a check: run the check, read what it
-# says, fix the draft and run both cells again until it says "Correct!". The feedback stored
-# here is the one for the draft as given. Stuck? `nb02.NAME.hint()` gives a nudge and
-# `nb02.NAME.solution()` prints the reference code the check compares against (NAME is the
-# word before `.check`).
+# Cada exercício traz um rascunho com um erro e, em seguida, uma verificação: rode a
+# verificação, leia o que ela diz, corrija o rascunho e rode as duas células de novo até ela
+# dizer que está correto. O feedback guardado aqui é o do rascunho como foi dado. Empacou?
+# `nb02.NAME.hint()` dá uma dica e `nb02.NAME.solution()` imprime o código de referência com
+# que a verificação compara (NAME é a palavra antes de `.check`).
 
 # %%
 from posenc.exercises import nb02
 
 # %% [markdown]
-# ### Exercise 1 · The Annotated Transformer's table, fixed
+# ### Exercício 1 · A tabela do Annotated Transformer, corrigida
 #
-# Complete `my_positional_encoding(length, d_model)` so that it returns the paper's
-# `(length, d_model)` float32 table by the exp/log route, an odd `d_model` included (its last
-# column is a sine). The draft below has two problems; the check finds one at a time.
-# (`posenc.diagnose(my_positional_encoding(10, 6))` gives a second opinion.)
+# Complete `my_positional_encoding(length, d_model)` para que ela devolva a tabela float32
+# `(length, d_model)` do artigo pelo caminho exp/log, incluindo um `d_model` ímpar (sua última
+# coluna é um seno). O rascunho abaixo tem dois problemas; a verificação encontra um de cada
+# vez. (`posenc.diagnose(my_positional_encoding(10, 6))` dá uma segunda opinião.)
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -581,12 +590,12 @@ def my_positional_encoding(length, d_model):
 nb02.table.check(my_positional_encoding)
 
 # %% [markdown]
-# ### Exercise 2 · The forward a model calls
+# ### Exercício 2 · O forward que um modelo chama
 #
-# The lecture's `forward()` takes nothing and returns the table. A model calls its
-# positional encoding with the embeddings `x`, of shape `(batch, seq, d_model)`, and expects
-# `x` plus the table's first `seq` rows back. Fix `forward` below; the check builds your module
-# for two sizes and calls it on a batch.
+# O `forward()` da aula não recebe nada e devolve a tabela. Um modelo chama sua codificação
+# posicional com os embeddings `x`, de formato `(batch, seq, d_model)`, e espera receber de
+# volta `x` mais as primeiras `seq` linhas da tabela. Corrija o `forward` abaixo; a
+# verificação constrói o seu módulo em dois tamanhos e o chama sobre um lote.
 
 # %%
 class MyPositionalEncoding(nn.Module):
@@ -602,11 +611,11 @@ class MyPositionalEncoding(nn.Module):
 nb02.forward.check(MyPositionalEncoding)
 
 # %% [markdown]
-# ### Exercise 3 · The table that stays behind
+# ### Exercício 3 · A tabela que fica para trás
 #
-# This module gives the right numbers on a CPU. On a GPU, after `model.to("cuda")`, its
-# forward fails: the embeddings are on the GPU, its table is not. Find why without a GPU
-# (move it to the meta device and look at `.pe.device`), fix `__init__` and check.
+# Este módulo dá os números certos numa CPU. Numa GPU, depois de `model.to("cuda")`, o seu
+# forward falha: os embeddings estão na GPU, a tabela dele não. Descubra por que sem uma GPU
+# (mova-o para o dispositivo meta e olhe `.pe.device`), corrija o `__init__` e verifique.
 
 # %%
 class TableOnTheSide(nn.Module):
@@ -622,12 +631,12 @@ class TableOnTheSide(nn.Module):
 nb02.buffer.check(TableOnTheSide)
 
 # %% [markdown]
-# ### Exercise 4 · How loud is the table?
+# ### Exercício 4 · Quão forte é a tabela?
 #
-# A model of width `d_model = 768` draws its embedding entries with standard deviation
-# $1/\sqrt{768}$ and multiplies the embeddings by $\sqrt{768}$ before adding the table.
-# Predict, with pencil or Python, the ratio of a table row's norm to a scaled embedding row's
-# (typical) norm. The draft counts one unit of squared norm per column.
+# Um modelo de largura `d_model = 768` sorteia as entradas do seu embedding com desvio padrão
+# $1/\sqrt{768}$ e multiplica os embeddings por $\sqrt{768}$ antes de somar a tabela. Preveja,
+# com lápis ou com Python, a razão entre a norma de uma linha da tabela e a norma (típica) de
+# uma linha de embedding escalada. O rascunho conta uma unidade de norma ao quadrado por coluna.
 
 # %%
 table_row = math.sqrt(768)  # one sin^2 or cos^2 per column?
@@ -638,11 +647,11 @@ ratio = table_row / scaled_embedding_row
 nb02.scale.check(ratio)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The batch of checks behind the sentences above, in one place: every step of the walk
-# against `posenc` (float64 references; `ATOL` covers float32 round-off at these small
-# positions), and the numbers the prose quotes.
+# O lote de verificações por trás das frases acima, num só lugar: cada passo do passo a passo
+# contra o `posenc` (referências em float64; `ATOL` cobre o arredondamento em float32 nessas
+# posições pequenas), e os números que o texto cita.
 
 # %%
 assert den_even.dtype == torch.float32

@@ -1,47 +1,48 @@
 # %% [markdown]
-# # 03 · Positional encoding in TensorFlow
+# # 03 · Codificação posicional em TensorFlow
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/03_tensorflow.ipynb)
 #
-# **Question:** How do three TensorFlow lectures build the sinusoidal table, and where does each one's table differ from the paper's?
+# **Pergunta:** Como três aulas de TensorFlow constroem a tabela senoidal, e em que ponto a tabela de cada uma difere da do artigo?
 #
-# **You will be able to:**
+# **Você será capaz de:**
 #
-# - write a batch-aware TensorFlow function that adds the table to its input, and turn the
-#   lecture's cos|sin column order into the paper's with one column permutation;
-# - tell where the float32 exp/log route loses digits, and build the table with float64 angles;
-# - use `posenc.tensorflow.PositionalEncoding` in a Keras 3 model, and read `posenc.diagnose`'s verdict on a table.
+# - escrever uma função TensorFlow que lida com lotes (batches) e soma a tabela à sua entrada, e transformar
+#   a ordem de colunas cos|sin da aula na do artigo com uma única permutação de colunas;
+# - dizer onde o caminho exp/log em float32 perde dígitos, e construir a tabela com ângulos em float64;
+# - usar `posenc.tensorflow.PositionalEncoding` num modelo Keras 3 e ler o veredito de `posenc.diagnose` sobre uma tabela.
 #
-# **Prerequisites:** notebook 01 · **Time:** about 60 minutes
+# **Pré-requisitos:** notebook 01 · **Tempo:** cerca de 60 minutos
 #
-# Three lectures' routes to the sinusoidal table, rebuilt with TensorFlow 2 ops (eager, no
-# `tf.Session`):
+# Os caminhos de três aulas até a tabela senoidal, refeitos com operações do TensorFlow 2
+# (modo eager, sem `tf.Session`):
 #
-# 1. a Portuguese Colab notebook (from a product-classification project) with a TensorFlow
-#    function that adds the table to its input; it prints a random `(2, 5, 2)` sample and
-#    the sum;
-# 2. Chinese notes in NumPy, with a TensorFlow cast at the end, that build a width-16 table
-#    column by column and print a grid of `True` from a tolerance check;
-# 3. an English blog tutorial whose TensorFlow 1 class builds the
-#    [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)'s
-#    exp/log table in NumPy and prints its `(1, 20, 200)` summary through a `tf.Session`.
+# 1. um notebook do Colab em português (de um projeto de classificação de produtos) com uma
+#    função TensorFlow que soma a tabela à sua entrada; ele imprime uma amostra aleatória
+#    `(2, 5, 2)` e a soma;
+# 2. notas em chinês, em NumPy, com uma conversão para TensorFlow no final, que constroem uma
+#    tabela de largura 16 coluna por coluna e imprimem uma grade de `True` a partir de uma
+#    verificação com tolerância;
+# 3. um tutorial de blog em inglês cuja classe em TensorFlow 1 constrói em NumPy a tabela
+#    exp/log do [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)
+#    e imprime seu resumo `(1, 20, 200)` por meio de uma `tf.Session`.
 #
-# Each one is checked against the numbers its lecture printed and against `posenc`. At the
-# end we write the [Keras layer](https://keras.io/api/layers/base_layer/) of TensorFlow's own
-# [Transformer tutorial](https://www.tensorflow.org/text/tutorials/transformer) by hand, then
-# use `posenc.tensorflow.PositionalEncoding` in a small Keras 3 model.
+# Cada um é conferido com os números que a sua aula imprimiu e com o `posenc`. No final,
+# escrevemos à mão a [camada Keras](https://keras.io/api/layers/base_layer/) do
+# [tutorial de Transformer](https://www.tensorflow.org/text/tutorials/transformer) do próprio
+# TensorFlow e depois usamos `posenc.tensorflow.PositionalEncoding` num pequeno modelo Keras 3.
 #
-# The formula from the paper: at position $pos$, column $2i$ holds a sine and column
-# $2i + 1$ a cosine of the same angle,
+# A fórmula do artigo: na posição $pos$, a coluna $2i$ guarda um seno e a coluna
+# $2i + 1$ um cosseno do mesmo ângulo,
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
 # PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right).
 # $$
 #
-# Every route computes the angles $pos \cdot \omega_i$ with
-# $\omega_i = 10000^{-2i/d_{model}}$; they differ in how they get there and in where
-# they put the sines and the cosines.
+# Todos os caminhos calculam os ângulos $pos \cdot \omega_i$ com
+# $\omega_i = 10000^{-2i/d_{model}}$; eles diferem em como chegam lá e em onde colocam os
+# senos e os cossenos.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -79,21 +80,21 @@ np.set_printoptions(precision=4, suppress=True)
 # %matplotlib inline
 
 # %% [markdown]
-# ## 1. A batch-aware function: positions by a running sum
+# ## 1. Uma função que lida com lotes: posições por soma acumulada
 #
-# The Portuguese notebook writes a function that takes embeddings `x` of shape
-# `(batch, seq, d_model)` and returns `x` plus the table. It needs no length argument:
-# a running sum of ones along the sequence axis, minus one, numbers the positions from 0
-# in every row of the batch.
+# O notebook em português escreve uma função que recebe embeddings `x` de formato
+# `(batch, seq, d_model)` e devolve `x` mais a tabela. Ela não precisa de um argumento de
+# comprimento: uma soma acumulada de uns ao longo do eixo da sequência, menos um, numera as
+# posições a partir de 0 em cada linha do lote.
 
 # %%
 positions = tf.cumsum(tf.ones((2, 5)), axis=1) - 1.0
 positions.numpy()
 
 # %% [markdown]
-# The angles are an outer product, positions of shape `(batch, seq, 1)` times
-# frequencies of shape `(1, d_model / 2)`; `tf.matmul` broadcasts over the batch axis.
-# Then the lecture concatenates the cosines and the sines. Our version:
+# Os ângulos são um produto externo: posições de formato `(batch, seq, 1)` vezes
+# frequências de formato `(1, d_model / 2)`; `tf.matmul` faz o broadcasting sobre o eixo do
+# lote. Em seguida, a aula concatena os cossenos e os senos. A nossa versão:
 
 # %%
 def add_cos_sin_encoding(x, base=10000.0):
@@ -107,9 +108,9 @@ def add_cos_sin_encoding(x, base=10000.0):
 
 
 # %% [markdown]
-# The lecture ran its function on a random sample of shape `(2, 5, 2)`. An unseeded
-# `tf.random.uniform` will not give those numbers again, so the printed sample and the
-# printed result are copied here as constants.
+# A aula rodou sua função numa amostra aleatória de formato `(2, 5, 2)`. Um
+# `tf.random.uniform` sem semente não vai gerar esses números de novo; por isso, a amostra
+# impressa e o resultado impresso estão copiados aqui como constantes.
 
 # %%
 lecture_sample = np.array([
@@ -127,11 +128,11 @@ lecture_output = np.array([
 ], dtype=np.float32)
 
 # %% [markdown]
-# How exact are those constants? NumPy printed at most 8 decimals. From 0.125 up,
-# neighbouring float32 values are more than $10^{-8}$ apart, so 8 decimals name exactly one
-# float32. Below 0.125 they need not: several float32 values can print the same digits,
-# and a constant is then only the one nearest to the print. Four of the 40 printed numbers
-# are that small:
+# Quão exatas são essas constantes? O NumPy imprimiu no máximo 8 casas decimais. De 0.125
+# para cima, valores float32 vizinhos estão a mais de $10^{-8}$ um do outro, então 8 casas
+# decimais identificam exatamente um float32. Abaixo de 0.125, não necessariamente: vários
+# valores float32 podem imprimir os mesmos dígitos, e uma constante é então apenas o valor
+# mais próximo do que foi impresso. Quatro dos 40 números impressos são pequenos assim:
 
 # %%
 def printed(value):
@@ -154,11 +155,11 @@ for value in every_value:
 assert sum(same_print_count(v) > 1 for v in every_value) == sum(abs(every_value) < 0.125) == 4, "the ambiguous four are the small four"
 
 # %% [markdown]
-# With `d_model = 2` there is one frequency, $\omega_0 = 1$: column 0 gets $\cos(pos)$
-# and column 1 gets $\sin(pos)$, so row 0 of the output is the sample plus `(1, 0)`.
-# Our reproduction, printed the lecture's way, differs from its print in one entry:
-# batch 1, position 1, column 1, the sine. There $0.40101182 + \sin 1$ comes out
-# 1.2424828 here and 1.2424829 in the lecture.
+# Com `d_model = 2` há uma só frequência, $\omega_0 = 1$: a coluna 0 recebe $\cos(pos)$
+# e a coluna 1 recebe $\sin(pos)$, então a linha 0 da saída é a amostra mais `(1, 0)`.
+# A nossa reprodução, impressa do jeito da aula, difere da impressão dela em uma entrada:
+# lote 1, posição 1, coluna 1, o seno. Ali, $0.40101182 + \sin 1$ dá 1.2424828 aqui e
+# 1.2424829 na aula.
 
 # %%
 ours = add_cos_sin_encoding(tf.constant(lecture_sample)).numpy()
@@ -168,9 +169,9 @@ printed_differently = [i for i in np.ndindex(ours.shape) if printed(ours[i]) != 
 assert printed_differently == [(1, 1, 1)], "one of the 20 output entries prints differently"
 
 # %% [markdown]
-# A float32 sine of 1 one step higher in the lecture's run (0.841471 instead of
-# 0.84147096) gives its number, and leaves the other sum with $\sin 1$, 1.4347141, as both
-# print it.
+# Se, na execução da aula, o seno de 1 em float32 saiu um passo acima (0.841471 em vez de
+# 0.84147096), isso dá o número dela e mantém a outra soma com $\sin 1$ em 1.4347141, como
+# as duas a imprimem.
 
 # %%
 sine_of_1 = np.float32(np.sin(1.0))
@@ -182,10 +183,10 @@ print("0.5932431 + either:", str(lecture_sample[0, 1, 1] + sine_of_1), str(lectu
 assert lecture_sample[1, 1, 1] + one_step_up == lecture_output[1, 1, 1], "the lecture's sum, to the last bit"
 
 # %% [markdown]
-# Compared as float32 numbers, two more entries are one unit in the last place (ulp: the
-# distance to the next float32) apart: cosines, in column 0, at batch 0 position 3 and batch
-# 1 position 2. Both are below 0.125, so the print cannot tell them apart, and ours prints
-# the same digits.
+# Comparadas como números float32, mais duas entradas diferem por uma unidade na última casa
+# (ulp: a distância até o próximo float32): cossenos, na coluna 0, no lote 0 posição 3 e no
+# lote 1 posição 2. As duas estão abaixo de 0.125, então a impressão não consegue
+# distingui-las, e a nossa imprime os mesmos dígitos.
 
 # %%
 def ulps_apart(a, b):
@@ -198,12 +199,12 @@ differs = ulps_apart(ours, lecture_output)
 print("entries apart:", [tuple(map(int, i)) for i in np.argwhere(differs)], " by at most", differs.max(), "ulp")
 
 # %% [markdown]
-# Which entries are rounded the other way depends even on the shape of the tensor. TensorFlow's
-# float32 cosine of 2 is correctly rounded when the five positions form a tensor of their
-# own, and one ulp off inside the `(2, 5, 1)` tensor of angles the function builds: the
-# same number, a different result, only because of the tensor's shape. The lecture's run
-# was off in the same place: at batch 0, position 2, its print matches ours, not the sum
-# with the correctly rounded cosine.
+# Quais entradas são arredondadas para o outro lado depende até do formato do tensor. O
+# cosseno de 2 em float32 do TensorFlow é corretamente arredondado quando as cinco posições
+# formam um tensor só delas, e erra por um ulp dentro do tensor de ângulos `(2, 5, 1)` que a
+# função constrói: o mesmo número, um resultado diferente, só por causa do formato do tensor.
+# A execução da aula errou no mesmo lugar: no lote 0, posição 2, a impressão dela bate com a
+# nossa, e não com a soma feita com o cosseno corretamente arredondado.
 
 # %%
 five = tf.range(5, dtype=tf.float32)
@@ -216,11 +217,11 @@ print("batch 0, position 2: lecture", printed(lecture_output[0, 2, 0]), " ours",
       " with the correct cosine", printed(with_correct_cosine))
 
 # %% [markdown]
-# ### The docstring and the table disagree
+# ### A docstring e a tabela discordam
 #
-# The lecture's docstring quotes the paper (a sine at column `2i`), but the code puts
-# all the cosines first. Feeding zeros reads the table itself; `d_model = 8` makes the
-# order visible.
+# A docstring da aula cita o artigo (um seno na coluna `2i`), mas o código coloca todos
+# os cossenos primeiro. Passar zeros como entrada permite ler a própria tabela;
+# `d_model = 8` deixa a ordem visível.
 
 # %%
 length, d_model = 6, 8
@@ -228,7 +229,7 @@ cos_sin = add_cos_sin_encoding(tf.zeros((1, length, d_model)))[0].numpy()
 cos_sin
 
 # %% [markdown]
-# That is `posenc`'s `layout="cos_sin"`, and it is not the paper's interleaved table:
+# Esse é o `layout="cos_sin"` do `posenc`, e não é a tabela intercalada do artigo:
 
 # %%
 paper = posenc.positional_encoding(length, d_model)
@@ -238,12 +239,12 @@ print(f"vs layout='interleaved': {np.abs(cos_sin - paper).max():.1e}")
 np.testing.assert_allclose(cos_sin, lecture_layout, atol=1e-6)
 
 # %% [markdown]
-# Yet it holds the same columns. The paper's column `2i` (the sine of pair `i`) is column
-# `d_model / 2 + i` of the cos|sin table, and its column `2i + 1` (the cosine) is column
-# `i`, so one fixed list of column indices turns one table into the other.
-# `posenc.column_order` describes each layout as an index into `concat([sin, cos])`;
-# undoing one and applying the other gives the same list. Picking the columns in that
-# order gives the paper's table:
+# Mesmo assim, ela guarda as mesmas colunas. A coluna `2i` do artigo (o seno do par `i`) é
+# a coluna `d_model / 2 + i` da tabela cos|sin, e a sua coluna `2i + 1` (o cosseno) é a
+# coluna `i`; assim, uma única lista fixa de índices de colunas transforma uma tabela na
+# outra. `posenc.column_order` descreve cada layout como um índice em `concat([sin, cos])`;
+# desfazer um e aplicar o outro dá a mesma lista. Escolher as colunas nessa ordem dá a
+# tabela do artigo:
 
 # %%
 half = d_model // 2
@@ -254,7 +255,7 @@ np.testing.assert_allclose(cos_sin[:, to_paper], paper, atol=1e-6)
 cos_sin[:, to_paper]
 
 # %% [markdown]
-# Picking columns is multiplying by a permutation matrix:
+# Escolher colunas é multiplicar por uma matriz de permutação:
 
 # %%
 permutation = np.eye(d_model, dtype=np.float32)[:, to_paper]
@@ -262,15 +263,15 @@ np.testing.assert_allclose(cos_sin @ permutation, paper, atol=1e-6)
 print(permutation.astype(int))
 
 # %% [markdown]
-# Does that make the layout a matter of taste for a model? Not through one layer. The
-# table is added to the embeddings, and the sum travels through the whole network in the
-# *residual stream*: each block reads the stream (through a norm and a linear layer) and
-# adds its output back into it. A model built for one layout becomes the very same model
-# for the other when the permutation is applied to everything that touches the stream:
-# the embedding's columns, each norm's gain and bias, the rows of every matrix that reads
-# the stream and the columns of every matrix that writes to it. Permuting only the first
-# linear layer is not enough. A tiny model in NumPy (one residual block, then a norm and a
-# head) shows both.
+# Isso faz do layout uma questão de gosto para um modelo? Não com uma camada só. A tabela
+# é somada aos embeddings, e a soma percorre a rede inteira no *fluxo residual*: cada bloco
+# lê o fluxo (por meio de uma normalização e de uma camada linear) e soma a sua saída de
+# volta a ele. Um modelo construído para um layout vira exatamente o mesmo modelo para o
+# outro quando a permutação é aplicada a tudo o que toca o fluxo: as colunas do embedding,
+# o ganho e o viés de cada normalização, as linhas de toda matriz que lê o fluxo e as colunas
+# de toda matriz que escreve nele. Permutar só a primeira camada linear não basta. Um modelo
+# minúsculo em NumPy (um bloco residual, depois uma normalização e uma cabeça de saída)
+# mostra as duas coisas.
 
 # %%
 def layer_norm(x, gain, bias):
@@ -310,17 +311,17 @@ print("every stream weight permuted: logits differ by less than 1e-12")
 print(f"only the first linear layer:  logits differ by {one_layer_gap:.1e}")
 
 # %% [markdown]
-# So the lecture's cos|sin function is a fine encoding in its own right: a model trained
-# with it is a permuted copy of one trained with the paper's table. The mistake is in the
+# Portanto, a função cos|sin da aula é uma boa codificação por si só: um modelo treinado com
+# ela é uma cópia permutada de um modelo treinado com a tabela do artigo. O erro está na
 # docstring.
 
 # %% [markdown]
-# ## 2. Column by column: a rate for `j // 2`
+# ## 2. Coluna por coluna: uma taxa para `j // 2`
 #
-# The Chinese notes give every column $j$ its own angle rate,
-# $10000^{-2\lfloor j/2 \rfloor / d_{model}}$, so columns `2i` and `2i + 1` share one.
-# Then they take the sine of the even columns and the cosine of the odd ones. Their
-# sizes: 10 positions, `d_model = 16`.
+# As notas chinesas dão a cada coluna $j$ a sua própria taxa angular,
+# $10000^{-2\lfloor j/2 \rfloor / d_{model}}$, de modo que as colunas `2i` e `2i + 1`
+# compartilham uma. Depois tomam o seno das colunas pares e o cosseno das ímpares. Os
+# tamanhos delas: 10 posições, `d_model = 16`.
 
 # %%
 max_seq_len, d_model = 10, 16
@@ -330,10 +331,10 @@ assert (rates[0::2].numpy() == rates[1::2].numpy()).all(), "columns 2i and 2i + 
 rates.numpy()
 
 # %% [markdown]
-# The notes fill the even and the odd columns of a NumPy array by strided assignment.
-# TensorFlow tensors cannot be assigned to, so we take both functions of the whole
-# `(10, 16)` grid of angles and let `tf.where` pick by column parity. As a function, so
-# that section 3 can run it at another size:
+# As notas preenchem as colunas pares e ímpares de um array NumPy por atribuição com passo.
+# Não é possível atribuir a tensores do TensorFlow; então calculamos as duas funções sobre a
+# grade inteira `(10, 16)` de ângulos e deixamos `tf.where` escolher pela paridade da coluna.
+# Como uma função, para que a seção 3 possa rodá-la em outro tamanho:
 
 # %%
 def column_parity_table(max_seq_len, d_model):
@@ -349,8 +350,9 @@ print(tuple(parity_table.shape), parity_table.dtype.name)
 parity_table.numpy()[:4]
 
 # %% [markdown]
-# The notes checked their table with a tolerance of `1e-3`. Against `posenc` (angles in
-# float64, one rounding at the end) this float32 route is much closer than that:
+# As notas verificaram sua tabela com uma tolerância de `1e-3`. Comparado com o `posenc`
+# (ângulos em float64, um só arredondamento no final), este caminho em float32 fica bem mais
+# perto que isso:
 
 # %%
 parity_error = np.abs(parity_table.numpy() - posenc.positional_encoding(max_seq_len, d_model)).max()
@@ -358,23 +360,23 @@ print(f"largest difference: {parity_error:.1e}")
 assert parity_error < 1e-6
 
 # %% [markdown]
-# ## 3. The exp/log route, in TensorFlow 2
+# ## 3. O caminho exp/log, em TensorFlow 2
 #
-# The English blog tutorial follows the Annotated Transformer and writes the frequencies
-# through `exp` and `log`, the same numbers as the power:
+# O tutorial de blog em inglês segue o Annotated Transformer e escreve as frequências por
+# meio de `exp` e `log`, os mesmos números que a potência:
 #
 # $$
 # \omega_i = \exp\!\left(-2i \cdot \frac{\ln 10000}{d_{model}}\right).
 # $$
 #
-# It built the table in NumPy and printed it through a TF 1 `tf.Session`. In TF 2 the
-# ops run eagerly and `.numpy()` reads the result. Its sizes: 20 positions,
-# `d_model = 200`, and a leading batch axis of 1.
+# Ele construía a tabela em NumPy e a imprimia por meio de uma `tf.Session` do TF 1. No
+# TF 2, as operações rodam em modo eager e `.numpy()` lê o resultado. Os tamanhos dele:
+# 20 posições, `d_model = 200` e um eixo de lote inicial de tamanho 1.
 #
-# One thing not to copy: the tutorial calls its class a layer, and its `call` receives
-# the inputs, but `call` never adds the table to them. It builds the table and returns it
-# alone, whatever the inputs hold. A layer that encodes positions returns `x + PE`, as the
-# function of section 1 does (and section 4's layers).
+# Uma coisa para não copiar: o tutorial chama sua classe de camada, e o seu `call` recebe
+# as entradas, mas o `call` nunca soma a tabela a elas. Ele constrói a tabela e a devolve
+# sozinha, seja qual for o conteúdo das entradas. Uma camada que codifica posições devolve
+# `x + PE`, como faz a função da seção 1 (e as camadas da seção 4).
 
 # %%
 def exp_log_angles(max_len, d_model):
@@ -393,9 +395,9 @@ def exp_log_table(max_len, d_model):
 
 
 # %% [markdown]
-# NumPy printed the lecture's table at 4 decimals in summarized form: rows 0, 1, 2 and
-# the last three, and of each the first three and the last three columns. Ours, cut the
-# same way:
+# O NumPy imprimiu a tabela da aula com 4 casas decimais em forma resumida: as linhas 0, 1,
+# 2 e as três últimas e, de cada uma, as três primeiras e as três últimas colunas. A nossa,
+# cortada do mesmo jeito:
 
 # %%
 exp_log_20x200 = exp_log_table(20, 200).numpy()
@@ -405,8 +407,8 @@ corners = exp_log_20x200[0][np.ix_(rows, cols)]
 corners
 
 # %% [markdown]
-# The lecture's printed corners, in the same arrangement. Each printed number is within
-# half a unit of the 4th decimal of ours:
+# Os cantos impressos pela aula, na mesma disposição. Cada número impresso fica a menos de
+# meia unidade da 4ª casa decimal do nosso:
 
 # %%
 lecture_corners = np.array([
@@ -421,9 +423,9 @@ print(f"largest difference: {np.abs(corners - lecture_corners).max():.1e}")
 assert np.abs(corners - lecture_corners).max() <= 0.5e-4
 
 # %% [markdown]
-# And the whole table matches `posenc`, though about ten times less closely than
-# section 2's table. Is the float32 `exp` to blame? No: section 2's power route, run at
-# this size, is off by about as much (within a factor of two).
+# E a tabela inteira bate com o `posenc`, embora cerca de dez vezes menos de perto que a
+# tabela da seção 2. A culpa é do `exp` em float32? Não: o caminho da potência da seção 2,
+# rodado neste tamanho, erra mais ou menos o mesmo tanto (dentro de um fator de dois).
 
 # %%
 reference = posenc.positional_encoding(20, 200)
@@ -433,15 +435,16 @@ print(f"exp/log route: {exp_log_error:.1e}   power route: {power_error:.1e}   (s
 assert 0.5 < exp_log_error / power_error < 2, "the two routes' errors within a factor of two"
 
 # %% [markdown]
-# The cause is the size of the angles. At `d_model = 200` the second frequency is
-# $10000^{-2/200} \approx 0.912$, so by position 19 the angle has grown to 17.3, and float32
-# values near 17 are $1.9 \times 10^{-6}$ apart. Rounding $pos \cdot \omega_i$ (and
-# $\omega_i$ itself) to float32 moves such an angle by up to about $10^{-6}$, and its sine and
-# cosine move with it. In section 2, with 10 positions and $\omega_1 \approx 0.316$ at
-# `d_model = 16`, every angle that is not a whole number stays below 2.9. The evidence:
-# the float32 angles are off by about $10^{-6}$; taking sine and cosine of those same angles
-# exactly (in float64) leaves the whole error; TensorFlow's float32 `sin` and `cos` add
-# less than $10^{-7}$; and the largest error sits in the last row.
+# A causa é o tamanho dos ângulos. Com `d_model = 200`, a segunda frequência é
+# $10000^{-2/200} \approx 0.912$; então, na posição 19, o ângulo já cresceu até 17.3, e
+# valores float32 perto de 17 estão a $1.9 \times 10^{-6}$ um do outro. Arredondar
+# $pos \cdot \omega_i$ (e o próprio $\omega_i$) para float32 desloca um ângulo desses em até
+# cerca de $10^{-6}$, e o seu seno e cosseno se deslocam junto. Na seção 2, com 10 posições e
+# $\omega_1 \approx 0.316$ com `d_model = 16`, todo ângulo que não é um número inteiro fica
+# abaixo de 2.9. As evidências: os ângulos em float32 erram em cerca de $10^{-6}$; tomar o
+# seno e o cosseno desses mesmos ângulos de forma exata (em float64) deixa o erro inteiro;
+# o `sin` e o `cos` em float32 do TensorFlow acrescentam menos de $10^{-7}$; e o maior erro
+# fica na última linha.
 
 # %%
 float32_angles = exp_log_angles(20, 200).numpy()
@@ -458,10 +461,11 @@ print(f"angles: {angle_error:.1e}   sin/cos exact on them: {exact_functions_erro
 assert angle_error < np.spacing(np.float32(17.3)), "each angle within one float32 step of the exact one"
 
 # %% [markdown]
-# The picture. Left: four sine columns over 100 positions; column $2i$ has wavelength
-# $2\pi \cdot 10000^{2i/d_{model}}$, here about 16, 40, 100 and 250 positions. Right: the lecture's
-# $20 \times 200$ table. The first columns change from row to row, the last ones hardly
-# at all (the last sine stays below 0.003, the last cosine above 0.99999).
+# A figura. À esquerda: quatro colunas de seno ao longo de 100 posições; a coluna $2i$ tem
+# comprimento de onda $2\pi \cdot 10000^{2i/d_{model}}$, aqui cerca de 16, 40, 100 e 250
+# posições. À direita: a tabela $20 \times 200$ da aula. As primeiras colunas mudam de uma
+# linha para a outra; as últimas, quase nada (o último seno fica abaixo de 0.003, o último
+# cosseno acima de 0.99999).
 
 # %%
 wavelengths = 2 * np.pi * 10000 ** (np.array([20, 40, 60, 80]) / 200)
@@ -479,14 +483,15 @@ fig.colorbar(image, ax=right)
 plt.show()
 
 # %% [markdown]
-# ## 4. In a Keras model
+# ## 4. Num modelo Keras
 #
-# TensorFlow's own Transformer tutorial (on tensorflow.org) puts the encoding into a Keras
-# layer that does three things: it looks up the token embeddings, multiplies them by
-# $\sqrt{d_{model}}$ (so that they are not drowned by the table, whose rows have norm
-# $\sqrt{d_{model}/2}$; notebook 02 measures this), and adds the first `seq` rows of the
-# table. Its table puts all the sines first, then all the cosines (`posenc`'s
-# `layout="sin_cos"`), computed in float64 and cast to float32. Written by hand:
+# O próprio tutorial de Transformer do TensorFlow (em tensorflow.org) coloca a codificação
+# numa camada Keras que faz três coisas: busca os embeddings dos tokens, multiplica-os por
+# $\sqrt{d_{model}}$ (para que não sejam abafados pela tabela, cujas linhas têm norma
+# $\sqrt{d_{model}/2}$; o notebook 02 mede isso) e soma as primeiras `seq` linhas da tabela.
+# A tabela dele coloca todos os senos primeiro e depois todos os cossenos (o
+# `layout="sin_cos"` do `posenc`), calculados em float64 e convertidos para float32. Escrita
+# à mão:
 
 # %%
 class EmbedAndAddPositions(keras.layers.Layer):
@@ -516,10 +521,10 @@ np.testing.assert_allclose(embedded_by_hand - scaled, np.broadcast_to(
     posenc.positional_encoding(10, 16, layout="sin_cos"), (2, 10, 16)), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# The package splits that layer in two, so that the encoding can follow any embedding:
-# Keras's `Rescaling` layer multiplies by $\sqrt{d_{model}}$, and
-# `posenc.tensorflow.PositionalEncoding` adds the table, here in the tutorial's layout.
-# With the same embedding weights the two give the same output.
+# O pacote divide essa camada em duas, para que a codificação possa vir depois de qualquer
+# embedding: a camada `Rescaling` do Keras multiplica por $\sqrt{d_{model}}$, e
+# `posenc.tensorflow.PositionalEncoding` soma a tabela, aqui no layout do tutorial. Com os
+# mesmos pesos de embedding, as duas dão a mesma saída.
 
 # %%
 packaged_in = keras.Input((None,), dtype="int32")
@@ -532,13 +537,13 @@ print(f"largest difference: {gap:.1e}")
 assert gap < 1e-6
 
 # %% [markdown]
-# ### A small model
+# ### Um modelo pequeno
 #
-# `posenc.tensorflow.PositionalEncoding` is a Keras 3 layer: `call(x)` adds the first
-# `seq` rows of the table to `x` of shape `(batch, seq, d_model)`, then applies dropout.
-# Here it sits between an embedding and a dense head (this toy skips the scaling). The
-# sequence axis is `None`, so one model takes any length. Seeding Keras fixes the initial
-# weights.
+# `posenc.tensorflow.PositionalEncoding` é uma camada Keras 3: `call(x)` soma as primeiras
+# `seq` linhas da tabela a `x` de formato `(batch, seq, d_model)` e depois aplica dropout.
+# Aqui ela fica entre um embedding e uma cabeça densa (este brinquedo pula a escala). O eixo
+# da sequência é `None`, então um único modelo aceita qualquer comprimento. Fixar a semente
+# do Keras fixa os pesos iniciais.
 
 # %%
 keras.utils.set_random_seed(0)
@@ -552,8 +557,8 @@ model = keras.Model(tokens_in, logits)
 [layer.name for layer in model.layers[1:]]
 
 # %% [markdown]
-# A batch of 2 sequences of 10 tokens. Outside training, dropout passes its input
-# through, so the output is deterministic.
+# Um lote de 2 sequências de 10 tokens. Fora do treino, o dropout deixa a entrada passar
+# sem mudança, então a saída é determinística.
 
 # %%
 tokens = np.random.default_rng(0).integers(0, vocab, size=(2, 10)).astype("int32")
@@ -563,8 +568,8 @@ print(out[0, :3])
 np.testing.assert_array_equal(model(tokens).numpy(), out)
 
 # %% [markdown]
-# The layer adds exactly the table: its output minus its input is
-# `posenc.tensorflow.positional_encoding(10, 16)`, which is NumPy `posenc`'s table too.
+# A camada soma exatamente a tabela: a saída menos a entrada é
+# `posenc.tensorflow.positional_encoding(10, 16)`, que também é a tabela do `posenc` em NumPy.
 
 # %%
 x = model.get_layer("embedding")(tokens)
@@ -573,9 +578,9 @@ np.testing.assert_allclose(added[0], ptf.positional_encoding(10, d_model).numpy(
 added[0, :3]
 
 # %% [markdown]
-# Other lengths need no new model: 7 tokens, and 80, more than `max_len = 64` (the
-# layer computes the rows it lacks in the call). Inside a [`tf.function`](https://www.tensorflow.org/guide/function)
-# (a graph traced from the Python code) traced once for any length, the model gives the same numbers as eagerly.
+# Outros comprimentos não exigem um modelo novo: 7 tokens, e 80, mais que `max_len = 64` (a
+# camada calcula na chamada as linhas que faltam). Dentro de uma [`tf.function`](https://www.tensorflow.org/guide/function)
+# (um grafo rastreado a partir do código Python), rastreada uma vez para qualquer comprimento, o modelo dá os mesmos números que no modo eager.
 
 # %%
 @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
@@ -590,10 +595,10 @@ for n in [7, 10, 80]:
 assert predict.experimental_get_tracing_count() == 1, "one trace serves every length"
 
 # %% [markdown]
-# The layer is registered as a Keras serializable: its config holds its arguments (the
-# convention whole, base and layout included), and `from_config` rebuilds a layer that
-# gives the same output. So does the whole model: `keras.models.clone_model` rebuilds every
-# layer from its config, and we copy the weights over.
+# A camada é registrada como serializável no Keras: a sua config guarda os seus argumentos
+# (a convenção inteira, incluindo base e layout), e `from_config` reconstrói uma camada que
+# dá a mesma saída. O modelo inteiro também: `keras.models.clone_model` reconstrói cada
+# camada a partir da sua config, e nós copiamos os pesos.
 
 # %%
 layer = model.get_layer("posenc")
@@ -609,12 +614,12 @@ np.testing.assert_array_equal(clone(tokens).numpy(), out)
 print(type(clone.get_layer("posenc")).__name__, clone(tokens).shape)
 
 # %% [markdown]
-# ## Why doesn't my table match? `posenc.diagnose`
+# ## Por que a minha tabela não bate? `posenc.diagnose`
 #
-# `posenc.diagnose` takes a table (a TF tensor here) and says what it is: the paper's table,
-# a known convention, or which of the common mistakes reproduce it. Below, the TF text
-# tutorial's route (all sines, then all cosines) with switches for the other ways it
-# reached learners, diagnosed once per switch.
+# `posenc.diagnose` recebe uma tabela (aqui, um tensor do TF) e diz o que ela é: a tabela do
+# artigo, uma convenção conhecida, ou quais dos erros comuns a reproduzem. Abaixo, o caminho
+# do tutorial de texto do TF (todos os senos, depois todos os cossenos) com chaves para as
+# outras formas com que ele chegou aos estudantes, diagnosticado uma vez por chave.
 
 # %%
 import os
@@ -649,9 +654,10 @@ for name, (table, codes) in cases.items():
     print(f"{name}, shape {tuple(table.shape)}:\n{found}", end="\n\n")
 
 # %% [markdown]
-# The concatenated layout is a convention, not a mistake: the permutation the diagnosis
-# gives turns it into the paper's table. An odd depth is where it goes wrong: `tf.range(3.5)`
-# has four entries, so four sines and four cosines make eight columns for a depth of 7.
+# O layout concatenado é uma convenção, não um erro: a permutação que o diagnóstico dá o
+# transforma na tabela do artigo. É numa profundidade (depth) ímpar que a coisa dá errado:
+# `tf.range(3.5)` tem quatro entradas, então quatro senos e quatro cossenos fazem oito
+# colunas para uma profundidade de 7.
 
 # %%
 perm = posenc.diagnose(draft_table(10, 8)).findings[1].details["permutation"]
@@ -660,9 +666,9 @@ np.testing.assert_allclose(tf.gather(draft_table(10, 8), perm, axis=1), draft_ta
 assert tf.range(3.5).shape == (4,)
 
 # %% [markdown]
-# At long lengths the float32 angles of this route drift from the exact values. That is
-# the paper's table all the same, and `diagnose` says how far and from which row: here
-# over 5000 positions.
+# Em comprimentos longos, os ângulos em float32 deste caminho se afastam dos valores exatos.
+# Mesmo assim, é a tabela do artigo, e o `diagnose` diz o quanto e a partir de qual linha:
+# aqui, ao longo de 5000 posições.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -674,9 +680,9 @@ drift = found.findings[1].details
 print(found.findings[1].message)
 
 # %% [markdown]
-# TensorFlow prints the shape with the tensor, so a copied output is enough even when it
-# is summarised to its corners: here a `(1, 20, 200)` table, the shape the exp/log lecture
-# printed, as a cell shows it.
+# O TensorFlow imprime o formato junto com o tensor; então uma saída copiada basta, mesmo
+# quando está resumida aos cantos: aqui, uma tabela `(1, 20, 200)`, o formato que a aula
+# exp/log imprimiu, como uma célula a mostra.
 
 # %%
 printed_table = repr(draft_table(20, 200, interleave=True)[None])
@@ -684,44 +690,45 @@ print(printed_table[:120], "...")
 assert "..." in printed_table and posenc.diagnose(printed_table).matches_paper
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - The Portuguese lecture's function numbers the positions with a running sum, so it needs
-#   no length argument. Its output reproduces the lecture's print in 19 of 20 entries; the
-#   20th is a last-digit difference that a float32 sine of 1 one step higher explains.
-# - Its table is `posenc`'s `layout="cos_sin"`, not the paper's, despite its docstring. The
-#   two hold the same columns: `cos_sin[:, to_paper]` is the paper's table. A model ports
-#   between the two layouts when every weight on the residual stream is permuted, not one layer.
-# - The Chinese notes' rate per column, $10000^{-2\lfloor j/2 \rfloor / d}$, with `tf.where`
-#   by parity, gives the paper's table within $10^{-6}$, far inside their $10^{-3}$ check.
-# - The exp/log route reproduces the blog's `(1, 20, 200)` corners to 4 decimals. Its error
-#   of about $10^{-6}$ comes from rounding the angles to float32, not from `exp`.
-# - TensorFlow's tutorial layer is `embedding * sqrt(d_model) + PE[:seq]`, sin|cos;
-#   `Rescaling` followed by `posenc.tensorflow.PositionalEncoding` gives the same output, for
-#   any length, inside a `tf.function` too, and the layer rebuilds from its config.
-# - `posenc.diagnose` calls the concatenated layout a convention (and gives the permutation),
-#   and names an odd depth's extra or missing column and the float32 drift of long tables.
+# - A função da aula em português numera as posições com uma soma acumulada, então não
+#   precisa de um argumento de comprimento. A sua saída reproduz a impressão da aula em 19
+#   das 20 entradas; a 20ª é uma diferença no último dígito que um seno de 1 em float32 um
+#   passo acima explica.
+# - A sua tabela é o `layout="cos_sin"` do `posenc`, não a do artigo, apesar da docstring. As
+#   duas guardam as mesmas colunas: `cos_sin[:, to_paper]` é a tabela do artigo. Um modelo passa
+#   de um layout ao outro quando todos os pesos no fluxo residual são permutados, não uma camada só.
+# - A taxa por coluna das notas chinesas, $10000^{-2\lfloor j/2 \rfloor / d}$, com `tf.where`
+#   pela paridade, dá a tabela do artigo dentro de $10^{-6}$, bem dentro da verificação de $10^{-3}$ delas.
+# - O caminho exp/log reproduz os cantos `(1, 20, 200)` do blog com 4 casas decimais. O seu erro
+#   de cerca de $10^{-6}$ vem de arredondar os ângulos para float32, não do `exp`.
+# - A camada do tutorial do TensorFlow é `embedding * sqrt(d_model) + PE[:seq]`, sin|cos;
+#   `Rescaling` seguida de `posenc.tensorflow.PositionalEncoding` dá a mesma saída, para
+#   qualquer comprimento, também dentro de uma `tf.function`, e a camada se reconstrói a partir da sua config.
+# - `posenc.diagnose` chama o layout concatenado de convenção (e dá a permutação), e
+#   aponta a coluna a mais ou a menos de uma profundidade ímpar e o desvio em float32 das tabelas longas.
 
 # %% [markdown]
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise gives a draft with a mistake in it, then a check: run the check, read what it
-# says, fix the draft and run both cells again until it says "Correct!". The feedback stored
-# here is the one for the draft as given. Stuck? `nb03.NAME.hint()` gives a nudge and
-# `nb03.NAME.solution()` prints the reference code the check compares against (NAME is the
-# word before `.check`).
+# Cada exercício traz um rascunho com um erro e, em seguida, uma verificação: rode a
+# verificação, leia o que ela diz, corrija o rascunho e rode as duas células de novo até ela
+# dizer que está correto. O feedback guardado aqui é o do rascunho como foi dado. Empacou?
+# `nb03.NAME.hint()` dá uma dica e `nb03.NAME.solution()` imprime o código de referência com
+# que a verificação compara (NAME é a palavra antes de `.check`).
 
 # %%
 from posenc.exercises import nb03
 
 # %% [markdown]
-# ### Exercise 1 · The lecture's function, in the paper's layout
+# ### Exercício 1 · A função da aula, no layout do artigo
 #
-# Write `add_paper_encoding(x)`: like section 1's `add_cos_sin_encoding`, it takes `x` of
-# shape `(batch, seq, d_model)` and numbers the positions with a running sum, but it adds the
-# paper's interleaved table. The draft swaps the two halves, sines first: is that enough?
-# When the columns are only out of order, the check says which of the paper's columns each of
-# yours holds.
+# Escreva `add_paper_encoding(x)`: como a `add_cos_sin_encoding` da seção 1, ela recebe `x` de
+# formato `(batch, seq, d_model)` e numera as posições com uma soma acumulada, mas soma a
+# tabela intercalada do artigo. O rascunho troca as duas metades, senos primeiro: isso basta?
+# Quando as colunas estão apenas fora de ordem, a verificação diz qual coluna do artigo cada
+# uma das suas contém.
 
 # %%
 def add_paper_encoding(x, base=10000.0):
@@ -737,13 +744,13 @@ def add_paper_encoding(x, base=10000.0):
 nb03.interleaved.check(add_paper_encoding)
 
 # %% [markdown]
-# ### Exercise 2 · The exp/log route, in float64
+# ### Exercício 2 · O caminho exp/log, em float64
 #
-# Section 3 found that the float32 angles carry the exp/log route's error. Make
-# `accurate_table(length, d_model)` compute everything in float64 and round to float32 once,
-# at the end: then every entry is within half a float32 step of the exact value. The draft
-# takes the positions in float64, yet the check finds it off at the lecture's size, and
-# more at 5000 positions. Why?
+# A seção 3 descobriu que os ângulos em float32 carregam o erro do caminho exp/log. Faça
+# `accurate_table(length, d_model)` calcular tudo em float64 e arredondar para float32 uma
+# única vez, no final: assim, toda entrada fica a menos de meio passo de float32 do valor
+# exato. O rascunho toma as posições em float64, e mesmo assim a verificação acusa erro no
+# tamanho da aula, e um erro maior em 5000 posições. Por quê?
 
 # %%
 def accurate_table(length, d_model):
@@ -758,12 +765,12 @@ def accurate_table(length, d_model):
 nb03.accurate.check(accurate_table)
 
 # %% [markdown]
-# ### Exercise 3 · Any width
+# ### Exercício 3 · Qualquer largura
 #
-# Complete `my_positional_encoding(length, d_model)` so that it returns the paper's
-# `(length, d_model)` table for every width, an odd one included (its last column is a
-# sine). The check tries `(10, 6)`, `(100, 64)` and `(10, 7)`; `posenc.diagnose` says what
-# the table of one size is.
+# Complete `my_positional_encoding(length, d_model)` para que ela devolva a tabela
+# `(length, d_model)` do artigo para qualquer largura, incluindo uma ímpar (sua última coluna
+# é um seno). A verificação testa `(10, 6)`, `(100, 64)` e `(10, 7)`; `posenc.diagnose` diz o
+# que é a tabela de um dos tamanhos.
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -779,9 +786,9 @@ print(nb03.odd_width.check(my_positional_encoding))
 print(posenc.diagnose(my_positional_encoding(10, 7)))
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The batch of checks behind the sentences above, in one place.
+# O lote de verificações por trás das frases acima, num só lugar.
 
 # %%
 # Section 1: what the prints show, as exact claims

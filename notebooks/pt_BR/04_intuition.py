@@ -1,24 +1,25 @@
 # %% [markdown]
-# # 04 · Why sines and cosines of geometric wavelengths work
+# # 04 · Por que senos e cossenos com comprimentos de onda geométricos funcionam
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/04_intuition.ipynb)
 #
-# **Question:** What makes a table of sines and cosines with geometrically spaced wavelengths a good code for positions, and when does it stop being one?
+# **Pergunta:** O que faz de uma tabela de senos e cossenos com comprimentos de onda em progressão geométrica um bom código para posições, e quando ela deixa de ser?
 #
-# **You will be able to:**
-# - predict the wavelength of any pair of columns from `d_model` and the base;
-# - write the rotation that takes the encoding of position $p$ to that of $p + k$;
-# - tell when a base is too small for the positions you need, and find where rows start to look alike.
+# **Você será capaz de:**
+# - prever o comprimento de onda de qualquer par de colunas a partir de `d_model` e da base;
+# - escrever a rotação que leva a codificação da posição $p$ à de $p + k$;
+# - dizer quando uma base é pequena demais para as posições de que você precisa e encontrar onde as linhas começam a ficar parecidas.
 #
-# **Prerequisites:** notebook 01 · **Time:** about 50 minutes
+# **Pré-requisitos:** notebook 01 · **Tempo:** cerca de 50 minutos
 #
-# Why sines *and* cosines? Why 10000? Why wavelengths spaced geometrically, and what makes
-# the table "positional" at all? The lecture notes answer in prose: the wavelengths run
-# from $2\pi$ to $10000 \cdot 2\pi$ in a geometric progression, short wavelengths carry local
-# position and long ones global position, like the bits of a binary counter;
-# [the paper](https://arxiv.org/abs/1706.03762) (section 3.5) adds that $PE(pos + k)$ is a
-# linear function of $PE(pos)$. Here each idea becomes a picture and a fact that a cell
-# checks, so this notebook fails if any sentence in it stops being true.
+# Por que senos *e* cossenos? Por que 10000? Por que comprimentos de onda em progressão
+# geométrica, e o que torna a tabela "posicional", afinal? As notas de aula respondem em
+# texto corrido: os comprimentos de onda vão de $2\pi$ a $10000 \cdot 2\pi$ em progressão
+# geométrica; comprimentos de onda curtos carregam a posição local e os longos, a posição
+# global, como os bits de um contador binário;
+# [o artigo](https://arxiv.org/abs/1706.03762) (seção 3.5) acrescenta que $PE(pos + k)$ é
+# uma função linear de $PE(pos)$. Aqui cada ideia vira uma figura e um fato que uma célula
+# verifica; assim, este notebook falha se qualquer frase dele deixar de ser verdadeira.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -34,10 +35,11 @@ import posenc
 posenc.set_language("pt_BR")
 
 # %% [markdown]
-# `posenc.plot` holds the figures (it imports matplotlib; `import posenc` alone does not).
-# We work in float64, whose round-off on these sums of a few dozen sines and cosines is
-# near $10^{-15}$, so the checks below can be tight: a tolerance of $10^{-12}$ or less
-# means "equal up to float64 round-off".
+# `posenc.plot` contém as figuras (ele importa o matplotlib; `import posenc` sozinho não).
+# Trabalhamos em float64, cujo erro de arredondamento nessas somas de algumas dezenas de
+# senos e cossenos fica perto de $10^{-15}$; por isso as verificações abaixo podem ser
+# rigorosas: uma tolerância de $10^{-12}$ ou menos significa "iguais a menos do
+# arredondamento em float64".
 
 # %%
 # %matplotlib inline
@@ -61,14 +63,14 @@ def dot_by_offset(k, d_model, base=10000.0):
 
 
 # %% [markdown]
-# ## 1. The wavelengths form a geometric progression
+# ## 1. Os comprimentos de onda formam uma progressão geométrica
 #
-# Pair $i$ (columns $2i$ and $2i+1$) turns at $w_i = 10000^{-2i/d}$ radians per position, so
-# it repeats every $\lambda_i = 2\pi / w_i = 2\pi \cdot 10000^{2i/d}$ positions: its
-# *wavelength*. `posenc.wavelengths` returns them. Each is $10000^{2/d}$ times the one
-# before, a constant ratio: a
-# [geometric progression](https://en.wikipedia.org/wiki/Geometric_progression) that starts
-# at $2\pi$ and, with $d/2$ terms, stops one ratio short of $10000 \cdot 2\pi$.
+# O par $i$ (colunas $2i$ e $2i+1$) gira $w_i = 10000^{-2i/d}$ radianos por posição, então
+# se repete a cada $\lambda_i = 2\pi / w_i = 2\pi \cdot 10000^{2i/d}$ posições: esse é o seu
+# *comprimento de onda*. `posenc.wavelengths` devolve esses valores. Cada um é $10000^{2/d}$
+# vezes o anterior, uma razão constante: uma
+# [progressão geométrica](https://en.wikipedia.org/wiki/Geometric_progression) que começa
+# em $2\pi$ e, com $d/2$ termos, para um passo (uma razão) antes de $10000 \cdot 2\pi$.
 
 # %%
 d_model = 64
@@ -79,11 +81,12 @@ print(f"ratio 10000^(2/{d_model}) = {ratio:.6f}")
 np.testing.assert_allclose(lengths[1:] / lengths[:-1], ratio, rtol=1e-13)  # one constant ratio
 
 # %% [markdown]
-# One lecture note gives the ratio as $10000^{1/d}$, counting every column. It is
-# $10000^{2/d}$: a sine and its cosine share one wavelength, so the wavelength only changes
-# every second column. The last wavelength falls short of $10000 \cdot 2\pi$ by that one
-# ratio, $10000^{-2/d}$, which tends to 1 as the model widens: at $d = 512$ the longest
-# wavelength is 0.9647 of $10000 \cdot 2\pi$, "nearly" all of it.
+# Uma das notas de aula dá a razão como $10000^{1/d}$, contando todas as colunas. Ela é
+# $10000^{2/d}$: um seno e o seu cosseno compartilham um mesmo comprimento de onda, então o
+# comprimento de onda só muda a cada duas colunas. O último comprimento de onda fica abaixo
+# de $10000 \cdot 2\pi$ justamente por esse fator, $10000^{-2/d}$, que tende a 1 à medida
+# que o modelo fica mais largo: com $d = 512$, o maior comprimento de onda é 0.9647 de
+# $10000 \cdot 2\pi$, "quase" tudo.
 
 # %%
 shares = {d: posenc.wavelengths(d)[-1] / (10000 * 2 * np.pi) for d in (16, 64, 512, 4096)}
@@ -92,17 +95,17 @@ for d, share in shares.items():
 assert all(np.isclose(share, 10000 ** (-2 / d)) for d, share in shares.items())  # one ratio short
 
 # %% [markdown]
-# On a log scale a geometric progression is a straight line. Each dot is one column of the
-# $d=64$ table; a sine and the cosine beside it sit at the same height. The dashed lines
-# are $2\pi$ and $10000 \cdot 2\pi$.
+# Em escala logarítmica, uma progressão geométrica é uma reta. Cada ponto é uma coluna
+# da tabela com $d=64$; um seno e o cosseno ao lado dele ficam na mesma altura. As linhas
+# tracejadas são $2\pi$ e $10000 \cdot 2\pi$.
 
 # %%
 posenc.plot.wavelengths(d_model)
 plt.show()
 
 # %% [markdown]
-# The same fact seen in the columns themselves: sine columns of pairs 0, 2 and 4 over 100
-# positions, each $10000^{4/64} \approx 1.78$ times longer than the one before.
+# O mesmo fato visto nas próprias colunas: as colunas de seno dos pares 0, 2 e 4 ao longo
+# de 100 posições, cada uma $10000^{4/64} \approx 1.78$ vez mais longa que a anterior.
 
 # %%
 assert round(lengths[2] / lengths[0], 2) == 1.78  # 10000^(4/64)
@@ -111,11 +114,11 @@ posenc.plot.columns(wide, [0, 4, 8], title="sine columns of pairs 0, 2, 4 (d_mod
 plt.show()
 
 # %% [markdown]
-# ## 2. Like a binary counter, and not quite
+# ## 2. Como um contador binário, mas não exatamente
 #
-# Write the positions 0 … 255 in binary, least significant bit first, next to a
-# sinusoidal table of 16 columns. In both, the leftmost column changes fastest and each
-# column further right changes more slowly.
+# Escreva as posições 0 … 255 em binário, com o bit menos significativo primeiro, ao lado
+# de uma tabela senoidal de 16 colunas. Nas duas, a coluna mais à esquerda muda mais rápido
+# e cada coluna mais à direita muda mais devagar.
 
 # %%
 positions = np.arange(256)
@@ -129,9 +132,9 @@ posenc.plot.heatmap(small, right, title="sinusoidal table, d_model = 16")
 plt.show()
 
 # %% [markdown]
-# **What is alike.** Bit $j$ repeats every $2^{j+1}$ positions, so the periods grow
-# geometrically with ratio 2; the sinusoidal pairs repeat every $\lambda_i$, ratio
-# $10000^{2/16} \approx 3.16$.
+# **O que é parecido.** O bit $j$ se repete a cada $2^{j+1}$ posições, então os períodos
+# crescem geometricamente com razão 2; os pares senoidais se repetem a cada $\lambda_i$, com
+# razão $10000^{2/16} \approx 3.16$.
 
 # %%
 bit_periods = 2 ** (np.arange(8) + 1)
@@ -141,10 +144,11 @@ print("wave periods:", small_lengths.round(1))
 assert round(small_lengths[1] / small_lengths[0], 2) == 3.16  # 10000^(2/16)
 
 # %% [markdown]
-# Fast columns tell neighbours apart, slow columns tell far-apart positions apart, and
-# together they give every position its own row. For example, positions 0 and 44 agree in
-# the first pair to 0.02 (44 is within 0.02 of $7 \cdot 2\pi$) and are told apart by the
-# slower pairs, as 0 and 2 agree in bit 0 and differ in bit 1.
+# As colunas rápidas distinguem posições vizinhas, as colunas lentas distinguem posições
+# distantes, e juntas elas dão a cada posição uma linha só sua. Por exemplo, as posições 0
+# e 44 diferem só 0.02 no primeiro par (44 fica a menos de 0.02 de $7 \cdot 2\pi$)
+# e são distinguidas pelos pares mais lentos, assim como 0 e 2 coincidem no bit 0 e diferem
+# no bit 1.
 
 # %%
 first_pair = np.linalg.norm(small[44, :2] - small[0, :2])
@@ -154,19 +158,21 @@ print(f"44 - 7·2π = {44 - 7 * 2 * np.pi:.4f}; rows 0 and 44: {first_pair:.4f} 
 assert round(first_pair, 2) == 0.02
 
 # %% [markdown]
-# **What is not.**
+# **O que não é.**
 #
-# - The counter wraps: after 256 steps position 256 reads exactly like position 0. The
-#   waves never bring a row back exactly: the first pair turns one radian per position, so
-#   row $p$ equals row 0 only if $p$ is a whole multiple of $2\pi$, and no whole number
-#   $p > 0$ is one, since $\pi$ is irrational. (How close rows can come is section 3.)
-# - A step of one is not always the same size in binary: 127 → 128 flips all eight bits,
-#   128 → 129 flips one. Between sinusoidal rows, one step is the same distance everywhere
-#   (to float64 round-off), and so is every step of $k$ (section 5 says why).
-# - Binary rows have different lengths (the count of ones); every sinusoidal row has the
-#   same length (section 3).
-# - Bits are 0 or 1 and exist for whole positions only; the waves are smooth, lie in
-#   $[-1, 1]$, and are defined between positions too.
+# - O contador dá a volta: depois de 256 passos, a posição 256 é lida exatamente como a
+#   posição 0. As ondas nunca trazem uma linha de volta exatamente: o primeiro par gira um
+#   radiano por posição, então a linha $p$ só é igual à linha 0 se $p$ for um múltiplo
+#   inteiro de $2\pi$, e nenhum número inteiro $p > 0$ é, já que $\pi$ é irracional. (O
+#   quanto as linhas podem se aproximar é assunto da seção 3.)
+# - Em binário, um passo de um nem sempre tem o mesmo tamanho: 127 → 128 inverte os oito
+#   bits, 128 → 129 inverte um só. Entre linhas senoidais, um passo é a mesma distância em
+#   todo lugar (a menos do arredondamento em float64), e o mesmo vale para todo passo de $k$
+#   (a seção 5 explica por quê).
+# - As linhas binárias têm comprimentos diferentes (a quantidade de uns); toda linha senoidal
+#   tem o mesmo comprimento (seção 3).
+# - Bits valem 0 ou 1 e só existem para posições inteiras; as ondas são suaves, ficam em
+#   $[-1, 1]$ e também são definidas entre as posições.
 
 # %%
 flips = np.sum(bits[1:] != bits[:-1], axis=1)  # bits changed by n -> n + 1
@@ -176,11 +182,12 @@ print(f"distance of one sinusoidal step: {steps.min():.9f} to {steps.max():.9f}"
 assert np.ptp(steps) < 1e-12  # the same everywhere, to float64 round-off
 
 # %% [markdown]
-# ## 3. Every row has the same length, and no two rows are equal
+# ## 3. Todas as linhas têm o mesmo comprimento, e não há duas linhas iguais
 #
-# Each pair contributes $\sin^2 + \cos^2 = 1$ to the squared length of a row, so for an even
-# $d$ every row has norm exactly $\sqrt{d/2}$, at every position, in every layout. Here
-# 100 000 positions of the $d = 64$ table, all of norm $\sqrt{32}$:
+# Cada par contribui com $\sin^2 + \cos^2 = 1$ para o comprimento ao quadrado de uma linha;
+# então, para $d$ par, toda linha tem norma exatamente $\sqrt{d/2}$, em qualquer posição e
+# em qualquer layout. Aqui estão 100 000 posições da tabela com $d = 64$, todas com norma
+# $\sqrt{32}$:
 
 # %%
 long = table(100_000, d_model)
@@ -189,9 +196,9 @@ print(f"norms from {norms.min():.10f} to {norms.max():.10f}; sqrt(32) = {np.sqrt
 np.testing.assert_allclose(norms, np.sqrt(d_model / 2), rtol=1e-13)
 
 # %% [markdown]
-# With an odd $d$ the last sine has no cosine partner and the squared norm is
-# $(d-1)/2 + \sin^2(p\,w_{\text{last}})$: it moves between $(d-1)/2$ and $(d+1)/2$. For
-# $d = 7$ over 25 000 positions (about 1.5 turns of the lone sine), from 3 to 4:
+# Com $d$ ímpar, o último seno não tem um cosseno como par, e a norma ao quadrado é
+# $(d-1)/2 + \sin^2(p\,w_{\text{last}})$: ela varia entre $(d-1)/2$ e $(d+1)/2$. Para
+# $d = 7$ ao longo de 25 000 posições (cerca de 1.5 volta do seno solitário), de 3 a 4:
 
 # %%
 odd = table(25_000, 7)
@@ -201,8 +208,8 @@ print(f"d_model=7: squared norms from {squared.min():.6f} to {squared.max():.6f}
 np.testing.assert_allclose(squared, 3 + np.sin(np.arange(25_000) * last_rate) ** 2, atol=1e-12)
 
 # %% [markdown]
-# Rows are distinct. For 2000 positions we can compare every row with every other one.
-# The closest pair is as close as *neighbouring* positions, $|p - q| = 1$:
+# As linhas são distintas. Para 2000 posições, podemos comparar cada linha com todas as
+# outras. O par mais próximo está tão perto quanto posições *vizinhas*, $|p - q| = 1$:
 
 # %%
 block = long[:2000]
@@ -214,9 +221,9 @@ print(f"closest pair among 2000 positions: {distances.min():.4f} apart, position
 assert abs(p - q) == 1
 
 # %% [markdown]
-# For longer ranges we use a fact shown in section 5: the distance between rows $p$ and
-# $p + k$ depends on $k$ only, $\lVert PE(p+k) - PE(p) \rVert^2 = 2\sum_i (1 - \cos k w_i)$.
-# We check that formula on the 2000 rows above:
+# Para intervalos maiores, usamos um fato mostrado na seção 5: a distância entre as linhas
+# $p$ e $p + k$ depende só de $k$, $\lVert PE(p+k) - PE(p) \rVert^2 = 2\sum_i (1 - \cos k w_i)$.
+# Verificamos essa fórmula nas 2000 linhas acima:
 
 # %%
 def distance_by_offset(k, d_model, base=10000.0):
@@ -227,8 +234,8 @@ offsets = np.abs(np.subtract.outer(np.arange(2000), np.arange(2000)))
 np.testing.assert_allclose(distances[offsets > 0], distance_by_offset(offsets[offsets > 0], d_model), atol=1e-9)
 
 # %% [markdown]
-# then use it for offsets up to 100 000: no other position comes within the distance of a
-# neighbour.
+# e depois a usamos para deslocamentos de até 100 000: nenhuma outra posição chega mais
+# perto do que a distância até uma vizinha.
 
 # %%
 far = distance_by_offset(np.arange(1, 100_000), d_model)
@@ -236,10 +243,10 @@ print(f"offsets 1..99999: distance to the neighbour {far[0]:.4f}; smallest beyon
 assert far[1:].min() > far[0]
 
 # %% [markdown]
-# ## 4. Shifting a position is a rotation
+# ## 4. Deslocar uma posição é uma rotação
 #
-# Angle addition turns $PE(p)$ into $PE(p + k)$ pair by pair, with coefficients that
-# depend on $k$ but not on $p$:
+# A fórmula da soma de ângulos transforma $PE(p)$ em $PE(p + k)$ par a par, com
+# coeficientes que dependem de $k$, mas não de $p$:
 #
 # $$
 # \begin{pmatrix}\sin (p+k)w_i \\ \cos (p+k)w_i\end{pmatrix}
@@ -247,11 +254,11 @@ assert far[1:].min() > far[0]
 #   \begin{pmatrix}\sin p w_i \\ \cos p w_i\end{pmatrix}.
 # $$
 #
-# `posenc.shift_matrix(k, d_model)` puts these $2 \times 2$ rotations on the diagonal: the
-# matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for column vectors, so a table of rows shifts
-# as `table @ M.T`. Here is $M_5$ for $d = 16$: block diagonal; block $i$ turns by the
-# angle $5 w_i$, smaller and smaller down the diagonal, so the last blocks are nearly the
-# identity (the last turns by $5 \cdot 10000^{-14/16} \approx 0.0016$ radians).
+# `posenc.shift_matrix(k, d_model)` coloca essas rotações $2 \times 2$ na diagonal: é a
+# matriz $M_k$ com $PE(p+k) = M_k\,PE(p)$ para vetores coluna; assim, uma tabela de linhas se
+# desloca como `table @ M.T`. Aqui está $M_5$ para $d = 16$: diagonal em blocos; o bloco $i$
+# gira pelo ângulo $5 w_i$, cada vez menor descendo a diagonal, então os últimos blocos são
+# quase a identidade (o último gira $5 \cdot 10000^{-14/16} \approx 0.0016$ radiano).
 
 # %%
 m5 = posenc.shift_matrix(5, 16)
@@ -263,11 +270,11 @@ print(f"angle of the last block: {np.arctan2(m5[-2, -1], m5[-1, -1]):.4f} radian
 np.testing.assert_allclose(m5[:2, :2], [[np.cos(5), np.sin(5)], [-np.sin(5), np.cos(5)]], rtol=1e-15)
 
 # %% [markdown]
-# The identity holds for whole, negative and fractional offsets, at small and large
-# positions, in every layout (the other layouts permute rows and columns of $M_k$ the same
-# way they permute the table's columns). The largest error over all of them stays below
-# $10^{-10}$: at position 123 456 the angles are near $10^5$ radians, and float64 rounds
-# an angle that size to about $10^{-11}$.
+# A identidade vale para deslocamentos inteiros, negativos e fracionários, em posições
+# pequenas e grandes, em qualquer layout (os outros layouts permutam linhas e colunas de
+# $M_k$ do mesmo jeito que permutam as colunas da tabela). O maior erro entre todos eles fica
+# abaixo de $10^{-10}$: na posição 123 456 os ângulos estão perto de $10^5$ radianos, e o
+# float64 arredonda um ângulo desse tamanho com erro de cerca de $10^{-11}$.
 
 # %%
 starts = np.array([0.0, 1.0, 17.0, 250.5, 9999.0, 123456.0])
@@ -284,8 +291,9 @@ print({layout: bool(error < 1e-10) for layout, error in errors.items()})
 assert max(errors.values()) < 1e-10
 
 # %% [markdown]
-# Shifts compose like rotations: $M_j M_k = M_{j+k}$, $M_{-k} = M_k^\top$, and every $M_k$
-# is orthogonal, which is another way of saying every row has the same length.
+# Deslocamentos se compõem como rotações: $M_j M_k = M_{j+k}$, $M_{-k} = M_k^\top$, e toda
+# $M_k$ é ortogonal, o que é outra forma de dizer que todas as linhas têm o mesmo
+# comprimento.
 
 # %%
 m3, m7 = posenc.shift_matrix(3, d_model), posenc.shift_matrix(7, d_model)
@@ -298,9 +306,9 @@ print({claim: bool(gap < 1e-14) for claim, gap in gaps.items()})
 assert max(gaps.values()) < 1e-14  # float64 round-off of 2 x 2 products
 
 # %% [markdown]
-# **This is why both sines and cosines.** With sines alone, $\sin(p + k)w$ needs
-# $\cos p w$, which the row would not hold. An odd width has exactly that problem in its
-# last column, and `shift_matrix` refuses it:
+# **É por isso que há senos e cossenos.** Só com senos, $\sin(p + k)w$ precisaria de
+# $\cos p w$, que a linha não teria. Uma largura ímpar tem exatamente esse problema na sua
+# última coluna, e `shift_matrix` a recusa:
 
 # %%
 try:
@@ -309,11 +317,11 @@ except ValueError as error:
     print("ValueError:", error)
 
 # %% [markdown]
-# No matrix at all does the job there. The lone sine of $d = 7$ has wavelength
-# $2\pi \cdot 10000^{6/7} \approx 16\,856$ positions; we fit the best least-squares linear
-# map from $PE(p)$ to $PE(p+5)$ over 25 000 positions, about 1.5 of its turns. It gets the
-# six paired columns right to float64 round-off (below $10^{-9}$) and misses the lone last
-# sine by 0.0019.
+# Ali, nenhuma matriz resolve. O seno solitário de $d = 7$ tem comprimento de onda
+# $2\pi \cdot 10000^{6/7} \approx 16\,856$ posições; ajustamos o melhor mapa linear por
+# mínimos quadrados de $PE(p)$ para $PE(p+5)$ ao longo de 25 000 posições, cerca de 1.5 das
+# suas voltas. Ele acerta as seis colunas em pares a menos do arredondamento em float64
+# (abaixo de $10^{-9}$) e erra o último seno, o solitário, por 0.0019.
 
 # %%
 lone = posenc.wavelengths(7)[-1]
@@ -326,12 +334,13 @@ print("largest misfit per column:", residual.round(4))
 assert residual[:6].max() < 1e-9 and round(residual[6], 4) == 0.0019
 
 # %% [markdown]
-# ## 5. The dot product of two positions depends only on their offset
+# ## 5. O produto escalar de duas posições depende só do deslocamento entre elas
 #
-# Multiply the rotation out: $PE(p) \cdot PE(p+k) = \sum_i \cos(k\,w_i)$. No $p$ in it, so
-# the similarity of two positions is a function of their offset alone. It is symmetric,
-# $f(-k) = f(k)$, because cosine is even; it is largest, $d/2$, at $k = 0$. The matrix of
-# all dot products has constant bands parallel to its diagonal:
+# Multiplique a rotação: $PE(p) \cdot PE(p+k) = \sum_i \cos(k\,w_i)$. Não há $p$ aí; então
+# a similaridade de duas posições é função apenas do deslocamento entre elas. Ela é
+# simétrica, $f(-k) = f(k)$, porque o cosseno é uma função par; e é máxima, $d/2$, em
+# $k = 0$. A matriz de todos os produtos escalares tem faixas constantes paralelas à
+# diagonal:
 
 # %%
 rows = table(200, d_model)
@@ -343,8 +352,9 @@ k_of = np.abs(np.subtract.outer(np.arange(200), np.arange(200)))
 np.testing.assert_allclose(gram, dot_by_offset(k_of, d_model), atol=1e-12)  # depends on |q - p| only
 
 # %% [markdown]
-# Against the offset, measured from three different positions the curves coincide. The
-# dot product falls as $|k|$ grows, but not monotonically: the fast pairs add ripples.
+# Em função do deslocamento, medidas a partir de três posições diferentes, as curvas
+# coincidem. O produto escalar cai à medida que $|k|$ cresce, mas não de forma monotônica:
+# os pares rápidos acrescentam ondulações.
 
 # %%
 posenc.plot.dot_by_offset(rows, positions=(0, 60, 120), title="d_model = 64")
@@ -357,9 +367,9 @@ print(f"first offsets where f rises again: {rises[:3]}; {rises.size} rises below
 assert rises.size > 0
 
 # %% [markdown]
-# Averaged over each octave of offsets, $2^m \le k < 2^{m+1}$, it does fall, octave after
-# octave up to $k = 1024$, and even the peaks of the ripples fall up to $k = 4096$; further
-# out the slowest pairs turn back and the peaks rise again (section 6).
+# Na média sobre cada oitava de deslocamentos, $2^m \le k < 2^{m+1}$, ele de fato cai,
+# oitava após oitava, até $k = 1024$, e até os picos das ondulações caem até $k = 4096$; mais
+# adiante, os pares mais lentos completam a volta e os picos sobem de novo (seção 6).
 
 # %%
 octaves = [f[2**m : 2 ** (m + 1)] for m in range(1, 16)]
@@ -370,16 +380,17 @@ print("peak over k in [2^m, 2^(m+1)), m = 1..15:", peaks.round(1))
 assert np.all(np.diff(means[:9]) < 0)  # falls octave after octave up to k = 1024
 
 # %% [markdown]
-# ## 6. What goes wrong
+# ## 6. O que dá errado
 #
-# **A too-small base.** The longest wavelength is below $2\pi \cdot \text{base}$. With
-# base 10 and $d = 64$ it is 58 positions, so in a sequence of a few hundred tokens every
-# pair has turned many times, and no pair changes slowly enough to say "far" or "farther".
-# The dot product, divided by its value at 0, falls from 1 to about 0 within 5 positions
-# ($-0.01$ at $k = 5$) and then only wobbles around 0 (never beyond $\pm 0.33$ up to
-# $k = 1023$; its mean over each octave of $k$ rounds to $\pm 0.00$ from $k = 64$ on). The
-# position 300 away looks more similar (0.07) than the one 10 away ($-0.19$). With base
-# 10000 the octave means fall steadily over the same range.
+# **Uma base pequena demais.** O maior comprimento de onda fica abaixo de
+# $2\pi \cdot \text{base}$. Com base 10 e $d = 64$, ele é de 58 posições; então, numa
+# sequência de algumas centenas de tokens, todo par já deu muitas voltas, e nenhum par muda
+# devagar o bastante para dizer "longe" ou "mais longe". O produto escalar, dividido pelo seu
+# valor em 0, cai de 1 para cerca de 0 em 5 posições ($-0.01$ em $k = 5$) e depois só oscila
+# em torno de 0 (nunca além de $\pm 0.33$ até $k = 1023$; sua média sobre cada oitava de $k$
+# arredonda para $\pm 0.00$ a partir de $k = 64$). A posição a 300 de distância parece mais
+# similar (0.07) do que a que está a 10 ($-0.19$). Com base 10000, as médias por oitava caem
+# de forma constante no mesmo intervalo.
 
 # %%
 k = np.arange(1024)
@@ -405,14 +416,14 @@ print("mean per octave, base 10000:", paper_means.round(2))
 assert round(small_base[300], 2) == 0.07 and round(small_base[10], 2) == -0.19
 
 # %% [markdown]
-# **Positions past the longest wavelength.** The slowest pair is a clock hand that turns
-# once per longest wavelength. Its angle alone reads the position exactly up to that
-# wavelength, and then it wraps around: $p$ and $p + \lambda_{\max}$ look the same in the
-# slowest pair, and the same is true of every pair at its own wavelength. Beyond the
-# longest wavelength, only the combination of pairs still tells positions apart, and with
-# few pairs that combination can come arbitrarily close to repeating: two far-apart
-# positions then look almost alike. We call that *aliasing*. Take $d = 8$ with base 100:
-# $\lambda_{\max} \approx 199$.
+# **Posições além do maior comprimento de onda.** O par mais lento é um ponteiro de relógio
+# que dá uma volta a cada intervalo igual ao maior comprimento de onda. Só com o seu ângulo
+# já dá para ler a posição exatamente até esse comprimento de onda; depois, ele dá a volta: $p$ e $p + \lambda_{\max}$
+# parecem iguais no par mais lento, e o mesmo vale para cada par no seu próprio comprimento
+# de onda. Além do maior comprimento de onda, só a combinação dos pares ainda distingue as
+# posições, e com poucos pares essa combinação pode chegar arbitrariamente perto de se
+# repetir: duas posições distantes passam então a parecer quase iguais. Chamamos isso de
+# *aliasing*. Tome $d = 8$ com base 100: $\lambda_{\max} \approx 199$.
 
 # %%
 d_few, base_few = 8, 100.0
@@ -425,11 +436,11 @@ print(f"longest wavelength: {longest:.2f}; the slowest pair reads 150 as {readou
 np.testing.assert_allclose(readout, np.mod(ps, longest), atol=1e-9)  # position modulo the wavelength
 
 # %% [markdown]
-# Distance from position $p$ to $p + k$, against $k$: inside the longest wavelength (left of
-# the dashed line) every other position is farther away than the neighbour $p + 1$ (grey
-# line); past it, some positions come closer than the neighbour, and far out, at
-# $k = 792\,184$, one is almost identical to $p$ (0.022 away, against 1.015 for the
-# neighbour): aliasing.
+# A distância da posição $p$ até $p + k$, em função de $k$: dentro do maior comprimento de
+# onda (à esquerda da linha tracejada), qualquer outra posição está mais longe que a
+# vizinha $p + 1$ (linha cinza); além dele, algumas posições chegam mais perto que a
+# vizinha e, bem mais adiante, em $k = 792\,184$, uma é quase idêntica a $p$ (a 0.022 de
+# distância, contra 1.015 da vizinha): aliasing.
 
 # %%
 few = distance_by_offset(np.arange(1_000_000), d_few, base_few)
@@ -450,23 +461,25 @@ print(f"nearest of all below 10^6: {few[1:].min():.3f}, at k = {few[1:].argmin()
 assert inside.min() > few[1] and closer[0] > longest
 
 # %% [markdown]
-# The base 10000 and $d = 64$ keep this far away: their longest wavelength is 47 117
-# positions, and section 3 found no offset below 100 000 closer than the neighbour.
-# (Whole positions are also close enough together to follow every single column: the
-# fastest turns 1 radian per position, less than half a turn, whatever the base, so from
-# one position to the next no column can skip a turn unseen.)
+# A base 10000 com $d = 64$ mantém isso bem longe: o maior comprimento de onda é de 47 117
+# posições, e a seção 3 não encontrou nenhum deslocamento abaixo de 100 000 mais próximo que
+# a vizinha. (As posições inteiras também ficam próximas o bastante umas das outras para
+# acompanhar cada coluna: a mais rápida gira 1 radiano por posição, menos de meia volta,
+# qualquer que seja a base; assim, de uma posição para a seguinte, nenhuma coluna pode pular
+# uma volta sem que se perceba.)
 
 # %%
 print(f"longest wavelength, d_model = 64, base 10000: {posenc.wavelengths(d_model)[-1]:.0f}")
 assert round(posenc.wavelengths(d_model)[-1]) == 47117
 
 # %% [markdown]
-# ## 7. How d_model and base change the picture
+# ## 7. Como d_model e a base mudam a figura
 #
-# Small multiples: the first 100 positions of the table, for three widths across and
-# three bases down. A larger base stretches every wavelength but the first (the left
-# edge is always $\sin p$, $\cos p$), so more of the table stays nearly constant; a larger
-# width fills the same range of wavelengths more densely.
+# Pequenos múltiplos: as primeiras 100 posições da tabela, para três larguras na
+# horizontal e três bases na vertical. Uma base maior estica todos os comprimentos de onda,
+# exceto o primeiro (a borda esquerda é sempre $\sin p$, $\cos p$); assim, uma parte maior
+# da tabela fica quase constante. Uma largura maior preenche a mesma faixa de comprimentos de
+# onda de forma mais densa.
 
 # %%
 widths, bases = [16, 64, 256], [100.0, 10000.0, 1e6]
@@ -474,8 +487,8 @@ posenc.plot.grid(100, widths, bases)
 plt.show()
 
 # %% [markdown]
-# "Nearly constant", measured: the share of columns that change by less than 0.1 over the
-# 100 positions grows with the base, at every width.
+# "Quase constante", medido: a fração de colunas que mudam menos de 0.1 ao longo das 100
+# posições cresce com a base, em todas as larguras.
 
 # %%
 still = np.array([[np.mean(np.ptp(table(100, d, b), axis=0) < 0.1) for d in widths] for b in bases])
@@ -485,9 +498,10 @@ print(still.round(2))
 assert np.all(np.diff(still, axis=0) > 0)  # a larger base: more of the table nearly constant
 
 # %% [markdown]
-# The same grid for the dot product against the offset, scaled so that it starts at 1.
-# Its width grows with the base: we measure it as the first offset where it falls below
-# one half. For the two larger bases it grows with the width too.
+# A mesma grade para o produto escalar em função do deslocamento, escalado para começar
+# em 1. Sua largura cresce com a base: medimos essa largura como o primeiro deslocamento em que
+# ele fica abaixo de meio. Para as duas bases maiores, ela também cresce com a largura da
+# tabela.
 
 # %%
 posenc.plot.grid(501, widths, bases, kind="offset")
@@ -501,9 +515,9 @@ print(half_widths)
 assert np.all(np.diff(half_widths, axis=0) > 0)  # wider with a larger base, at every width
 
 # %% [markdown]
-# `posenc.plot.grid` takes any widths and bases; one panel for a width and base not shown
-# above is one call, here $d = 32$ with base 500, the longest wavelength of which is
-# $2\pi \cdot 500^{30/32} \approx 2130$ positions:
+# `posenc.plot.grid` aceita quaisquer larguras e bases; um painel para uma largura e uma
+# base que não aparecem acima é uma única chamada; aqui, $d = 32$ com base 500, cujo maior
+# comprimento de onda é de $2\pi \cdot 500^{30/32} \approx 2130$ posições:
 
 # %%
 fig = posenc.plot.grid(100, [32], [500.0])
@@ -511,44 +525,47 @@ plt.show()
 assert round(posenc.wavelengths(32, 500.0)[-1]) == 2130
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - **Geometric wavelengths.** Pair $i$ repeats every $\lambda_i = 2\pi \cdot
-#   \text{base}^{2i/d}$ positions; each wavelength is $\text{base}^{2/d}$ times the one
-#   before, from $2\pi$ to one ratio short of $2\pi \cdot \text{base}$.
-# - **A binary counter, nearly.** Both run from fast columns to slow ones; bits repeat
-#   exactly and their steps differ in size, waves never repeat and every step of $k$ has
-#   the same size.
-# - **Equal lengths.** $\lVert PE(p) \rVert = \sqrt{d/2}$ for even $d$; for odd $d$ the
-#   squared norm is $(d-1)/2 + \sin^2(p\,w_{\text{last}})$.
-# - **Distinct rows.** No two of 100 000 positions coincide at $d = 64$; the nearest row
-#   is always the neighbour.
-# - **Relative position is a rotation.** $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal
-#   rotations by $k w_i$, in every layout; no linear map exists for the lone sine of an
-#   odd width, which is why the table needs cosines as well as sines.
-# - **Similarity depends on the offset only.** $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$:
-#   symmetric, largest at 0, falling with ripples.
-# - **Failure modes.** A small base flattens the similarity into noise; past the longest
-#   wavelength, far-apart positions can come closer than neighbours (aliasing).
-# - **The two knobs.** A larger base widens the similarity and stills more columns; a
-#   larger width fills the range of wavelengths more densely.
+# - **Comprimentos de onda geométricos.** O par $i$ se repete a cada $\lambda_i = 2\pi \cdot
+#   \text{base}^{2i/d}$ posições; cada comprimento de onda é $\text{base}^{2/d}$ vezes o
+#   anterior, de $2\pi$ até um passo (uma razão) antes de $2\pi \cdot \text{base}$.
+# - **Quase um contador binário.** Os dois vão de colunas rápidas a colunas lentas; os bits
+#   se repetem exatamente e seus passos têm tamanhos diferentes, as ondas nunca se repetem e
+#   todo passo de $k$ tem o mesmo tamanho.
+# - **Comprimentos iguais.** $\lVert PE(p) \rVert = \sqrt{d/2}$ para $d$ par; para $d$
+#   ímpar, a norma ao quadrado é $(d-1)/2 + \sin^2(p\,w_{\text{last}})$.
+# - **Linhas distintas.** Entre 100 000 posições, não há duas que coincidam com $d = 64$; a
+#   linha mais próxima é sempre a vizinha.
+# - **Posição relativa é uma rotação.** $PE(p+k) = M_k\,PE(p)$, com $M_k$ formada por
+#   rotações diagonais em blocos por $k w_i$, em qualquer layout; não existe mapa linear
+#   para o seno solitário de uma largura ímpar, e é por isso que a tabela precisa de
+#   cossenos além de senos.
+# - **A similaridade depende só do deslocamento.** $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$:
+#   simétrica, máxima em 0, caindo com ondulações.
+# - **Modos de falha.** Uma base pequena achata a similaridade em ruído; além do maior
+#   comprimento de onda, posições distantes podem ficar mais próximas que as vizinhas
+#   (aliasing).
+# - **Os dois botões de ajuste.** Uma base maior alarga a similaridade e deixa mais colunas
+#   quase paradas; uma largura maior preenche a faixa de comprimentos de onda de forma mais
+#   densa.
 #
-# The property tests in `tests/test_intuition.py` check the same facts for random widths
-# (odd ones too), bases, layouts and positions up to a million.
+# Os testes de propriedades em `tests/test_intuition.py` verificam os mesmos fatos para
+# larguras aleatórias (inclusive ímpares), bases, layouts e posições de até um milhão.
 
 # %% [markdown]
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise gives you a draft and a check that says what is wrong with it. The drafts
-# stored here each hold one typical mistake; fix it and run the check again until it says
-# "Correct!". When stuck, `nb04.<exercise>.hint()` gives a nudge and
-# `nb04.<exercise>.solution()` prints the reference code.
+# Cada exercício traz um rascunho e uma verificação que diz o que está errado nele. Cada
+# rascunho guardado aqui contém um erro típico; corrija-o e rode a verificação de novo até
+# ela dizer "Correct!". Se empacar, `nb04.<exercise>.hint()` dá uma dica e
+# `nb04.<exercise>.solution()` mostra o código de referência.
 #
-# ### Exercise 1 · Predict a wavelength
+# ### Exercício 1 · Preveja um comprimento de onda
 #
-# Before you write code, predict: for $d = 16$ and base 10000, how many positions does
-# pair 3 (columns 6 and 7) take for one full turn? Then complete `wavelength(i, d_model,
-# base)`; the check tries several pairs, widths and bases.
+# Antes de escrever código, faça uma previsão: para $d = 16$ e base 10000, quantas posições
+# o par 3 (colunas 6 e 7) leva para dar uma volta completa? Depois complete
+# `wavelength(i, d_model, base)`; a verificação testa vários pares, larguras e bases.
 
 # %%
 from posenc.exercises import nb04
@@ -561,12 +578,12 @@ def wavelength(i, d_model, base):
 nb04.wavelength.check(wavelength)
 
 # %% [markdown]
-# ### Exercise 2 · The rotation that shifts a pair
+# ### Exercício 2 · A rotação que desloca um par
 #
-# Build the $2 \times 2$ matrix that takes pair $i$ of $PE(p)$, the vector
-# $(\sin p w_i, \cos p w_i)$, to the same pair of $PE(p + k)$, for base 10000. The draft
-# below uses the rotation matrix from a textbook. (`posenc.shift_matrix` has the answer on
-# its diagonal; work it out from angle addition instead.)
+# Construa a matriz $2 \times 2$ que leva o par $i$ de $PE(p)$, o vetor
+# $(\sin p w_i, \cos p w_i)$, ao mesmo par de $PE(p + k)$, para base 10000. O rascunho
+# abaixo usa a matriz de rotação de um livro-texto. (`posenc.shift_matrix` tem a resposta na
+# sua diagonal; em vez de copiá-la, deduza-a a partir da soma de ângulos.)
 
 # %%
 def rotation(k, i, d_model):
@@ -578,13 +595,13 @@ def rotation(k, i, d_model):
 nb04.rotation.check(rotation)
 
 # %% [markdown]
-# ### Exercise 3 · Where a too-small base starts to alias
+# ### Exercício 3 · Onde uma base pequena demais começa a causar aliasing
 #
-# Section 6 found, for $d = 8$ and base 100, offsets $k$ where $PE(p + k)$ is closer to
-# $PE(p)$ than the neighbour $PE(p + 1)$ is. Write `first_alias(d_model, base)`: the
-# smallest such $k \ge 2$ (search $k$ below $10^6$ with `distance_by_offset` from section
-# 3). Is it before or after the longest wavelength? The check tries a few widths and small
-# bases.
+# A seção 6 encontrou, para $d = 8$ e base 100, deslocamentos $k$ em que $PE(p + k)$ está
+# mais perto de $PE(p)$ do que a vizinha $PE(p + 1)$. Escreva `first_alias(d_model, base)`:
+# o menor $k \ge 2$ desse tipo (procure $k$ abaixo de $10^6$ com `distance_by_offset`, da
+# seção 3). Ele vem antes ou depois do maior comprimento de onda? A verificação testa
+# algumas larguras e bases pequenas.
 
 # %%
 def first_alias(d_model, base):
@@ -595,10 +612,11 @@ def first_alias(d_model, base):
 nb04.first_alias.check(first_alias)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The batch of checks behind the sentences above, in one place (each comment names the
-# claim; tolerances of $10^{-12}$ and below are float64 round-off).
+# O conjunto de verificações por trás das frases acima, num só lugar (cada comentário
+# nomeia a afirmação; tolerâncias de $10^{-12}$ ou menos correspondem ao arredondamento em
+# float64).
 
 # %%
 # 1. The progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.

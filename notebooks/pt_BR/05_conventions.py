@@ -1,25 +1,26 @@
 # %% [markdown]
-# # 05 · One encoding, eleven conventions: how projects' sinusoidal tables differ
+# # 05 · Uma codificação, onze convenções: como as tabelas senoidais dos projetos diferem
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/05_conventions.ipynb)
 #
-# **Question:** Why do two projects' sinusoidal tables disagree, and how can you tell which convention a table follows?
+# **Pergunta:** Por que as tabelas senoidais de dois projetos não batem, e como saber qual convenção uma tabela segue?
 #
-# **You will be able to:**
-# - name the two things conventions change, the column layout and the frequencies, and read both off a table;
-# - move a table, and a trained model, from one layout to another with a column permutation;
-# - compute the "h-1" frequencies and say how far they are from the paper's;
-# - let `posenc.identify` name the convention of a table, and check your own reading against it.
+# **Você será capaz de:**
+# - nomear as duas coisas que as convenções mudam, o layout das colunas e as frequências, e ler as duas numa tabela;
+# - passar uma tabela, e um modelo treinado, de um layout para outro com uma permutação de colunas;
+# - calcular as frequências "h-1" e dizer o quanto elas se afastam das do artigo;
+# - deixar `posenc.identify` nomear a convenção de uma tabela e conferir a sua própria leitura com ele.
 #
-# **Prerequisites:** notebooks 01 and 04 · **Time:** about 50 minutes
+# **Pré-requisitos:** notebooks 01 e 04 · **Tempo:** cerca de 50 minutos
 #
-# The sinusoidal encoding ships in many variants; `posenc` reproduces eleven of them. Some
-# put all the sines first, some use slightly different frequencies, some pad odd widths with
-# zeros, one zeroes a padding row. Port a checkpoint or read two tutorials and the numbers
-# disagree. This notebook lines the variants up, measures how far apart they are, shows
-# that a layout change is a permutation of the columns, which a trained model absorbs when
-# its embedding and the weights that read and write the same features are permuted alike,
-# and lets `posenc.identify` say which convention a table follows.
+# A codificação senoidal existe em muitas variantes; o `posenc` reproduz onze delas. Algumas
+# colocam todos os senos primeiro, algumas usam frequências um pouco diferentes, algumas
+# completam larguras ímpares com zeros, uma zera uma linha de padding. Porte um checkpoint ou
+# leia dois tutoriais, e os números não batem. Este notebook coloca as variantes lado a
+# lado, mede o quanto elas se afastam, mostra que uma mudança de layout é uma permutação das
+# colunas, que um modelo treinado absorve quando o seu embedding e os pesos que leem e
+# escrevem as mesmas features são permutados do mesmo jeito, e deixa `posenc.identify` dizer
+# qual convenção uma tabela segue.
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -45,10 +46,10 @@ import posenc.plot
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
-# ## The zoo
+# ## O zoológico
 #
-# A *convention* here is one project's way of writing the table; `posenc` has one preset
-# per convention, and `list_conventions` says where each comes from.
+# Aqui, uma *convenção* é o jeito de um projeto escrever a tabela; o `posenc` tem um preset
+# por convenção, e `list_conventions` diz de onde cada um vem.
 
 # %%
 for preset in posenc.list_conventions():
@@ -56,11 +57,11 @@ for preset in posenc.list_conventions():
 assert len(posenc.list_conventions()) == 11
 
 # %% [markdown]
-# Side by side, 100 positions of a 64-wide table. The paper's table is *interleaved*
-# (notebook 01): sine and cosine alternate, which shows as fine stripes. The other five
-# are *concatenated*: all the sines, then all the cosines (the layout "sin_cos"), which
-# shows as two blocks. (diffusers' `flip_sin_to_cos=True` puts the cosines first:
-# "cos_sin".)
+# Lado a lado, 100 posições de uma tabela de largura 64. A tabela do artigo é
+# *intercalada* (notebook 01): seno e cosseno se alternam, o que aparece como listras
+# finas. As outras cinco são *concatenadas*: todos os senos, depois todos os cossenos (o
+# layout "sin_cos"), o que aparece como dois blocos. (O `flip_sin_to_cos=True` do diffusers
+# coloca os cossenos primeiro: "cos_sin".)
 
 # %%
 shown = ["paper", "hf-marian", "tensor2tensor", "fairseq", "whisper", "diffusers"]
@@ -72,7 +73,8 @@ plt.show()
 assert [posenc.conventions.resolve(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
 
 # %% [markdown]
-# Many names write the same numbers. Grouping the presets by their table at width 64:
+# Muitos nomes escrevem os mesmos números. Agrupando os presets pela tabela que geram com
+# largura 64:
 
 # %%
 groups = {}
@@ -85,8 +87,8 @@ for _, names in groups.values():
 assert len(groups) == 4
 
 # %% [markdown]
-# Four tables. The first three differ in the layout (interleaved or sines first) and in the
-# frequencies (the paper's or "h-1", below):
+# Quatro tabelas. As três primeiras diferem no layout (intercalado ou senos primeiro) e
+# nas frequências (as do artigo ou "h-1", abaixo):
 
 # %%
 heads = {name: posenc.conventions.resolve(name) for name in groups}
@@ -94,8 +96,8 @@ for name, head in heads.items():
     print(f"{name:14} layout {head.layout:12} frequencies {head.rule}")
 
 # %% [markdown]
-# and fairseq differs from tensor2tensor only in row 1: fairseq gives padding tokens the
-# position id `padding_idx` (1 by default) and sets that row to zeros:
+# e o fairseq difere do tensor2tensor só na linha 1: o fairseq dá aos tokens de padding o
+# id de posição `padding_idx` (1 por padrão) e zera essa linha:
 
 # %%
 t2t = posenc.positional_encoding(50, 64, convention="tensor2tensor")
@@ -104,14 +106,14 @@ print("rows that differ:", np.flatnonzero((t2t != fairseq).any(axis=1)).tolist()
 assert not fairseq[1].any()  # all zeros
 
 # %% [markdown]
-# ## The frequency gap: paper versus "h-1"
+# ## A diferença de frequências: artigo versus "h-1"
 #
-# The paper uses $w_j = 10000^{-2j/d}$ for pair $j = 0, \dots, h - 1$ with $h = d/2$;
-# tensor2tensor (and fairseq, Whisper, diffusers by default) uses
-# $w_j = 10000^{-j/(h-1)}$, so that the lowest frequency is exactly $10^{-4}$. We call
-# that rule "h-1" after its denominator. It is a different function, not a rounding
-# difference: at $d = 512$ the paper's lowest frequency is $1.0366 \cdot 10^{-4}$, and the
-# two differ by up to 3.5 %, at the lowest frequency, $j = 255$.
+# O artigo usa $w_j = 10000^{-2j/d}$ para o par $j = 0, \dots, h - 1$, com $h = d/2$;
+# o tensor2tensor (e, por padrão, fairseq, Whisper e diffusers) usa
+# $w_j = 10000^{-j/(h-1)}$, de modo que a menor frequência seja exatamente $10^{-4}$.
+# Chamamos essa regra de "h-1", por causa do seu denominador. É outra função, não uma
+# diferença de arredondamento: com $d = 512$, a menor frequência do artigo é
+# $1.0366 \cdot 10^{-4}$, e as duas diferem em até 3.5 %, na menor frequência, $j = 255$.
 
 # %%
 d_model = 512
@@ -134,8 +136,8 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Both are geometric sequences starting at 1, so "h-1" is the paper's formula with another
-# base, $10000^{h/(h-1)}$, about 10 367.8 at $d = 512$:
+# As duas são sequências geométricas que começam em 1; então "h-1" é a fórmula do artigo
+# com outra base, $10000^{h/(h-1)}$, cerca de 10 367.8 com $d = 512$:
 
 # %%
 h = d_model // 2
@@ -144,9 +146,9 @@ print(f"10000^(h/(h-1)) = {same_base:.1f}")
 np.testing.assert_allclose(posenc.conventions.resolve("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
 
 # %% [markdown]
-# Small as 3.5 % looks, over 5000 positions the lowest pairs of the two tables drift
-# completely apart: the largest difference between them is 2.00, a sine at $+1$ in one
-# table and $-1$ in the other.
+# Por menor que 3.5 % pareça, ao longo de 5000 posições os pares mais baixos das duas
+# tabelas se desencontram por completo: a maior diferença entre elas é 2.00, um seno em $+1$
+# numa tabela e em $-1$ na outra.
 
 # %%
 far = np.abs(
@@ -156,10 +158,10 @@ print(f"largest difference over 5000 positions: {far:.2f}")
 assert round(far, 2) == 2.0
 
 # %% [markdown]
-# ## A layout is a permutation
+# ## Um layout é uma permutação
 #
-# `layout_permutation` gives the index array that takes one layout to another. For $d = 8$,
-# interleaved $(s_0, c_0, s_1, c_1, \dots)$ to all-sines-first:
+# `layout_permutation` dá o array de índices que leva um layout a outro. Para $d = 8$,
+# do intercalado $(s_0, c_0, s_1, c_1, \dots)$ para todos os senos primeiro:
 
 # %%
 perm = posenc.layout_permutation(8, "interleaved", "sin_cos")
@@ -168,23 +170,23 @@ interleaved = posenc.positional_encoding(20, 8)
 assert np.array_equal(interleaved[:, perm], posenc.positional_encoding(20, 8, layout="sin_cos"))
 
 # %% [markdown]
-# So a model trained with one layout can be moved to another exactly, but not by fixing one
-# layer. The table is added to the token embeddings, and the sum travels through the whole
-# model in the
-# [*residual stream*](https://transformer-circuits.pub/2021/framework/index.html#residual-comms):
-# every block reads it and adds its output back to it. A permutation of the table's columns
-# is a permutation of that stream, so everything that touches the stream must be permuted
-# the same way: the embedding's columns, the input axis of every weight that reads the
-# stream, the output axis (and bias) of every weight that writes to it, and the scale and
-# shift of every layer norm (a layer norm averages over all features, so it does not care
-# about their order). Weights inside a block, such as the attention heads' own axes or the
-# feed-forward's hidden units, stay as they are.
+# Então um modelo treinado com um layout pode ser passado para outro de forma exata, mas
+# não consertando uma camada só. A tabela é somada aos embeddings dos tokens, e a soma
+# percorre o modelo inteiro pelo
+# [*fluxo residual*](https://transformer-circuits.pub/2021/framework/index.html#residual-comms)
+# (*residual stream*): cada bloco o lê e soma a sua saída de volta nele. Uma permutação das
+# colunas da tabela é uma permutação desse fluxo; então tudo o que toca o fluxo precisa ser
+# permutado do mesmo jeito: as colunas do embedding, o eixo de entrada de cada peso que lê o
+# fluxo, o eixo de saída (e o bias) de cada peso que escreve nele, e a escala e o
+# deslocamento de cada layer norm (uma layer norm tira a média sobre todas as features,
+# então não se importa com a ordem delas). Os pesos dentro de um bloco, como os eixos
+# próprios das cabeças de atenção ou as unidades ocultas da camada feed-forward, ficam como estão.
 #
-# We train the small model of notebook 07 (token embedding, the sinusoidal table, one
-# Transformer encoder layer, a linear head) on its task from `posenc.lessons`, copying
-# the previous token, with the interleaved table, then move it to the sin_cos table. It
-# learns the task: more than 90 % of the held-out tokens right, where guessing among the
-# 16 tokens would get one in 16.
+# Treinamos o modelo pequeno do notebook 07 (embedding de tokens, a tabela senoidal, uma
+# camada de encoder do Transformer, uma cabeça linear) na sua tarefa de `posenc.lessons`,
+# copiar o token anterior, com a tabela intercalada, e depois o passamos para a tabela
+# sin_cos. Ele aprende a tarefa: acerta mais de 90 % dos tokens separados para teste, onde
+# chutar entre os 16 tokens acertaria um em 16.
 
 # %%
 import torch
@@ -216,12 +218,13 @@ def held_out_accuracy(model):
 assert VOCAB == 16 and held_out_accuracy(model) > 0.9
 
 # %% [markdown]
-# The port: every parameter named after what it does to the stream. In PyTorch's encoder
-# layer `self_attn.in_proj_weight` and `linear1.weight` read the stream (input axis, the
-# last), `self_attn.out_proj` and `linear2` write to it (output axis, the first, and their
-# biases), `norm1` and `norm2` act on it; the embedding's rows are vectors in the stream
-# and the head reads it. In float64 the ported model's logits on 1000 test sequences equal
-# the trained model's to $10^{-12}$ (the sums add the same terms in another order).
+# A conversão: cada parâmetro, nomeado pelo que faz com o fluxo. Na camada de encoder do
+# PyTorch, `self_attn.in_proj_weight` e `linear1.weight` leem o fluxo (eixo de entrada, o
+# último), `self_attn.out_proj` e `linear2` escrevem nele (eixo de saída, o primeiro, e os
+# seus biases), `norm1` e `norm2` atuam sobre ele; as linhas do embedding são vetores no
+# fluxo, e a cabeça o lê. Em float64, os logits do modelo portado em 1000 sequências de teste
+# são iguais aos do modelo treinado a menos de $10^{-12}$ (as somas juntam os mesmos termos
+# em outra ordem).
 
 # %%
 READS = {"2.self_attn.in_proj_weight", "2.linear1.weight", "3.weight"}  # [:, perm]
@@ -255,10 +258,10 @@ print("logits agree to 1e-12:", largest < 1e-12)
 assert largest < 1e-12 and torch.equal(logits.argmax(-1), ported_logits.argmax(-1))
 
 # %% [markdown]
-# (The table itself is not in the state: `PositionalEncoding` keeps it as a non-persistent
-# buffer, built for its own layout.) Permuting the table alone, or the table and the
-# embedding but nothing after it, breaks the trained model; the accuracy on copying the
-# previous token falls far below what it was:
+# (A tabela em si não está no estado: `PositionalEncoding` a guarda como um buffer não
+# persistente, construído para o seu próprio layout.) Permutar só a tabela, ou a tabela e o
+# embedding, mas nada depois dele, quebra o modelo treinado; a acurácia em copiar o token
+# anterior cai muito abaixo da que era:
 
 # %%
 table_only = tiny_transformer("sin_cos").double()
@@ -276,10 +279,10 @@ accuracies = {name: held_out_accuracy(m) for name, m in
 print("   ".join(f"{name}: {value:.2f}" for name, value in accuracies.items()))
 
 # %% [markdown]
-# The exact values depend on the platform's round-off in training; what they show is
-# checked here: the ported model is exactly as accurate as the trained one (its logits
-# agree to $10^{-12}$, above), and each partial port gets fewer than half as many tokens
-# right as the trained model.
+# Os valores exatos dependem do arredondamento da plataforma no treino; o que eles mostram
+# é verificado aqui: o modelo portado tem exatamente a mesma acurácia que o treinado (seus
+# logits batem a menos de $10^{-12}$, acima), e cada conversão parcial acerta menos da
+# metade dos tokens que o modelo treinado acerta.
 
 # %%
 partial_ports = [accuracies["table only"], accuracies["table and embedding"]]
@@ -288,10 +291,11 @@ print("ported as accurate as trained:", accuracies["ported"] == accuracies["trai
 assert accuracies["ported"] == accuracies["trained"] and max(partial_ports) < accuracies["trained"] / 2
 
 # %% [markdown]
-# ## Odd widths
+# ## Larguras ímpares
 #
-# The formula defines every column of an odd width (the last one is a sine), but sources
-# differ: three pad with a zero column, and two refuse. Width 7, last column, first 4 rows:
+# A fórmula define todas as colunas de uma largura ímpar (a última é um seno), mas as
+# fontes diferem: três completam com uma coluna de zeros, e duas recusam. Largura 7, última
+# coluna, primeiras 4 linhas:
 
 # %%
 padded, refused = [], []
@@ -306,10 +310,11 @@ for preset in posenc.list_conventions():
 assert len(padded) == 3 and len(refused) == 2
 
 # %% [markdown]
-# hf-marian (and the April 2019 TensorFlow tutorial) end on a column near 1, a cosine:
-# their layout puts all sines first, and the sines take $\lceil 7/2 \rceil = 4$ columns,
-# the cosines the remaining 3. The last column is then the cosine of pair 2, of frequency
-# $10000^{-4/7}$, and the lone sine of pair 3 sits in column 3.
+# O hf-marian (e o tutorial de TensorFlow de abril de 2019) termina numa coluna perto de 1,
+# um cosseno: o seu layout coloca todos os senos primeiro, e os senos ocupam
+# $\lceil 7/2 \rceil = 4$ colunas, os cossenos as 3 restantes. A última coluna é então o
+# cosseno do par 2, de frequência $10000^{-4/7}$, e o seno solitário do par 3 fica na
+# coluna 3.
 
 # %%
 marian = posenc.positional_encoding(4, 7, convention="hf-marian")
@@ -318,13 +323,13 @@ expected = np.stack([np.sin(p * 10000 ** (-6 / 7)), np.cos(p * 10000 ** (-4 / 7)
 np.testing.assert_allclose(marian[:, [3, 6]], expected, atol=1e-7)  # float32 rounding
 
 # %% [markdown]
-# ## Which convention is this table?
+# ## Que convenção é esta tabela?
 #
-# `identify` fits every preset to a table (its base from the lowest frequency, its offset
-# from the first row) and keeps those that rebuild it within float32 error (its
-# `tolerance`). Here it reads tables made with non-default options; for each we print the
-# name and the parameters found, and check that the name is the source's and that those
-# parameters rebuild the table.
+# `identify` ajusta cada preset a uma tabela (a base, pela menor frequência; o offset, pela
+# primeira linha) e fica com os que a reconstroem dentro do erro de float32 (a sua
+# `tolerance`). Aqui ele lê tabelas feitas com opções diferentes das padrão; para cada uma,
+# imprimimos o nome e os parâmetros encontrados e verificamos que o nome é o da fonte e que
+# esses parâmetros reconstroem a tabela.
 
 # %%
 examples = [
@@ -346,17 +351,20 @@ for name, options in examples:
     assert found.name == name and np.abs(rebuilt - made).max() <= found.tolerance
 
 # %% [markdown]
-# Several presets write the same numbers (the default "paper" table is also "hf-xlm",
-# "keras-hub" and "tf-tutorial-2019"), and most tables can be rebuilt by several presets
-# once their parameters are changed. `identify` ranks first the presets whose *source* can
-# write the table through its own options: keras-hub takes `max_wavelength`, the paper has
-# no such option, so the table above is "keras-hub" alone, not "paper with base 500".
+# Vários presets escrevem os mesmos números (a tabela padrão "paper" também é "hf-xlm",
+# "keras-hub" e "tf-tutorial-2019"), e a maioria das tabelas pode ser reconstruída por
+# vários presets depois que os seus parâmetros são alterados. `identify` põe em primeiro
+# lugar os presets cuja *fonte* consegue escrever a tabela com as suas próprias opções: o
+# keras-hub aceita `max_wavelength`, o artigo não tem essa opção; então a tabela acima é só
+# "keras-hub", não "paper com base 500".
 #
-# Stable Diffusion's timestep embedding (`flip_sin_to_cos=True, downscale_freq_shift=0`)
-# shows why that matters. Its frequencies $10000^{-j/h}$ are the paper's, in cos_sin order.
-# Each of the seven paper-rule presets rebuilds it with `layout="cos_sin"` (an earlier
-# `identify` named "paper" and listed all seven as matches), but none of their sources
-# writes that layout; diffusers writes it with its own options, and is the one named:
+# O embedding de passo de tempo do Stable Diffusion
+# (`flip_sin_to_cos=True, downscale_freq_shift=0`) mostra por que isso importa. Suas
+# frequências $10000^{-j/h}$ são as do artigo, na ordem cos_sin. Cada um dos sete presets
+# com a regra do artigo o reconstrói com `layout="cos_sin"` (uma versão anterior de
+# `identify` dava o nome "paper" e listava os sete como correspondências), mas nenhuma das
+# suas fontes escreve esse layout; o diffusers o escreve com as suas próprias opções, e é
+# ele o nomeado:
 
 # %%
 sd = posenc.positional_encoding(200, 64, convention="diffusers", flip_sin_to_cos=True, downscale_freq_shift=0)
@@ -366,8 +374,8 @@ print(f"layout {found.convention.layout}, rule {found.convention.rule}, shift {f
 assert found.matches == ("diffusers",)
 
 # %% [markdown]
-# And it says "none" when nothing fits: a random table, or a real one with one column nudged
-# by 0.01.
+# E ele diz "none" quando nada se ajusta: uma tabela aleatória, ou uma real com uma coluna
+# alterada em 0.01.
 
 # %%
 rng = np.random.default_rng(0)
@@ -379,40 +387,42 @@ for table in (rng.uniform(-1, 1, size=(200, 64)), nudged):
     assert found.name is None and found.matches == () and found.max_deviation > found.tolerance
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - **Two things vary.** Conventions differ in the *layout* of the columns (the paper's
-#   interleaved sine, cosine, sine, ...; or all sines then all cosines, sin_cos, or the
-#   reverse, cos_sin) and in the *frequencies* (the paper's $10000^{-2j/d}$, or "h-1",
-#   $10000^{-j/(h-1)}$); a few also pad odd widths with zeros or zero a padding row.
-# - **Eleven presets, four tables.** At width 64 the eleven presets write only four
-#   different tables; many names are the same numbers.
-# - **"h-1" is another function.** It is the paper's formula with base
-#   $10000^{h/(h-1)}$ (10 367.8 at $d = 512$): up to 3.5 % off in frequency, and after
-#   5000 positions its slow pairs are completely out of step with the paper's.
-# - **A layout is a permutation.** `layout_permutation` maps one layout onto another; its
-#   inverse maps back. A trained model moves to another layout exactly when the embedding
-#   and every weight, bias and norm on the residual stream are permuted alike; permuting
-#   the table alone breaks it.
-# - **Odd widths** are where sources disagree most: a lone sine, a zero column, or an error.
-# - **`posenc.identify`** names the convention of a table and the parameters that rebuild
-#   it, prefers the source that writes the table with its own options, and answers "none"
-#   when nothing fits.
+# - **Duas coisas variam.** As convenções diferem no *layout* das colunas (o intercalado do
+#   artigo, seno, cosseno, seno, ...; ou todos os senos e depois todos os cossenos,
+#   sin_cos, ou o contrário, cos_sin) e nas *frequências* (as do artigo, $10000^{-2j/d}$, ou
+#   "h-1", $10000^{-j/(h-1)}$); algumas também completam larguras ímpares com zeros ou zeram
+#   uma linha de padding.
+# - **Onze presets, quatro tabelas.** Com largura 64, os onze presets escrevem só quatro
+#   tabelas diferentes; muitos nomes são os mesmos números.
+# - **"h-1" é outra função.** É a fórmula do artigo com base $10000^{h/(h-1)}$
+#   (10 367.8 com $d = 512$): até 3.5 % de diferença na frequência, e depois de 5000
+#   posições os seus pares lentos estão totalmente fora de fase com os do artigo.
+# - **Um layout é uma permutação.** `layout_permutation` leva um layout a outro; a sua
+#   inversa faz o caminho de volta. Um modelo treinado passa de forma exata para outro
+#   layout quando o embedding e todos os pesos, biases e normalizações no fluxo residual
+#   são permutados do mesmo jeito; permutar só a tabela o quebra.
+# - **Larguras ímpares** são onde as fontes mais discordam: um seno solitário, uma coluna de
+#   zeros ou um erro.
+# - **`posenc.identify`** nomeia a convenção de uma tabela e os parâmetros que a
+#   reconstroem, prefere a fonte que escreve a tabela com as suas próprias opções e responde
+#   "none" quando nada se ajusta.
 
 # %% [markdown]
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise gives you a draft and a check that says what is wrong with it. The drafts
-# stored here each hold one typical mistake; fix it and run the check again until it says
-# "Correct!". When stuck, `nb05.<exercise>.hint()` gives a nudge and
-# `nb05.<exercise>.solution()` prints the reference code.
+# Cada exercício traz um rascunho e uma verificação que diz o que está errado nele. Cada
+# rascunho guardado aqui contém um erro típico; corrija-o e rode a verificação de novo até
+# ela dizer "Correct!". Se empacar, `nb05.<exercise>.hint()` dá uma dica e
+# `nb05.<exercise>.solution()` mostra o código de referência.
 #
-# ### Exercise 1 · Bring a project's table to the paper's layout
+# ### Exercício 1 · Traga a tabela de um projeto para o layout do artigo
 #
-# `nb05.theirs` is Whisper's table for 6 positions and width 8 (`sinusoids(6, 8)`).
-# Rearrange its columns into the paper's interleaved layout $(s_0, c_0, s_1, c_1, \dots)$
-# with `posenc.layout_permutation`. (The frequencies stay Whisper's: this is about the
-# layout only.)
+# `nb05.theirs` é a tabela do Whisper para 6 posições e largura 8 (`sinusoids(6, 8)`).
+# Reorganize as suas colunas no layout intercalado do artigo $(s_0, c_0, s_1, c_1, \dots)$
+# com `posenc.layout_permutation`. (As frequências continuam as do Whisper: aqui só o
+# layout importa.)
 
 # %%
 from posenc.exercises import nb05
@@ -425,13 +435,13 @@ mine = theirs[:, posenc.layout_permutation(8, "interleaved", "sin_cos")]
 nb05.to_paper_layout.check(mine)
 
 # %% [markdown]
-# ### Exercise 2 · Name the convention of a table
+# ### Exercício 2 · Nomeie a convenção de uma tabela
 #
-# `nb05.mystery` is a table from some project, 20 positions by 16 columns. Its first rows
-# are below. Read the layout off row 0, look at the other rows, and name the preset that
-# writes it (a name from `posenc.conventions.NAMES`). The check compares the table your
-# preset writes with the mystery table and says what differs; `posenc.identify` is the
-# referee, once you have made up your mind.
+# `nb05.mystery` é uma tabela de algum projeto, 20 posições por 16 colunas. As primeiras
+# linhas estão abaixo. Leia o layout na linha 0, olhe as outras linhas e dê o nome do
+# preset que a escreve (um nome de `posenc.conventions.NAMES`). A verificação compara a
+# tabela que o seu preset escreve com a tabela misteriosa e diz o que difere;
+# `posenc.identify` é o juiz, depois que você tiver se decidido.
 
 # %%
 print(nb05.mystery[:3].round(2))
@@ -441,12 +451,12 @@ my_answer = "tensor2tensor"
 nb05.convention.check(my_answer)
 
 # %% [markdown]
-# ### Exercise 3 · The "h-1" frequencies
+# ### Exercício 3 · As frequências "h-1"
 #
-# Write `h1_frequencies(d_model)`: the $h = d/2$ frequencies of the "h-1" rule,
-# $w_j = \exp(-j \ln 10000 / (h - 1))$. The draft below divides by the wrong thing. When
-# the check says "Correct!", compare your frequencies at $d = 512$ with the paper's
-# (`paper_w` above) and find the 3.5 % gap again.
+# Escreva `h1_frequencies(d_model)`: as $h = d/2$ frequências da regra "h-1",
+# $w_j = \exp(-j \ln 10000 / (h - 1))$. O rascunho abaixo divide pela coisa errada. Quando
+# a verificação disser "Correct!", compare as suas frequências com $d = 512$ com as do artigo
+# (`paper_w` acima) e reencontre a diferença de 3.5 %.
 
 # %%
 def h1_frequencies(d_model):
@@ -457,9 +467,9 @@ def h1_frequencies(d_model):
 nb05.h1_frequencies.check(h1_frequencies)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The batch of checks behind the sentences above, in one place.
+# O conjunto de verificações por trás das frases acima, num só lugar.
 
 # %%
 # The zoo: diffusers' flip puts the cosines first; the three tables that differ in layout and rule.

@@ -1,24 +1,24 @@
 # %% [markdown]
-# # 06 · How accurate and how fast: the table at large positions, float32 against posenc
+# # 06 · Quão precisa e quão rápida: a tabela em posições grandes, float32 contra o posenc
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/06_precision_and_speed.ipynb)
 #
-# Long-context models use positions of $10^5$ to $10^7$. The lectures build the table in
-# float32, and there the angle $pos / 10000^{2i/d}$ is already wrong before the sine is
-# taken. Notebook 01 found its float32 table a few "last digits" away from `posenc`; here we
-# make that phrase precise, build an exact reference to measure against, watch the error
-# grow with the position, see where it comes from and how `posenc` avoids it, and time what
-# the accurate table costs.
+# Modelos de contexto longo usam posições de $10^5$ a $10^7$. As aulas constroem a tabela
+# em float32, e ali o ângulo $pos / 10000^{2i/d}$ já está errado antes de o seno ser
+# calculado. O notebook 01 encontrou a sua tabela em float32 a alguns "últimos dígitos" de
+# distância do `posenc`; aqui tornamos essa expressão precisa, construímos uma referência
+# exata para medir contra ela, vemos o erro crescer com a posição, de onde ele vem e como o
+# `posenc` o evita, e medimos o tempo que a tabela precisa custa.
 #
-# **Question:** How wrong is a float32 sinusoidal table at large positions, why, and what does an accurate one cost?
+# **Pergunta:** Quão errada fica uma tabela senoidal em float32 em posições grandes, por quê, e quanto custa uma tabela precisa?
 #
-# **You will be able to:**
-# - measure a float32 error in ulps (steps between neighbouring floats) against a high-precision `mpmath` reference;
-# - predict the error of a float32 angle from the float32 step near it;
-# - compute an accurate float32 entry at any position by reducing the angle in float64 first;
-# - time table builders fairly, and tell when precision matters (training against serving, half precision, long contexts).
+# **Você será capaz de:**
+# - medir um erro de float32 em ulps (passos entre floats vizinhos) contra uma referência de alta precisão com `mpmath`;
+# - prever o erro de um ângulo em float32 a partir do passo de float32 perto dele;
+# - calcular uma entrada precisa em float32 em qualquer posição, reduzindo antes o ângulo em float64;
+# - medir o tempo de construtores de tabela de forma justa e dizer quando a precisão importa (treino versus produção, meia precisão, contextos longos).
 #
-# **Prerequisites:** notebook 01 · **Time:** about 45 minutes
+# **Pré-requisitos:** notebook 01 · **Tempo:** cerca de 45 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -44,17 +44,18 @@ import numpy as np
 import posenc
 
 # %% [markdown]
-# ## 1. The step between neighbouring floats: the ulp
+# ## 1. O passo entre floats vizinhos: o ulp
 #
-# A float32 holds a number as 24 significant bits times a power of two (the
-# [IEEE 754 single format](https://en.wikipedia.org/wiki/Single-precision_floating-point_format)).
-# So the float32 numbers are not evenly spread: between 1 and 2 they are $2^{-23} \approx
-# 1.2 \cdot 10^{-7}$ apart, between 2 and 4 twice that, and the step doubles at every power
-# of two. The step at a number is called its *unit in the last place*, or
-# [ulp](https://en.wikipedia.org/wiki/Unit_in_the_last_place); `np.spacing(x)` returns it
-# (the distance from `x` to the next float of its type, away from zero). float64 has 53
-# significant bits, so its steps are $2^{29} \approx 5 \cdot 10^8$ times finer. Rounding a
-# result to the nearest float moves it by at most half a step.
+# Um float32 guarda um número como 24 bits significativos vezes uma potência de dois (o
+# [formato de precisão simples do IEEE 754](https://en.wikipedia.org/wiki/Single-precision_floating-point_format)).
+# Por isso os números float32 não são distribuídos de maneira uniforme: entre 1 e 2 eles
+# estão a $2^{-23} \approx 1.2 \cdot 10^{-7}$ uns dos outros, entre 2 e 4 ao dobro disso, e
+# o passo dobra a cada potência de dois. O passo num número é chamado de *unit in the last
+# place* (unidade na última casa), ou
+# [ulp](https://en.wikipedia.org/wiki/Unit_in_the_last_place); `np.spacing(x)` o devolve
+# (a distância de `x` até o próximo float do seu tipo, se afastando do zero). O float64 tem
+# 53 bits significativos, então os seus passos são $2^{29} \approx 5 \cdot 10^8$ vezes mais
+# finos. Arredondar um resultado para o float mais próximo o move no máximo meio passo.
 
 # %%
 for value in [1, 100, 32767, 1e5, 1e7]:
@@ -62,13 +63,13 @@ for value in [1, 100, 32767, 1e5, 1e7]:
 assert all(np.spacing(np.float32(2.0**k)) == 2.0 ** (k - 23) for k in range(-20, 30))  # doubles at each power of 2
 
 # %% [markdown]
-# Near 32767 float32 numbers are $2^{-9} \approx 0.002$ apart, near $10^7$ a whole 1 apart:
-# an angle that large, stored in float32, can be off by half that step, however carefully it
-# was computed.
+# Perto de 32767, os números float32 estão a $2^{-9} \approx 0.002$ uns dos outros; perto
+# de $10^7$, a 1 inteiro: um ângulo desse tamanho, guardado em float32, pode errar por
+# metade desse passo, por mais cuidadoso que tenha sido o cálculo.
 #
-# Errors between two float32 numbers are best counted in these steps. Positive float32
-# numbers are ordered like their bit patterns read as integers, so the number of steps
-# between two of them (of the same sign) is the difference of those integers:
+# Erros entre dois números float32 são mais bem contados nesses passos. Os números float32
+# positivos estão na mesma ordem que os seus padrões de bits lidos como inteiros; então o
+# número de passos entre dois deles (de mesmo sinal) é a diferença entre esses inteiros:
 
 # %%
 def ulps_apart(a, b):
@@ -82,18 +83,19 @@ print(ulps_apart(one, one + np.spacing(one)), ulps_apart(one, np.float32(1.00000
 assert ulps_apart(one, np.float32(1.0000005)) == 4  # 5e-7 above 1 is 4 steps of 1.2e-7, rounded
 
 # %% [markdown]
-# ## 2. An exact reference: mpmath
+# ## 2. Uma referência exata: mpmath
 #
-# To measure an error we need the true value. [mpmath](https://mpmath.org) computes with as
-# many digits as we ask for. With 30 significant decimal digits (`mpmath.workdps(30)`) it
-# forms the angle $pos / 10000^{2i/d}$ and takes its sine. Even at position $10^7$ that
-# angle is right to about $10^{-23}$ (30 digits of a number near $10^7$), and so is its sine:
-# ten million times finer than float64's step just below 1, $2^{-53} \approx 1.1 \cdot
-# 10^{-16}$. Rounded to float64, the result is the float64 nearest the true sine, as good
-# as "exact" for everything below. Rounded to float32 it is the *correctly rounded* float32
-# sine, the best a float32 can hold (we round through float64, which gives the same float32
-# unless the sine lies extraordinarily close to halfway between two float32 numbers).
-# Here is $\sin 1$:
+# Para medir um erro, precisamos do valor verdadeiro. O [mpmath](https://mpmath.org) calcula
+# com quantos dígitos pedirmos. Com 30 dígitos decimais significativos
+# (`mpmath.workdps(30)`), ele forma o ângulo $pos / 10000^{2i/d}$ e calcula o seu seno.
+# Mesmo na posição $10^7$, esse ângulo está certo até cerca de $10^{-23}$ (30 dígitos de um
+# número perto de $10^7$), e o seu seno também: dez milhões de vezes mais fino que o passo
+# do float64 logo abaixo de 1, $2^{-53} \approx 1.1 \cdot 10^{-16}$. Arredondado para
+# float64, o resultado é o float64 mais próximo do seno verdadeiro, tão bom quanto "exato"
+# para tudo o que vem abaixo. Arredondado para float32, é o seno float32 *corretamente
+# arredondado*, o melhor que um float32 consegue guardar (arredondamos passando pelo
+# float64, o que dá o mesmo float32, a não ser que o seno fique extraordinariamente perto do
+# ponto médio entre dois números float32). Aqui está $\sin 1$:
 
 # %%
 with mpmath.workdps(30):
@@ -103,13 +105,13 @@ print(f"as float64 {float(true_sine)!r}, as float32 {np.float32(float(true_sine)
 print(f"float32 step there {np.spacing(np.float32(0.84)):.1e}")
 
 # %% [markdown]
-# NumPy's float32 `np.sin` is not always correctly rounded: it is a fast vectorised
-# approximation (and so is `np.cos`), allowed by NumPy's own tests to be up to 2 ulp off,
-# and which inputs it misses depends on the CPU. Over the 60 sines and cosines of notebook 01's
-# $10 \times 6$ table (the float32 angles of the lecture), it stays within those 2 ulp of the
-# correctly rounded values from mpmath. That is the "last digit" story of notebook 01: at
-# small positions a float32 table can be wrong only by its final rounding, a step or two,
-# about $10^{-7}$.
+# O `np.sin` do NumPy em float32 nem sempre é corretamente arredondado: é uma aproximação
+# vetorizada rápida (assim como `np.cos`), que os próprios testes do NumPy permitem errar
+# até 2 ulp, e as entradas em que ela erra dependem da CPU. Nos 60 senos e cossenos da
+# tabela $10 \times 6$ do notebook 01 (os ângulos em float32 da aula), ela fica dentro
+# desses 2 ulp dos valores corretamente arredondados vindos do mpmath. Essa é a história do
+# "último dígito" do notebook 01: em posições pequenas, uma tabela em float32 só pode errar
+# pelo seu arredondamento final, um ou dois passos, cerca de $10^{-7}$.
 
 # %%
 lecture_angles = np.arange(10, dtype=np.float32)[:, None] / np.power(10000, np.arange(0, 6, 2, dtype=np.float32) / 6)
@@ -120,9 +122,10 @@ for numpy_function, mpmath_function in [(np.sin, mpmath.sin), (np.cos, mpmath.co
     assert ulps_apart(numpy_function(lecture_angles), correctly_rounded).max() <= 2, f"{numpy_function.__name__}: 2 ulp"
 
 # %% [markdown]
-# For the rest of the notebook, the reference is a row of sines at a $d_{model} = 512$ table's
-# position, sampled every 16th column pair (16 pairs), each the float64 rounding of the
-# 30-digit value. Position 1 starts with $\sin 1$ again:
+# No resto do notebook, a referência é uma linha de senos numa posição de uma tabela com
+# $d_{model} = 512$, amostrada a cada 16 pares de colunas (16 pares), cada um sendo o
+# arredondamento em float64 do valor com 30 dígitos. A posição 1 começa de novo com
+# $\sin 1$:
 
 # %%
 d_model = 512
@@ -138,11 +141,11 @@ def exact_sines(position):
 print(len(pairs), exact_sines(1)[:3].round(8))
 
 # %% [markdown]
-# ## 3. The float32 route against posenc
+# ## 3. O caminho em float32 contra o posenc
 #
-# The lectures' route divides float32 positions by float32 denominators and takes the
-# sine in float32. We measure both it and `posenc.encode` at 25 positions from 10 to
-# $10^7$, as the largest error over the sampled sines.
+# O caminho das aulas divide posições em float32 por denominadores em float32 e calcula o
+# seno em float32. Medimos tanto esse caminho quanto `posenc.encode` em 25 posições de 10 a
+# $10^7$, pelo maior erro entre os senos amostrados.
 
 # %%
 def float32_route(position):
@@ -167,12 +170,13 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# From position 1000 on, the route's error grows in proportion to the position: on the
-# log-log plot it is a straight line of slope 1 (a least-squares fit gives a slope within
-# 0.1 of 1). It passes $10^{-3}$ from $10^5$ on and $10^{-2}$ from $10^6$ on. posenc stays
-# within $2 \cdot 10^{-7}$ everywhere, the bound that `posenc.encode` guarantees for float32
-# output (its reduction of the angle to a half turn is proved in the docstring of
-# `posenc/_rotation.py`); below that bound its error is only the final rounding to float32.
+# A partir da posição 1000, o erro do caminho cresce proporcionalmente à posição: no
+# gráfico log-log, ele é uma reta de inclinação 1 (um ajuste por mínimos quadrados dá uma
+# inclinação a menos de 0.1 de 1). Ele passa de $10^{-3}$ a partir de $10^5$ e de $10^{-2}$
+# a partir de $10^6$. O posenc fica dentro de $2 \cdot 10^{-7}$ em todo lugar, o limite que
+# `posenc.encode` garante para saída em float32 (a sua redução do ângulo a meia volta é
+# demonstrada na docstring de `posenc/_rotation.py`); abaixo desse limite, o seu erro é só
+# o arredondamento final para float32.
 
 # %%
 grown = positions >= 1000
@@ -181,18 +185,19 @@ print(f"slope of log(error) against log(position), from 1000 on: {slope:.1f}")
 assert abs(slope - 1) < 0.1, "error proportional to the position"
 
 # %% [markdown]
-# ## 4. Why: the angle is rounded on a coarse grid
+# ## 4. Por quê: o ângulo é arredondado numa grade grossa
 #
-# Take position 32767. The angle $32767 / 1$ of the first column pair is a whole number
-# below $2^{24}$, exact in float32. The others are not: their denominators $10000^{2i/d}$
-# are rounded to float32 first, and the quotient $32767 / 10000^{2i/d}$ is rounded again, to
-# the float32 grid, whose step for quotients between 16384 and 32768 is $2^{-9}$ (section 1).
-# Rounding to the nearest grid point moves an angle by up to half a step, $2^{-10} \approx
-# 0.001$. The rounded denominator moves it by up to 0.0012 more, even when it is the float32
-# nearest the exact one (the best float32 can hold). And the sine of an angle off by $\delta$
-# is off by up to $\delta$ (the slope of $\sin$ is at most 1). So the sines at position 32767
-# can be off by about $2 \cdot 10^{-3}$ before `np.sin` does anything, ten thousand times the
-# final rounding of section 2.
+# Pegue a posição 32767. O ângulo $32767 / 1$ do primeiro par de colunas é um número
+# inteiro abaixo de $2^{24}$, exato em float32. Os outros não: os seus denominadores
+# $10000^{2i/d}$ são arredondados para float32 primeiro, e o quociente $32767 / 10000^{2i/d}$
+# é arredondado de novo, para a grade do float32, cujo passo para quocientes entre 16384 e
+# 32768 é $2^{-9}$ (seção 1). Arredondar para o ponto da grade mais próximo move um ângulo
+# em até meio passo, $2^{-10} \approx 0.001$. O denominador arredondado o move em até mais
+# 0.0012, mesmo quando é o float32 mais próximo do exato (o melhor que o float32 consegue
+# guardar). E o seno de um ângulo errado por $\delta$ erra em até $\delta$ (a inclinação de
+# $\sin$ é no máximo 1). Então os senos na posição 32767 podem errar por cerca de
+# $2 \cdot 10^{-3}$ antes de o `np.sin` fazer qualquer coisa, dez mil vezes o
+# arredondamento final da seção 2.
 
 # %%
 exact_denominators = 10000.0 ** (np.arange(0, d_model, 2) / d_model)
@@ -212,13 +217,14 @@ print(f"largest move of an angle at position 32767: by the quotient's rounding {
 assert quotient_rounding.max() <= 2**-10, "at most half a float32 step near 32767"
 
 # %% [markdown]
-# The lectures' float32 `np.power` lands within one float32 step of those denominators, but
-# which neighbour it returns depends on the CPU: where the CPU has AVX-512, NumPy takes a
-# faster, slightly less exact path. A denominator one step off moves the angle further, by
-# up to 0.003 in all. So the float32 route's errors further down depend a little on the CPU,
-# and where they do we state the range that holds either way. float64, in contrast, has a
-# step of $2^{-29} \approx 2 \cdot 10^{-9}$ near $10^7$ (section 1): an angle formed in
-# float64 is good enough for float32 output at every position here.
+# O `np.power` em float32 das aulas cai a um passo de float32 desses denominadores, mas
+# qual vizinho ele devolve depende da CPU: onde a CPU tem AVX-512, o NumPy segue um caminho
+# mais rápido e um pouco menos exato. Um denominador errado por um passo move o ângulo
+# ainda mais, em até 0.003 no total. Por isso os erros do caminho em float32 mais adiante
+# dependem um pouco da CPU, e onde isso acontece informamos o intervalo que vale nos dois
+# casos. O float64, por sua vez, tem um passo de $2^{-29} \approx 2 \cdot 10^{-9}$ perto de
+# $10^7$ (seção 1): um ângulo formado em float64 é bom o bastante para saída em float32 em
+# todas as posições aqui.
 
 # %%
 denominators32 = np.power(10000, np.arange(0, d_model, 2, dtype=np.float32) / d_model)  # the lectures'
@@ -226,26 +232,26 @@ steps_apart = ulps_apart(denominators32, rounded_denominators)
 assert steps_apart.max() <= 1 and denominator_shift(denominators32).max() < 0.003, "one step off at most, 0.003 at most"
 
 # %% [markdown]
-# ## 5. How posenc avoids it
+# ## 5. Como o posenc evita isso
 #
-# The simplest fix, which exercise 2 asks you to write: form the angle in float64, *reduce*
-# it (take its remainder modulo $2\pi$, which leaves the sine unchanged) while still in
-# float64, and only then round the small angle to float32. posenc goes further, with two
-# ideas (see `posenc/_rotation.py`):
+# A correção mais simples, que o exercício 2 pede para você escrever: formar o ângulo em
+# float64, *reduzi-lo* (tomar o resto da divisão por $2\pi$, o que não muda o seno) ainda
+# em float64, e só então arredondar o ângulo pequeno para float32. O posenc vai além, com
+# duas ideias (veja `posenc/_rotation.py`):
 #
-# 1. **The angle in more than float64.** The frequency $w$ is kept as two float64 numbers
-#    and $p \cdot w$ as $\theta_{hi} + \theta_{lo}$, the exact rounding error of the product
-#    recovered by [Dekker's method](https://en.wikipedia.org/wiki/2Sum); then
-#    $\sin\theta \approx \sin\theta_{hi} + \theta_{lo}\cos\theta_{hi}$.
-#    float64 output is within $10^{-15}$ of the exact sines at every position above, $10^7$
-#    included (checked below).
-# 2. **A table is a product of rotations.** $PE(p + k)$ is $PE(p)$ turned by the fixed angle
-#    $k\,w$ in every pair:
+# 1. **O ângulo em mais do que float64.** A frequência $w$ é guardada como dois números
+#    float64, e $p \cdot w$ como $\theta_{hi} + \theta_{lo}$, com o erro exato de
+#    arredondamento do produto recuperado pelo [método de Dekker](https://en.wikipedia.org/wiki/2Sum);
+#    então $\sin\theta \approx \sin\theta_{hi} + \theta_{lo}\cos\theta_{hi}$.
+#    A saída em float64 fica a menos de $10^{-15}$ dos senos exatos em todas as posições
+#    acima, $10^7$ inclusive (verificado abaixo).
+# 2. **Uma tabela é um produto de rotações.** $PE(p + k)$ é $PE(p)$ girado pelo ângulo fixo
+#    $k\,w$ em cada par:
 #    $\sin(a + b) = \sin a \cos b + \cos a \sin b$, $\cos(a + b) = \cos a \cos b - \sin a \sin b$.
-#    With $p = qB + r$, all $L$ rows come from $B$ accurate rows and $L / B$ accurate steps,
-#    one complex multiply per pair.
+#    Com $p = qB + r$, todas as $L$ linhas vêm de $B$ linhas precisas e $L / B$ passos
+#    precisos, uma multiplicação complexa por par.
 #
-# The rotation at work, on float64 rows from `posenc.encode`: PE(p + k) is PE(p) turned by k.
+# A rotação em ação, em linhas float64 vindas de `posenc.encode`: PE(p + k) é PE(p) girado por k.
 
 # %%
 p, k = 1_000_000, 37
@@ -256,17 +262,18 @@ print(f"largest difference between PE(p) turned by k and PE(p + k): {np.abs(turn
 np.testing.assert_allclose(turned, rows[2], rtol=0, atol=1e-14)
 
 # %% [markdown]
-# Idea 1, at every position from 10 to $10^7$:
+# A ideia 1, em todas as posições de 10 a $10^7$:
 
 # %%
 float64_error = max(np.abs(posenc.encode([p], d_model, dtype=np.float64)[0, 2 * pairs] - exact[p]).max() for p in positions)
 assert float64_error < 1e-15, f"float64 output off by {float64_error:.1e}"
 
 # %% [markdown]
-# In float32 each of the four factors, two products and the sum is rounded once, which
-# bounds the error by $(2\sqrt{2} + 3) \cdot 2^{-25} < 1.74 \cdot 10^{-7}$ (a little more, under
-# $2 \cdot 10^{-7}$, if a value next to 1 rounds up past it). A whole
-# $32768 \times 512$ table, sampled against the exact reference:
+# Em float32, cada um dos quatro fatores, dos dois produtos e da soma é arredondado uma
+# vez, o que limita o erro a $(2\sqrt{2} + 3) \cdot 2^{-25} < 1.74 \cdot 10^{-7}$ (um pouco
+# mais, abaixo de $2 \cdot 10^{-7}$, se um valor vizinho de 1 for arredondado para cima,
+# ultrapassando-o). Uma tabela $32768 \times 512$ inteira, amostrada contra a referência
+# exata:
 
 # %%
 table = posenc.positional_encoding(32768, d_model)
@@ -276,16 +283,18 @@ print(f"largest error in the sampled rows: {table_error:.0e}")
 assert (2 * np.sqrt(2) + 3) * 2**-25 < 1.74e-7 and table_error <= 2e-7
 
 # %% [markdown]
-# ## 6. Speed
+# ## 6. Velocidade
 #
-# Building the table means writing it to memory, so the yardstick is allocating and filling
-# an array of the same shape. `make bench` compares all routes in NumPy, PyTorch and
-# TensorFlow; here the NumPy routes at the same $32768 \times 512$, median of 9 runs (timings
-# vary from machine to machine and run to run; a fresh 64 MiB array also pays for its pages).
-# `posenc.torch` and `posenc.tensorflow` build their tables with the same NumPy code and
-# take its memory over without a copy (`torch.from_numpy`, DLPack).
-# Arbitrary positions (`posenc.encode`, a $64 \times 512$ batch of positions below 32768)
-# are timed against the naive routes that take sin and cos of a float32 or float64 angle.
+# Construir a tabela significa escrevê-la na memória; então a régua de comparação é alocar
+# e preencher um array do mesmo formato. `make bench` compara todos os caminhos em NumPy,
+# PyTorch e TensorFlow; aqui estão os caminhos em NumPy com o mesmo $32768 \times 512$,
+# mediana de 9 execuções (os tempos variam de máquina para máquina e de execução para
+# execução; um array novo de 64 MiB também paga pelas suas páginas de memória).
+# `posenc.torch` e `posenc.tensorflow` constroem as suas tabelas com o mesmo código NumPy e
+# assumem a memória dele sem cópia (`torch.from_numpy`, DLPack).
+# Posições arbitrárias (`posenc.encode`, um lote $64 \times 512$ de posições abaixo de
+# 32768) são cronometradas contra os caminhos ingênuos que calculam sin e cos de um ângulo
+# em float32 ou float64.
 
 # %%
 length = 32768
@@ -322,8 +331,8 @@ encode_routes = {
 
 
 # %% [markdown]
-# The routes take turns (round robin), so a busy moment of the machine slows every route
-# alike; the first round only warms up.
+# Os caminhos se revezam (round robin), então um momento de carga da máquina deixa todos os
+# caminhos igualmente mais lentos; a primeira rodada serve só de aquecimento.
 
 # %%
 def median_ms(routes, repeats=9):
@@ -346,18 +355,19 @@ for name, ms in encode_medians.items():
     print(f"encode, {name:<14} {ms:7.2f} ms  {ms / encode_medians['naive float32']:5.2f} x naive float32")
 
 # %% [markdown]
-# The accurate table is not bought with time. In the run stored here posenc built it faster
-# than the lectures' float32 route, in about the time of allocating and filling the array;
-# your numbers will differ. The check below claims only that posenc takes less than twice
-# the float32 route's time: a generous bound, so that another CPU, or a busy moment, does
-# not fail it.
+# A tabela precisa não é paga com tempo. Na execução guardada aqui, o posenc a construiu
+# mais rápido que o caminho em float32 das aulas, em mais ou menos o tempo de alocar e
+# preencher o array; os seus números vão ser outros. A verificação abaixo afirma só que o
+# posenc leva menos que o dobro do tempo do caminho em float32: um limite generoso, para
+# que outra CPU, ou um momento de carga, não a faça falhar.
 
 # %%
 assert medians["posenc"] < 2 * medians["float32 route"], medians
 
 # %% [markdown]
-# The same batch in PyTorch (eager) and in TensorFlow inside `tf.function`, where a training
-# step runs. Each framework's `encode` is timed against that framework's naive float32 route.
+# O mesmo lote em PyTorch (modo eager) e em TensorFlow dentro de `tf.function`, onde roda
+# um passo de treino. O `encode` de cada framework é cronometrado contra o caminho ingênuo em
+# float32 do mesmo framework.
 
 # %%
 import os
@@ -402,7 +412,7 @@ for name, ms in framework_medians.items():
     print(f"encode, {name:<26} {ms:7.2f} ms  {ms / naive:5.2f} x naive float32")
 
 # %% [markdown]
-# What the timings do not show: at the table's last row only posenc is accurate;
+# O que os tempos não mostram: na última linha da tabela, só o posenc é preciso;
 
 # %%
 last = length - 1
@@ -412,8 +422,8 @@ for name, error in errors.items():
 assert errors["posenc"] < 2e-7 < 1e-4 < errors["float32 route"]
 
 # %% [markdown]
-# and at the batch's largest position the naive float32 routes are off in every framework,
-# while posenc is as accurate as float64 sines.
+# e na maior posição do lote, os caminhos ingênuos em float32 erram em todos os frameworks,
+# enquanto o posenc é tão preciso quanto senos em float64.
 
 # %%
 largest = np.unravel_index(np.argmax(batch), batch.shape)
@@ -425,15 +435,16 @@ print(f"at position {batch[largest]:.0f} of the batch:",
 assert all((error < 2e-7) == ("float32" not in name) for name, error in batch_errors.items())
 
 # %% [markdown]
-# ## 7. When precision matters in practice
+# ## 7. Quando a precisão importa na prática
 #
-# A few $10^{-3}$ sounds small next to values of size 1. It matters when something
-# compares the table against itself at another precision, or against nearby positions. The
-# slowest pair of a $d = 512$ table turns by $w_{255} \approx 1.04 \cdot 10^{-4}$ radians per
-# position, so its values change by at most that much from one position to the next.
+# Alguns $10^{-3}$ parecem pouco perto de valores de tamanho 1. Isso importa quando algo
+# compara a tabela com ela mesma em outra precisão, ou com posições próximas. O par mais
+# lento de uma tabela com $d = 512$ gira $w_{255} \approx 1.04 \cdot 10^{-4}$ radianos por
+# posição; então os seus valores mudam no máximo isso de uma posição para a seguinte.
 #
-# Some of the numbers below depend on the CPU's float32 power (section 4); for those we
-# print the range that holds either way, and `within` checks that the value is inside it.
+# Alguns dos números abaixo dependem da potência em float32 da CPU (seção 4); para esses,
+# imprimimos o intervalo que vale nos dois casos, e `within` verifica que o valor está
+# dentro dele.
 
 # %%
 def within(value, low, high):
@@ -443,13 +454,14 @@ def within(value, low, high):
 
 
 # %% [markdown]
-# **A table built differently at training and at inference.** A model learns the table it
-# was trained with. Serve it with a table built another way (the lectures' float32 code in
-# training, an accurate table or another framework's in serving, or the reverse) and every
-# row is off by the gap between the two. Over the first 512 positions that gap is below
-# $10^{-4}$, smaller than one position's step in the slowest pair; over 5000 positions it
-# is 3 to $7 \cdot 10^{-4}$ and over 32 768 from $1.5$ to $4 \cdot 10^{-3}$, more than ten
-# positions' worth of the slow pairs' movement.
+# **Uma tabela construída de formas diferentes no treino e na inferência.** Um modelo
+# aprende a tabela com que foi treinado. Coloque-o em produção com uma tabela construída de outro jeito (o
+# código em float32 das aulas no treino, uma tabela precisa ou a de outro framework em
+# produção, ou o contrário) e cada linha erra pela diferença entre as duas. Nas
+# primeiras 512 posições, essa diferença fica abaixo de $10^{-4}$, menor que o passo de uma
+# posição no par mais lento; em 5000 posições, ela é de 3 a $7 \cdot 10^{-4}$, e em 32 768,
+# de $1.5$ a $4 \cdot 10^{-3}$: mais do que o movimento dos pares lentos ao longo de dez
+# posições.
 
 # %%
 slowest = 10000.0 ** (-(d_model - 2) / d_model)
@@ -467,10 +479,10 @@ print("largest gap, float32 route vs accurate table, over",
 assert gaps[512] < slowest and gaps[32768] > 10 * slowest
 
 # %% [markdown]
-# **Half-precision tables.** float16 holds whole numbers exactly only up to 2048, bfloat16
-# only up to 256 (8 significant bits). A table *computed* in bfloat16 merges positions
-# before any sine is taken: of positions 0 to 999, only 507 remain distinct, so about half
-# the rows are copies of a neighbour.
+# **Tabelas em meia precisão.** O float16 guarda números inteiros exatamente só até 2048;
+# o bfloat16, só até 256 (8 bits significativos). Uma tabela *calculada* em bfloat16 funde
+# posições antes de qualquer seno ser calculado: das posições 0 a 999, só 507 continuam
+# distintas; então cerca de metade das linhas são cópias de uma vizinha.
 
 # %%
 bf16_positions = torch.arange(1000).to(torch.bfloat16)
@@ -478,10 +490,11 @@ print(f"distinct bfloat16 positions among 0..999: {len(torch.unique(bf16_positio
 assert len(torch.unique(bf16_positions)) == 507
 
 # %% [markdown]
-# Compute in float32 or float64 and cast at the end, as `posenc.torch` does for
-# `dtype=torch.bfloat16`: then the only loss is the cast, up to half a step next to 1,
-# $2^{-12} \approx 2.4 \cdot 10^{-4}$ per entry for float16 and $2^{-9} \approx 2.0 \cdot
-# 10^{-3}$ for bfloat16, and all 1000 rows stay distinct.
+# Calcule em float32 ou float64 e converta o tipo no final, como `posenc.torch` faz para
+# `dtype=torch.bfloat16`: então a única perda é a conversão, até meio passo perto de 1,
+# $2^{-12} \approx 2.4 \cdot 10^{-4}$ por entrada para float16 e
+# $2^{-9} \approx 2.0 \cdot 10^{-3}$ para bfloat16, e todas as 1000 linhas continuam
+# distintas.
 
 # %%
 bf16_table = posenc.torch.positional_encoding(1000, d_model, dtype=torch.bfloat16)
@@ -489,11 +502,11 @@ print(f"distinct rows of the bfloat16 table: {len(torch.unique(bf16_table, dim=0
 assert len(torch.unique(bf16_table, dim=0)) == 1000
 
 # %% [markdown]
-# **Long contexts.** The float32 route gets the angle $p \cdot w$ with a relative error of
-# about $10^{-7}$ (from $5 \cdot 10^{-8}$ to $1.5 \cdot 10^{-7}$, by CPU); divided by the
-# frequency, that is an error in the *position* the row describes, and it grows with $p$:
-# under 0.001 of a position at 5000, 0.05 to 0.15 at $10^6$ and 0.8 to 1.5, about a whole
-# position, at $10^7$, where neighbouring rows blur.
+# **Contextos longos.** O caminho em float32 obtém o ângulo $p \cdot w$ com um erro relativo
+# de cerca de $10^{-7}$ (de $5 \cdot 10^{-8}$ a $1.5 \cdot 10^{-7}$, conforme a CPU);
+# dividido pela frequência, isso é um erro na *posição* que a linha descreve, e ele cresce
+# com $p$: menos de 0.001 de posição em 5000, de 0.05 a 0.15 em $10^6$ e de 0.8 a 1.5, cerca
+# de uma posição inteira, em $10^7$, onde linhas vizinhas se confundem.
 
 # %%
 frequencies = 1 / exact_denominators
@@ -504,9 +517,10 @@ print("largest position error of the float32 route:",
 assert all(5e-8 < e / p < 1.5e-7 for p, e in position_error.items()), "relative error of the angle, by CPU"
 
 # %% [markdown]
-# Past $2^{24} = 16\,777\,216$ float32 cannot even hold the positions (the float32 step there
-# is 2): $2^{24} + 1$ rounds to $2^{24}$, and two rows come out identical. posenc takes the
-# positions as integers (or float64) and keeps them apart.
+# Acima de $2^{24} = 16\,777\,216$, o float32 não consegue nem guardar as posições (o passo
+# do float32 ali é 2): $2^{24} + 1$ é arredondado para $2^{24}$, e duas linhas saem
+# idênticas. O posenc recebe as posições como inteiros (ou float64) e as mantém
+# separadas.
 
 # %%
 beyond = posenc.encode(np.array([2**24, 2**24 + 1]), d_model, dtype=np.float64)
@@ -515,40 +529,42 @@ print(f"float32(2**24 + 1) == 2**24: {np.float32(2**24 + 1) == np.float32(2**24)
 assert np.abs(beyond[0] - beyond[1]).max() > 0.5
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - An **ulp** is the step between neighbouring floats (`np.spacing`). float32's is $2^{-23}$
-#   next to 1 and doubles at every power of two: $2^{-9} \approx 0.002$ near 32767, 1 near
-#   $10^7$. Rounding to the nearest float costs at most half a step.
-# - **mpmath** at 30 digits gives an exact reference. Against it, NumPy's float32 sine is
-#   within 2 ulp of the correctly rounded value: at small positions a float32 table is off
-#   only in its last digit.
-# - The lectures' **float32 route** rounds the *angle* to the float32 grid before any sine is
-#   taken, so its error grows in proportion to the position: above $10^{-3}$ from $10^5$ and
-#   above $10^{-2}$ from $10^6$. Form the angle in float64 (posenc: beyond float64), reduce it,
-#   and only then round: posenc stays within $2 \cdot 10^{-7}$ in float32 and $10^{-15}$ in
-#   float64, at every position up to $10^7$.
-# - $PE(p + k)$ is $PE(p)$ turned by $k\,w$ in every pair; posenc builds tables from such
-#   rotations, in less than twice the float32 route's time (faster, in the run stored here).
-# - Precision matters when training and serving build the table differently (a gap of up to
-#   $4 \cdot 10^{-3}$ over 32 768 positions, over ten times the slowest pair's step), in half
-#   precision (compute in float32 and cast last: bfloat16 positions leave only 507 of 1000
-#   distinct), and in long contexts (a position error of about 1 at $10^7$; float32 cannot
-#   tell $2^{24}$ from $2^{24} + 1$).
+# - Um **ulp** é o passo entre floats vizinhos (`np.spacing`). O do float32 é $2^{-23}$
+#   perto de 1 e dobra a cada potência de dois: $2^{-9} \approx 0.002$ perto de 32767, 1
+#   perto de $10^7$. Arredondar para o float mais próximo custa no máximo meio passo.
+# - O **mpmath** com 30 dígitos dá uma referência exata. Comparado a ela, o seno em float32
+#   do NumPy fica a até 2 ulp do valor corretamente arredondado: em posições pequenas, uma
+#   tabela em float32 erra só no último dígito.
+# - O **caminho em float32** das aulas arredonda o *ângulo* para a grade do float32 antes de
+#   qualquer seno ser calculado; por isso, o seu erro cresce proporcionalmente à posição:
+#   acima de $10^{-3}$ a partir de $10^5$ e acima de $10^{-2}$ a partir de $10^6$. Forme o
+#   ângulo em float64 (o posenc: além do float64), reduza-o e só então arredonde: o posenc
+#   fica dentro de $2 \cdot 10^{-7}$ em float32 e de $10^{-15}$ em float64, em todas as
+#   posições até $10^7$.
+# - $PE(p + k)$ é $PE(p)$ girado por $k\,w$ em cada par; o posenc constrói tabelas a partir
+#   dessas rotações, em menos que o dobro do tempo do caminho em float32 (mais rápido, na
+#   execução guardada aqui).
+# - A precisão importa quando treino e produção constroem a tabela de formas diferentes
+#   (uma diferença de até $4 \cdot 10^{-3}$ em 32 768 posições, mais de dez vezes o passo do
+#   par mais lento), em meia precisão (calcule em float32 e converta por último: em bfloat16,
+#   só 507 de 1000 posições continuam distintas) e em contextos longos (um erro de posição
+#   de cerca de 1 em $10^7$; o float32 não distingue $2^{24}$ de $2^{24} + 1$).
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each check answers "Correct!" or says what is wrong. When stuck, `nb06.angle_step.hint()`
-# gives a nudge and `nb06.angle_step.solution()` prints the reference code (the same for
-# `accurate_sine`).
+# Cada verificação responde "Correct!" ou diz o que está errado. Se empacar,
+# `nb06.angle_step.hint()` dá uma dica e `nb06.angle_step.solution()` mostra o código de
+# referência (o mesmo vale para `accurate_sine`).
 #
-# ### Exercise 1 · The float32 step near an angle
+# ### Exercício 1 · O passo de float32 perto de um ângulo
 #
-# Pair `pair` of a `d_model`-wide table turns position `position` into the angle
-# `position / 10000 ** (2 * pair / d_model)`. Write `angle_step(position, pair, d_model)`
-# that returns two numbers: the float32 step (ulp) at that angle, and the largest error that
-# storing the angle in float32 puts into its sine. The draft below has one mistake; the check
-# runs it at four positions and says what is wrong.
+# O par `pair` de uma tabela de largura `d_model` transforma a posição `position` no ângulo
+# `position / 10000 ** (2 * pair / d_model)`. Escreva `angle_step(position, pair, d_model)`,
+# que devolve dois números: o passo de float32 (ulp) nesse ângulo e o maior erro que guardar
+# o ângulo em float32 introduz no seu seno. O rascunho abaixo tem um erro; a verificação o
+# executa em quatro posições e diz o que está errado.
 
 # %%
 from posenc.exercises import nb06
@@ -564,13 +580,14 @@ def angle_step(position, pair, d_model):
 nb06.angle_step.check(angle_step)
 
 # %% [markdown]
-# ### Exercise 2 · An accurate float32 sine at a large position
+# ### Exercício 2 · Um seno preciso em float32 numa posição grande
 #
-# Write `accurate_sine(position, pair, d_model)`: the float32 value of column `2 * pair` at
-# that position, accurate to about $10^{-7}$ even at position $10^7$, by forming the angle in
-# float64 and reducing it (section 5) before anything is rounded to float32. The check
-# compares it with the reference solution, which agrees with `posenc.encode` to within
-# $3 \cdot 10^{-7}$ (see the cross-checks). The draft below forgets one step.
+# Escreva `accurate_sine(position, pair, d_model)`: o valor em float32 da coluna
+# `2 * pair` nessa posição, preciso até cerca de $10^{-7}$ mesmo na posição $10^7$, formando
+# o ângulo em float64 e reduzindo-o (seção 5) antes de qualquer arredondamento para float32.
+# A verificação o compara com a solução de referência, que concorda com `posenc.encode` a
+# menos de $3 \cdot 10^{-7}$ (veja as verificações cruzadas). O rascunho abaixo esquece um
+# passo.
 
 # %%
 def accurate_sine(position, pair, d_model):
@@ -582,9 +599,9 @@ def accurate_sine(position, pair, d_model):
 nb06.accurate_sine.check(accurate_sine)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The remaining claims of the text, checked in one place.
+# As afirmações restantes do texto, verificadas num só lugar.
 
 # %%
 # Section 1: float64's steps are 2**29 times finer than float32's; 2**-9 near 32767, 2**-29 near 1e7.

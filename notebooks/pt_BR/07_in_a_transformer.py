@@ -1,24 +1,26 @@
 # %% [markdown]
-# # 07 · The sinusoidal encoding inside a tiny Transformer, trained in PyTorch and Keras
+# # 07 · A codificação senoidal dentro de um Transformer minúsculo, treinado em PyTorch e em Keras
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/07_in_a_transformer.ipynb)
 #
-# Why add a table of sines and cosines to the embeddings at all? Because without it a
-# Transformer cannot tell one order of its input from another. We show that directly on
-# one encoder layer, then train a tiny Transformer on a task that is all about order, three
-# ways: with no positions, with learned position embeddings, and with the sinusoidal
-# encoding. Then we test the trained models on sequences longer than any they saw, and
-# repeat the comparison in Keras. The models are small enough to train on a laptop CPU.
+# Por que somar uma tabela de senos e cossenos aos embeddings, afinal? Porque, sem ela, um
+# Transformer não consegue distinguir uma ordem da sua entrada de outra. Mostramos isso
+# diretamente numa camada de encoder e depois treinamos um Transformer minúsculo numa tarefa
+# que depende inteiramente da ordem, de três jeitos: sem posições, com embeddings
+# posicionais aprendidos e com a codificação senoidal. Em seguida, testamos os modelos
+# treinados em sequências mais longas do que qualquer uma que eles viram e repetimos a
+# comparação em Keras. Os modelos são pequenos o bastante para treinar na CPU de um
+# laptop.
 #
-# **Question:** Why does a Transformer need positions at all, and what does the sinusoidal table do for a small trained model?
+# **Pergunta:** Por que um Transformer precisa de posições, afinal, e o que a tabela senoidal faz por um modelo pequeno treinado?
 #
-# **You will be able to:**
-# - show that self-attention without positions is permutation-equivariant, and that adding the table breaks the symmetry;
-# - add the table to a batch of embeddings with the $\sqrt{d_{model}}$ scale;
-# - compare tiny Transformers trained with no, learned and sinusoidal positions, in PyTorch and in Keras;
-# - tell what a formula defined at every position does, and does not, give beyond the training length.
+# **Você será capaz de:**
+# - mostrar que a autoatenção sem posições é equivariante a permutações e que somar a tabela quebra essa simetria;
+# - somar a tabela a um lote de embeddings com a escala $\sqrt{d_{model}}$;
+# - comparar Transformers minúsculos treinados sem posições, com posições aprendidas e com posições senoidais, em PyTorch e em Keras;
+# - dizer o que uma fórmula definida em todas as posições oferece, e o que não oferece, além do comprimento de treino.
 #
-# **Prerequisites:** notebooks 01 and 02 · **Time:** about 40 minutes
+# **Pré-requisitos:** notebooks 01 e 02 · **Tempo:** cerca de 40 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -34,8 +36,8 @@ import posenc
 posenc.set_language("pt_BR")
 
 # %% [markdown]
-# One thread and deterministic algorithms make every run on a machine repeat exactly;
-# the clock measures this notebook's running time, printed at the end.
+# Uma única thread e algoritmos determinísticos fazem cada execução numa mesma máquina se
+# repetir exatamente; o relógio mede o tempo de execução deste notebook, impresso no final.
 
 # %%
 # %matplotlib inline
@@ -60,17 +62,19 @@ torch.manual_seed(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. Without positions, order is invisible
+# ## 1. Sem posições, a ordem é invisível
 #
-# A Transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`) mixes the vectors of a
-# sequence by [self-attention](https://d2l.ai/chapter_attention-mechanisms-and-transformers/self-attention-and-positional-encoding.html):
-# each vector's output is a weighted average of all the vectors, with weights that come from
-# comparing vectors with each other. Then it transforms each vector on its own. Nothing in
-# it knows where a vector sits. So if we shuffle the input, the output comes out shuffled in
-# the same way: the layer is [*permutation-equivariant*](https://en.wikipedia.org/wiki/Equivariant_map),
-# $f(x_{\sigma}) = f(x)_{\sigma}$ for every reordering $\sigma$. (Equivariant, not *invariant*: the
-# outputs do change, they move with their tokens.) We check it on a random batch of 2
-# sequences of 10 vectors, in eval mode and without dropout, so the layer is a plain function.
+# Uma camada de encoder do Transformer (o `nn.TransformerEncoderLayer` do PyTorch) mistura
+# os vetores de uma sequência por [autoatenção](https://d2l.ai/chapter_attention-mechanisms-and-transformers/self-attention-and-positional-encoding.html)
+# (self-attention): a saída de cada vetor é uma média ponderada de todos os vetores, com
+# pesos que vêm da comparação dos vetores entre si. Depois ela transforma cada vetor
+# separadamente. Nada nela sabe onde um vetor está. Então, se embaralharmos a entrada, a
+# saída sai embaralhada do mesmo jeito: a camada é
+# [*equivariante a permutações*](https://en.wikipedia.org/wiki/Equivariant_map),
+# $f(x_{\sigma}) = f(x)_{\sigma}$ para toda reordenação $\sigma$. (Equivariante, não
+# *invariante*: as saídas mudam, sim; elas se movem junto com os seus tokens.) Verificamos
+# isso num lote aleatório de 2 sequências de 10 vetores, em modo de avaliação (eval) e sem
+# dropout, para que a camada seja uma função comum.
 
 # %%
 D_MODEL = 32
@@ -83,12 +87,13 @@ with torch.no_grad():
 torch.testing.assert_close(out_of_shuffled, out[:, shuffle])  # layer(shuffled x) == shuffled layer(x)
 
 # %% [markdown]
-# The two agree up to round-off (the sums inside attention run in another order), within
-# the float32 tolerance of `torch.testing.assert_close`: $10^{-5}$ plus $1.3 \cdot 10^{-6}$ of
-# the value. Adding `posenc.torch.PositionalEncoding` (notebook 02) first breaks the symmetry: after the
-# shuffle, the vector now at position 0 gets the code of position 0, not the one of the place
-# it came from. Shuffling the tokens now changes what the layer computes, by far more than
-# round-off: by more than 0.1, ten thousand times that tolerance.
+# Os dois lados coincidem a menos do erro de arredondamento (as somas dentro da atenção
+# são feitas em outra ordem), dentro da tolerância de float32 de
+# `torch.testing.assert_close`: $10^{-5}$ mais $1.3 \cdot 10^{-6}$ do valor. Somar
+# `posenc.torch.PositionalEncoding` (notebook 02) antes quebra a simetria: depois do
+# embaralhamento, o vetor que agora está na posição 0 recebe o código da posição 0, não o
+# do lugar de onde veio. Embaralhar os tokens agora muda o que a camada calcula, e muito
+# mais do que o arredondamento: em mais de 0.1, dez mil vezes aquela tolerância.
 
 # %%
 add_positions = posenc.torch.PositionalEncoding(D_MODEL)
@@ -99,20 +104,21 @@ print(f"largest change between layer(shuffled x) and shuffled layer(x): {largest
 assert largest_change > 0.1, "more than round-off"
 
 # %% [markdown]
-# ## 2. A task that needs order: copy the previous token
+# ## 2. Uma tarefa que precisa de ordem: copiar o token anterior
 #
-# Each input is a sequence of 12 random tokens out of 16; at every position the model
-# must output the token one place to its left. Position 0 has no left neighbour, so it is
-# not scored (its target is `IGNORE`, which the loss skips). The same NumPy generator
-# feeds the PyTorch and the Keras models.
+# Cada entrada é uma sequência de 12 tokens aleatórios entre 16; em cada posição, o modelo
+# precisa produzir o token que está uma casa à esquerda. A posição 0 não tem vizinho à
+# esquerda, então não conta na pontuação (o seu alvo é `IGNORE`, que a loss ignora). O mesmo
+# gerador do NumPy alimenta os modelos em PyTorch e em Keras.
 #
-# This task and its helpers live in `posenc.lessons` (the lessons' scaffolding, kept apart
-# from the library's API), so that notebook 08 can run the same task with RoPE:
-# `copy_previous_task` makes the data, `accuracy` scores predictions,
-# `order_blind_ceiling` is the best an order-blind model can do (below), `train` and
-# `predict` run a model, `first_step_above` reads a learning curve, and `LearnedPositions`
-# is the learned position table. The constants `VOCAB`, `TRAIN_LENGTH` and `IGNORE` are
-# 16, 12 and -100. Here is how the data is made (the first lines check the arguments):
+# Essa tarefa e as suas funções auxiliares ficam em `posenc.lessons` (a estrutura de apoio
+# das lições, separada da API da biblioteca), para que o notebook 08 possa rodar a mesma
+# tarefa com RoPE: `copy_previous_task` gera os dados, `accuracy` pontua as previsões,
+# `order_blind_ceiling` é o melhor que um modelo cego à ordem consegue fazer (abaixo),
+# `train` e `predict` executam um modelo, `first_step_above` lê uma curva de aprendizado e
+# `LearnedPositions` é a tabela de posições aprendida. As constantes `VOCAB`,
+# `TRAIN_LENGTH` e `IGNORE` valem 16, 12 e -100. Veja como os dados são gerados (as
+# primeiras linhas verificam os argumentos):
 
 # %%
 print(inspect.getsource(lessons.copy_previous_task))
@@ -124,13 +130,14 @@ print("tokens: ", tokens[0])
 print("targets:", targets[0])
 
 # %% [markdown]
-# Without positions, a model sees at each position its own token and the *bag* of all
-# tokens, never their order. Its best guess for the left neighbour is the most frequent
-# of the other tokens in the bag, which is right with probability (count of that token) /
-# (length - 1). We average that over a test set: it is the ceiling for any order-blind
-# model: above the $1/16$ of a random guess (the bag gives the candidates away) but under a
-# half. `order_blind_ceiling` computes it with a one-hot count of each sequence's tokens;
-# `accuracy` is the share of scored positions predicted right.
+# Sem posições, um modelo vê em cada posição o seu próprio token e o *saco* (bag) de todos
+# os tokens, nunca a ordem deles. O seu melhor palpite para o vizinho da esquerda é o mais
+# frequente dos outros tokens do saco, que acerta com probabilidade (contagem desse token) /
+# (comprimento - 1). Tiramos a média disso num conjunto de teste: esse é o teto de qualquer
+# modelo cego à ordem: acima do $1/16$ de um chute aleatório (o saco entrega os candidatos),
+# mas abaixo de meio. `order_blind_ceiling` o calcula com uma contagem one-hot dos tokens de
+# cada sequência; `accuracy` é a fração das posições pontuadas que foram previstas
+# corretamente.
 
 # %%
 test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [TRAIN_LENGTH, 24, 48]}
@@ -139,22 +146,23 @@ print(f"order-blind ceiling at length {TRAIN_LENGTH}: {ceiling:.2f}, a random gu
 assert 1 / VOCAB < ceiling < 0.5, "better than a random guess, but under a half"
 
 # %% [markdown]
-# ## A tiny Transformer, three ways
+# ## Um Transformer minúsculo, de três jeitos
 #
-# Token embedding, then the positions, then one encoder layer, then a linear head over the
-# 16 tokens. Only the positions step differs:
+# Embedding de tokens, depois as posições, depois uma camada de encoder, depois uma cabeça
+# linear sobre os 16 tokens. Só a etapa das posições muda:
 #
-# - `none`: nothing is added;
-# - `learned`: a trainable table with one vector per position, for positions 0..11, as
-#   BERT and GPT-2 do (`lessons.LearnedPositions`);
-# - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixed, defined for every position.
+# - `none`: nada é somado;
+# - `learned`: uma tabela treinável com um vetor por posição, para as posições 0..11, como
+#   fazem o BERT e o GPT-2 (`lessons.LearnedPositions`);
+# - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixa, definida para todas as posições.
 #
-# Notebook 02 showed why models usually multiply their embeddings by $\sqrt{d_{model}}$
-# before adding the table: embeddings with entries of size $1/\sqrt{d_{model}}$ have rows of
-# norm about 1, and the table's rows, of norm $\sqrt{d_{model}/2}$, would drown them. Our
-# tiny models skip the scale, because `nn.Embedding` starts from entries of size 1: its rows
-# already have a norm near $\sqrt{32} \approx 5.7$ (a little less on average), more than the
-# table's $\sqrt{16} = 4$. (Exercise 2 adds the table to small embeddings, with the scale.)
+# O notebook 02 mostrou por que os modelos costumam multiplicar os seus embeddings por
+# $\sqrt{d_{model}}$ antes de somar a tabela: embeddings com entradas de tamanho
+# $1/\sqrt{d_{model}}$ têm linhas de norma perto de 1, e as linhas da tabela, de norma
+# $\sqrt{d_{model}/2}$, os afogariam. Os nossos modelos minúsculos pulam a escala, porque o
+# `nn.Embedding` começa com entradas de tamanho 1: as suas linhas já têm norma perto de
+# $\sqrt{32} \approx 5.7$ (um pouco menos, em média), mais que o $\sqrt{16} = 4$ da tabela.
+# (O exercício 2 soma a tabela a embeddings pequenos, com a escala.)
 
 # %%
 token_rows = nn.Embedding(VOCAB, D_MODEL).weight.detach().norm(dim=1)
@@ -163,8 +171,9 @@ print(f"embedding rows: norm {token_rows.mean():.1f} on average; table rows: nor
 assert torch.allclose(table_rows, torch.tensor(4.0)), "sqrt(d_model / 2): each pair contributes sin^2 + cos^2 = 1"
 
 # %% [markdown]
-# The seed is reset before each model is built, so the three share their initial token
-# embedding, encoder and head. Each line below is one model's size.
+# A semente (seed) é reiniciada antes de construir cada modelo; assim os três compartilham
+# o embedding de tokens, o encoder e a cabeça iniciais. Cada linha abaixo é o tamanho de um
+# modelo.
 
 # %%
 COLORS = {"none": "C0", "learned": "C1", "sinusoidal": "C2"}
@@ -188,19 +197,19 @@ for name, model in models.items():
     print(f"{name:>10}: {sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# One training function, `lessons.train`, serves all three: 300 steps (`STEPS`) of Adam
-# on batches of 64 (`BATCH`) fresh sequences (the same 19 200 sequences, in the same order,
-# for every model). It returns the loss and the accuracy on each batch, for the learning
-# curves; `lessons.predict` runs a trained model in eval mode.
+# Uma única função de treino, `lessons.train`, serve para os três: 300 passos (`STEPS`) de
+# Adam em lotes de 64 (`BATCH`) sequências novas (as mesmas 19 200 sequências, na mesma
+# ordem, para todos os modelos). Ela devolve a loss e a acurácia em cada lote, para as
+# curvas de aprendizado; `lessons.predict` executa um modelo treinado em modo de avaliação.
 
 # %%
 train_tokens, train_targets = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)
 assert STEPS * BATCH == len(train_tokens) == 19_200
 
 # %% [markdown]
-# Training prints a line every 100 steps. The exact losses depend on the platform's
-# floating-point round-off, so this cell's output is not compared by the tests; the
-# conclusions are asserted below.
+# O treino imprime uma linha a cada 100 passos. As losses exatas dependem do arredondamento
+# de ponto flutuante da plataforma; por isso a saída desta célula não é comparada pelos
+# testes; as conclusões são verificadas por asserts mais abaixo.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -210,10 +219,10 @@ for name, model in models.items():
     curves[name] = train(model, train_tokens, train_targets, steps=STEPS, report_every=100)
 
 # %% [markdown]
-# ## Results at the training length
+# ## Resultados no comprimento de treino
 #
-# Accuracy on 1000 fresh sequences of length 12, next to the order-blind ceiling, and the
-# first training step at which a batch was more than 90% right (`first_step_above`):
+# Acurácia em 1000 sequências novas de comprimento 12, ao lado do teto cego à ordem, e o
+# primeiro passo de treino em que um lote teve mais de 90% de acertos (`first_step_above`):
 
 # %%
 tokens, targets = test_sets[TRAIN_LENGTH]
@@ -227,17 +236,18 @@ for name, value in results.items():
 print(f"{'ceiling':>10}: {ceiling:.2f}   (best possible without order)")
 
 # %% [markdown]
-# Both position methods solve the task (above 0.9 on the test set).
+# Os dois métodos de posição resolvem a tarefa (acima de 0.9 no conjunto de teste).
 
 # %%
 assert min(results["sinusoidal"], results["learned"]) > 0.9
 
 # %% [markdown]
-# Without positions the model stays below 0.5, within 0.05 of the order-blind ceiling (it
-# can do no better, and it finds about the best an order-blind rule can do), and never gets
-# a training batch more than 90% right (checked at the end). It is still equivariant after
-# training: its logits for a shuffled input are its logits for the input, shuffled, so order
-# cannot reach its predictions.
+# Sem posições, o modelo fica abaixo de 0.5, a menos de 0.05 do teto cego à ordem (ele não
+# consegue fazer melhor, e encontra mais ou menos o melhor que uma regra cega à ordem
+# consegue), e nunca acerta mais de 90% de um lote de treino (verificado no final). Ele
+# continua equivariante depois do treino: os seus logits para uma entrada embaralhada são os
+# seus logits para a entrada, embaralhados; então a ordem não tem como chegar às suas
+# previsões.
 
 # %%
 shuffle = np.random.default_rng(2).permutation(TRAIN_LENGTH)
@@ -246,12 +256,13 @@ with torch.no_grad():
     torch.testing.assert_close(models["none"](torch.from_numpy(tokens[:, shuffle])), logits[:, shuffle])
 
 # %% [markdown]
-# Here the learned table passed 0.9 on a batch before the sinusoidal one did. One run is
-# one draw of the initial weights, so we repeat the race with three other seeds for the
-# initial weights (the same batches): the learned model trains until its first batch above
-# 0.9, the sinusoidal one for the same number of steps. In every run the learned table is
-# first. A plausible reason: it can be shaped for this very task, while the sinusoidal
-# vectors are fixed and the layers must learn to read them.
+# Aqui a tabela aprendida passou de 0.9 num lote antes da senoidal. Uma execução é um
+# único sorteio dos pesos iniciais; então repetimos a corrida com outras três sementes para
+# os pesos iniciais (os mesmos lotes): o modelo aprendido treina até o seu primeiro lote
+# acima de 0.9, e o senoidal pelo mesmo número de passos. Em todas as execuções, a tabela
+# aprendida chega primeiro. Um motivo plausível: ela pode ser moldada para esta tarefa
+# específica, enquanto os vetores senoidais são fixos e as camadas precisam aprender a
+# lê-los.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -268,8 +279,8 @@ print(race)
 assert all(sinusoidal is None for _, sinusoidal in race.values()), "the learned table first in every run"
 
 # %% [markdown]
-# The learning curves (loss, and accuracy on each training batch) show the same picture
-# while it forms.
+# As curvas de aprendizado (a loss e a acurácia em cada lote de treino) mostram o mesmo
+# quadro enquanto ele se forma.
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.5))
@@ -283,10 +294,10 @@ right.legend(loc="center right")
 plt.show()
 
 # %% [markdown]
-# What did the sinusoidal model learn to look at? Its one attention layer, averaged over
-# its 4 heads and over the 1000 test sequences: row $p$ shows how position $p$ spreads its
-# attention over the positions of the sequence. The bright line just below the diagonal is
-# $p \to p - 1$, the token to copy.
+# O que o modelo senoidal aprendeu a olhar? A sua única camada de atenção, com média sobre
+# as suas 4 cabeças e sobre as 1000 sequências de teste: a linha $p$ mostra como a posição
+# $p$ distribui a sua atenção pelas posições da sequência. A linha clara logo abaixo da
+# diagonal é $p \to p - 1$, o token a copiar.
 
 # %%
 sinusoidal_model = models["sinusoidal"].eval()
@@ -302,22 +313,22 @@ fig.colorbar(image, ax=ax, label="weight")
 plt.show()
 
 # %% [markdown]
-# Every position $p \ge 1$ gives its largest weight to $p - 1$, and at least 0.3 of its
-# attention, more than three times the $1/12 \approx 0.08$ of an even spread (checked at
-# the end).
+# Toda posição $p \ge 1$ dá o seu maior peso a $p - 1$, e pelo menos 0.3 da sua atenção,
+# mais de três vezes o $1/12 \approx 0.08$ de uma distribuição uniforme (verificado no
+# final).
 
 # %%
 previous = np.diagonal(attention, offset=-1)  # attention[p, p - 1] for p = 1 .. 11
 assert np.array_equal(attention[1:].argmax(axis=1), np.arange(TRAIN_LENGTH - 1)), "largest weight on p - 1"
 
 # %% [markdown]
-# ## 3. Longer sequences than in training
+# ## 3. Sequências mais longas que no treino
 #
-# Now sequences of 24 and 48 tokens, two and four times the training length. The learned
-# table has no row for position 12 or beyond, so the `learned` model cannot even run on
-# them: the lookup fails. We record that instead of inventing vectors for it. The
-# sinusoidal table is defined at every position, so that model runs; whether it is right
-# is what we measure.
+# Agora, sequências de 24 e 48 tokens, duas e quatro vezes o comprimento de treino. A
+# tabela aprendida não tem linha para a posição 12 nem para as seguintes; então o modelo
+# `learned` nem consegue rodar nelas: a consulta à tabela falha. Registramos isso em vez de
+# inventar vetores para ele. A tabela senoidal é definida em todas as posições; então esse
+# modelo roda; se ele acerta é o que medimos.
 
 # %%
 try:
@@ -328,10 +339,10 @@ else:
     raise AssertionError("the learned table should not cover position 12")
 
 # %% [markdown]
-# For the other two models we split the accuracy by position: positions below 12, which
-# the model saw in training, and positions 12 and beyond, which it never saw; and for
-# length 48, positions 24 and beyond on their own. The order-blind ceiling is computed at
-# each length too.
+# Para os outros dois modelos, separamos a acurácia por posição: as posições abaixo de 12,
+# que o modelo viu no treino, e as posições 12 em diante, que ele nunca viu; e, para o
+# comprimento 48, as posições 24 em diante à parte. O teto cego à ordem também é calculado
+# em cada comprimento.
 
 # %%
 def accuracy_by_position(model, length):
@@ -359,15 +370,16 @@ print(f"{'ceiling':>10}  {ceiling:9.2f}  {ceilings[24]:17.2f}  {ceilings[48]:17.
 print(f"sinusoidal at positions 24..47 of length 48: {far_48:.2f}")
 
 # %% [markdown]
-# What the sinusoidal model does past the training length: at positions it saw, it stays
-# accurate on sequences twice as long (above 0.9); at the positions it never saw, it falls
-# below 0.5, at least 0.4 below what it does on the seen ones. At four times the length the seen positions are
-# less accurate as well (they now share their attention with 36 positions the model never
-# met in training). From position 24 on, twice the training length, the sinusoidal model
-# does no better than the order-blind guess (within 0.05 of it). The formula extends to any
-# position; what the trained weights do with the new vectors is another matter. Without
-# positions, the model stays within 0.05 of the (lower) ceiling of the longer bags. The
-# cross-checks at the end assert each of these.
+# O que o modelo senoidal faz além do comprimento de treino: nas posições que viu, ele
+# continua preciso em sequências duas vezes mais longas (acima de 0.9); nas posições que
+# nunca viu, cai abaixo de 0.5, pelo menos 0.4 abaixo do que faz nas já vistas. Com quatro
+# vezes o comprimento, as posições vistas também ficam menos precisas (agora elas dividem a
+# sua atenção com 36 posições que o modelo nunca encontrou no treino). A partir da posição
+# 24, duas vezes o comprimento de treino, o modelo senoidal não faz melhor que o palpite
+# cego à ordem (fica a menos de 0.05 dele). A fórmula se estende a qualquer posição; o que
+# os pesos treinados fazem com os vetores novos é outra história. Sem posições, o modelo
+# fica a menos de 0.05 do teto (mais baixo) dos sacos mais longos. As verificações cruzadas
+# no final confirmam cada uma dessas afirmações.
 
 # %%
 seen_24, unseen_24 = longer["sinusoidal", 24][1:]
@@ -375,8 +387,8 @@ seen_48, unseen_48 = longer["sinusoidal", 48][1:]
 assert seen_24 > 0.9 > 0.5 > unseen_24 and unseen_24 < seen_24 - 0.4, "seen positions right, unseen ones not"
 
 # %% [markdown]
-# Accuracy at each position of the longer sequences; the dashed line marks the end of the
-# training length.
+# Acurácia em cada posição das sequências mais longas; a linha tracejada marca o fim do
+# comprimento de treino.
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.5))
@@ -389,12 +401,12 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## 4. The same comparison in Keras
+# ## 4. A mesma comparação em Keras
 #
-# A shorter version: the same task and training set, a Keras 3 model of the same shape,
-# built once without positions and once with `posenc.tensorflow.PositionalEncoding`.
-# TensorFlow reads two environment variables when it loads, so they are set before the
-# first `import tensorflow`.
+# Uma versão mais curta: a mesma tarefa e o mesmo conjunto de treino, um modelo em Keras 3
+# com a mesma forma, construído uma vez sem posições e uma vez com
+# `posenc.tensorflow.PositionalEncoding`. O TensorFlow lê duas variáveis de ambiente ao ser
+# carregado; por isso elas são definidas antes do primeiro `import tensorflow`.
 
 # %%
 import os
@@ -414,8 +426,8 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 tf.config.experimental.enable_op_determinism()
 
 # %% [markdown]
-# The encoder block is written out: attention, add and normalise, a two-layer
-# feed-forward, add and normalise. The loss skips the `IGNORE` targets, as in PyTorch.
+# O bloco do encoder é escrito por extenso: atenção, soma e normalização, uma rede
+# feed-forward de duas camadas, soma e normalização. A loss ignora os alvos `IGNORE`, como no PyTorch.
 
 # %%
 def keras_transformer(sinusoidal):
@@ -448,53 +460,56 @@ for name, model in keras_models.items():
     print(f"{name:>10}: length 12 {keras_results[name, 12]:.2f}, length 24 {keras_results[name, 24]:.2f}")
 
 # %% [markdown]
-# Keras agrees with PyTorch: the sinusoidal encoding solves the task at the training
-# length (above 0.9), no positions stays within 0.05 of the order-blind ceiling (checked at
-# the end), and the sinusoidal model is more than 0.2 less accurate on sequences twice as
-# long.
+# O Keras concorda com o PyTorch: a codificação senoidal resolve a tarefa no comprimento de
+# treino (acima de 0.9), sem posições o modelo fica a menos de 0.05 do teto cego à ordem
+# (verificado no final), e o modelo senoidal fica mais de 0.2 menos preciso em sequências
+# duas vezes mais longas.
 
 # %%
 assert keras_results["sinusoidal", 24] < keras_results["sinusoidal", 12] - 0.2, "worse past the training length"
 
 # %% [markdown]
-# This run's own time, from the imports to here (it depends on the machine):
+# O tempo desta execução, dos imports até aqui (depende da máquina):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 print(f"{time.perf_counter() - started:.0f} s")
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - One Transformer encoder layer without positions is permutation-equivariant: shuffled
-#   input, identically shuffled output. Adding `posenc.torch.PositionalEncoding` breaks
-#   that, which is the whole point of it.
-# - On "copy the previous token", a tiny Transformer with no positions cannot beat the
-#   best order-blind guess (the ceiling computed above); learned position embeddings and
-#   the sinusoidal encoding both reach above 0.9 in 300 steps, the learned ones sooner in
-#   each of the four seeds we tried. The sinusoidal model's attention runs along
+# - Uma camada de encoder do Transformer sem posições é equivariante a permutações:
+#   entrada embaralhada, saída embaralhada do mesmo jeito. Somar
+#   `posenc.torch.PositionalEncoding` quebra isso, e é exatamente para isso que ela serve.
+# - Em "copiar o token anterior", um Transformer minúsculo sem posições não consegue superar
+#   o melhor palpite cego à ordem (o teto calculado acima); embeddings posicionais
+#   aprendidos e a codificação senoidal passam de 0.9 em 300 passos, os aprendidos mais
+#   cedo em cada uma das quatro sementes que testamos. A atenção do modelo senoidal segue
 #   $p \to p - 1$.
-# - Past the training length, learned embeddings have no vector at all. The sinusoidal
-#   model runs, stays accurate at positions it trained on (at twice the length), and is
-#   poor at positions it never saw: a defined encoding is not a learned generalisation.
-# - Keras with `posenc.tensorflow.PositionalEncoding` shows the same contrast.
-# - The table is added to the token embeddings; with embeddings of size $1/\sqrt{d_{model}}$,
-#   multiply them by $\sqrt{d_{model}}$ first, so that the table does not drown them.
+# - Além do comprimento de treino, os embeddings aprendidos simplesmente não têm vetor. O
+#   modelo senoidal roda, continua preciso nas posições em que treinou (com o dobro do
+#   comprimento) e vai mal nas posições que nunca viu: uma codificação definida não é uma
+#   generalização aprendida.
+# - O Keras com `posenc.tensorflow.PositionalEncoding` mostra o mesmo contraste.
+# - A tabela é somada aos embeddings dos tokens; com embeddings de tamanho
+#   $1/\sqrt{d_{model}}$, multiplique-os antes por $\sqrt{d_{model}}$, para que a tabela não
+#   os afogue.
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each check answers "Correct!" or says what is wrong. When stuck, `nb07.both_sides.hint()`
-# gives a nudge and `nb07.both_sides.solution()` prints the reference code (the same for
-# `model_input`). Nothing here trains: each check runs in a moment.
+# Cada verificação responde "Correct!" ou diz o que está errado. Se empacar,
+# `nb07.both_sides.hint()` dá uma dica e `nb07.both_sides.solution()` mostra o código de
+# referência (o mesmo vale para `model_input`). Nada aqui treina: cada verificação roda num
+# instante.
 #
-# ### Exercise 1 · Equivariant, not invariant
+# ### Exercício 1 · Equivariante, não invariante
 #
-# `nb07.layer` and `nb07.x` are the encoder layer and the batch of section 1, made from the
-# same seed. Write `both_sides(order)`: for a reordering `order` of the 10 positions, return
-# the two sides of the equivariance claim, the layer applied to the shuffled batch and the
-# layer's output shuffled the same way. The check runs it for three orders; when the two
-# sides are right, they are equal. The draft below states another property than
-# equivariance: the check says which.
+# `nb07.layer` e `nb07.x` são a camada de encoder e o lote da seção 1, feitos com a mesma
+# semente. Escreva `both_sides(order)`: para uma reordenação `order` das 10 posições,
+# devolva os dois lados da afirmação de equivariância, a camada aplicada ao lote embaralhado
+# e a saída da camada embaralhada do mesmo jeito. A verificação roda a função para três
+# ordens; quando os dois lados estiverem certos, eles são iguais. O rascunho abaixo enuncia
+# outra propriedade que não a equivariância: a verificação diz qual.
 
 # %%
 from posenc.exercises import nb07
@@ -513,13 +528,13 @@ def both_sides(order):
 nb07.both_sides.check(both_sides)
 
 # %% [markdown]
-# ### Exercise 2 · The model's input: scaled embeddings plus the table
+# ### Exercício 2 · A entrada do modelo: embeddings escalados mais a tabela
 #
-# `nb07.embeddings` is a batch of 4 sequences of 12 token embeddings of width 32, with
-# entries of size about $1/\sqrt{32}$ (as fairseq initialises them). Build what the first
-# layer receives: the embeddings times $\sqrt{d_{model}}$, plus the sinusoidal table, the
-# row of position $p$ added to the token at position $p$ of every sequence. The draft has one
-# mistake, one that runs without an error.
+# `nb07.embeddings` é um lote de 4 sequências de 12 embeddings de tokens de largura 32,
+# com entradas de tamanho perto de $1/\sqrt{32}$ (como o fairseq os inicializa). Construa o
+# que a primeira camada recebe: os embeddings vezes $\sqrt{d_{model}}$, mais a tabela
+# senoidal, com a linha da posição $p$ somada ao token na posição $p$ de cada sequência. O
+# rascunho tem um erro, um que roda sem dar erro.
 
 # %%
 import math
@@ -531,9 +546,9 @@ model_input = embeddings * math.sqrt(D_MODEL) + posenc.torch.positional_encoding
 nb07.model_input.check(model_input)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The remaining claims of the text, checked in one place.
+# As afirmações restantes do texto, verificadas num só lugar.
 
 # %%
 # Section 2: the no-positions model stays below 0.5, within 0.05 of the order-blind ceiling,

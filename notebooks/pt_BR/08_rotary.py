@@ -1,25 +1,26 @@
 # %% [markdown]
-# # 08 · From sinusoidal to rotary: RoPE
+# # 08 · Do senoidal ao rotativo: RoPE
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/08_rotary.ipynb)
 #
-# Nearly every recent language model uses rotary position embedding (RoPE) instead of an
-# added table. RoPE takes the frequencies of the sinusoidal encoding and uses them to
-# *rotate* queries and keys. This notebook shows why that is an improvement, the two ways
-# the channels are paired and how checkpoints move between them, the frequency rules that
-# stretch a model to longer contexts, the precision traps of long positions, and the
-# copy task of notebook 07 with RoPE beside the other three choices.
+# Quase todo modelo de linguagem recente usa o embedding posicional rotativo (RoPE) em vez
+# de somar uma tabela. O RoPE pega as frequências da codificação senoidal e as usa para
+# *rotacionar* as queries e as keys (consultas e chaves). Este notebook mostra por que isso
+# é uma melhoria, as duas formas de agrupar os canais em pares e como os checkpoints passam
+# de uma para a outra, as regras de frequência que estendem um modelo a contextos mais
+# longos, as armadilhas de precisão das posições longas e a tarefa de cópia do notebook 07
+# com o RoPE ao lado das outras três opções.
 #
-# **Question:** Why do recent language models rotate their queries and keys instead of adding a position table, and what must a port of RoPE get right?
+# **Pergunta:** Por que os modelos de linguagem recentes rotacionam suas queries e keys em vez de somar uma tabela de posições, e o que é preciso acertar ao portar o RoPE?
 #
-# **You will be able to:**
-# - show that rotated queries and keys give attention scores that depend on the offset only;
-# - rotate a query by hand in the half layout and tell it from the interleaved one;
-# - move a checkpoint between the two layouts by permuting the rows of $W_q$ and $W_k$;
-# - work out the wavelength of any pair under the frequency rules for long contexts;
-# - recognise the precision traps of cos and sin at long positions.
+# **Você será capaz de:**
+# - mostrar que queries e keys rotacionadas dão pontuações de atenção que dependem só do deslocamento;
+# - rotacionar uma query à mão no layout em metades e distinguir esse layout do intercalado;
+# - passar um checkpoint de um layout para o outro permutando as linhas de $W_q$ e $W_k$;
+# - calcular o comprimento de onda de qualquer par sob as regras de frequência para contextos longos;
+# - reconhecer as armadilhas de precisão de cos e sin em posições longas.
 #
-# **Prerequisites:** notebooks 04 and 07 · **Time:** about 90 minutes
+# **Pré-requisitos:** notebooks 04 e 07 · **Tempo:** cerca de 90 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -35,8 +36,9 @@ import posenc
 posenc.set_language("pt_BR")
 
 # %% [markdown]
-# PyTorch is the main framework here; NumPy and TensorFlow are checked against it at the
-# end. One thread and deterministic algorithms make every run on a machine repeat exactly.
+# O PyTorch é o framework principal aqui; NumPy e TensorFlow são conferidos contra ele no
+# final. Uma única thread e algoritmos determinísticos fazem cada execução numa mesma
+# máquina se repetir exatamente.
 
 # %%
 # %matplotlib inline
@@ -62,18 +64,18 @@ torch.manual_seed(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. An added position vector mixes content and position
+# ## 1. Um vetor de posição somado mistura conteúdo e posição
 #
-# With the sinusoidal encoding, token $x_p$ at position $p$ enters the model as
-# $x_p + PE_p$. Attention compares two such vectors by a dot product, which splits into four
-# terms:
+# Com a codificação senoidal, o token $x_p$ na posição $p$ entra no modelo como
+# $x_p + PE_p$. A atenção compara dois desses vetores por um produto escalar, que se
+# divide em quatro termos:
 #
 # $$(x_p + PE_p)\cdot(x_s + PE_s) = \underbrace{x_p\cdot x_s}_{\text{content}}
 #   + \underbrace{x_p\cdot PE_s + PE_p\cdot x_s}_{\text{content and position}}
 #   + \underbrace{PE_p\cdot PE_s}_{\text{position}}.$$
 #
-# We put two random token vectors ($d = 64$) at positions 5 and 2, then move the same two
-# tokens to 105 and 102: the same offset of 3.
+# Colocamos dois vetores de token aleatórios ($d = 64$) nas posições 5 e 2 e depois
+# levamos os mesmos dois tokens para 105 e 102: o mesmo deslocamento de 3.
 
 # %%
 D = 64
@@ -93,18 +95,18 @@ for name in near:
     print(f"{name:>17}  {near[name]:12.3f}  {far[name]:9.3f}")
 
 # %% [markdown]
-# The four terms add up to the score. The content term is the same at both places, and so
-# is the position term: $PE_p \cdot PE_s = \sum_i \cos((p - s)\,w_i)$ depends on the offset
-# only (notebook 04), here to float64 round-off. The two mixed terms do not, and they move
-# the score although nothing but the absolute position changed.
+# Os quatro termos somam a pontuação. O termo de conteúdo é o mesmo nos dois lugares, e o
+# termo de posição também: $PE_p \cdot PE_s = \sum_i \cos((p - s)\,w_i)$ depende só do
+# deslocamento (notebook 04), aqui a menos do arredondamento em float64. Os dois termos
+# mistos não, e eles mudam a pontuação embora nada além da posição absoluta tenha mudado.
 
 # %%
 assert abs(near["position"] - far["position"]) < 1e-12, "PE_p · PE_s depends on p - s only"
 
 # %% [markdown]
-# In a real attention layer the vectors first pass through the query and key projections
-# $W_q$, $W_k$. Then even the position term, $PE_p W_q^\top W_k PE_s$, depends on where the
-# pair sits, not only on its offset:
+# Numa camada de atenção de verdade, os vetores passam antes pelas projeções de query e de
+# key, $W_q$ e $W_k$. Aí até o termo de posição, $PE_p W_q^\top W_k PE_s$, depende de onde
+# o par está, e não só do seu deslocamento:
 
 # %%
 W_q, W_k = rng.standard_normal((2, D, D)) / np.sqrt(D)
@@ -119,27 +121,27 @@ print(f"position term with projections: {projected_position_term(5, 2):.3f} at (
       f"{projected_position_term(105, 102):.3f} at (105, 102)")
 
 # %% [markdown]
-# ## 2. Rotate queries and keys instead
+# ## 2. Em vez disso, rotacione queries e keys
 #
-# RoPE ("rotary position embedding", from the RoFormer paper: Su et al., 2021,
-# [arXiv 2104.09864](https://arxiv.org/abs/2104.09864)) adds nothing to the token vectors.
-# It takes the query and the key of each attention head *after* their projections, splits
-# the head's $d$ channels into pairs, and turns pair $j$ of the vector at position $p$ by the
-# angle $p\,w_j$, with the sinusoidal frequencies $w_j = 10000^{-2j/d}$. Here $d$ is the
-# size of one head (`head_dim`), not `d_model`: every head turns its own channels at the
-# same $d/2$ frequencies. As a matrix, the turn is block-diagonal, one $2 \times 2$
-# rotation per pair and zeros elsewhere:
+# O RoPE ("rotary position embedding", embedding posicional rotativo, do artigo do
+# RoFormer: Su et al., 2021, [arXiv 2104.09864](https://arxiv.org/abs/2104.09864)) não
+# soma nada aos vetores dos tokens. Ele pega a query e a key de cada cabeça de atenção
+# *depois* das projeções, divide os $d$ canais da cabeça em pares e gira o par $j$ do vetor
+# na posição $p$ pelo ângulo $p\,w_j$, com as frequências senoidais $w_j = 10000^{-2j/d}$.
+# Aqui $d$ é o tamanho de uma cabeça (`head_dim`), não `d_model`: cada cabeça gira os
+# próprios canais nas mesmas $d/2$ frequências. Como matriz, o giro é bloco-diagonal, uma
+# rotação $2 \times 2$ por par e zeros no resto:
 #
 # $$R(p\,w) = \begin{pmatrix} R_2(p\,w_0) & & \\ & \ddots & \\ & & R_2(p\,w_{d/2-1}) \end{pmatrix},
 #   \qquad R_2(\theta) = \begin{pmatrix} \cos\theta & -\sin\theta \\ \sin\theta & \cos\theta \end{pmatrix}.$$
 #
-# Block by block, the transpose of a rotation by $a$ followed by a rotation by $b$ is a
-# rotation by $b - a$, so $R(p\,w)^\top R(s\,w) = R((s - p)\,w)$ and
+# Bloco a bloco, a transposta de uma rotação por $a$ seguida de uma rotação por $b$ é uma
+# rotação por $b - a$; logo $R(p\,w)^\top R(s\,w) = R((s - p)\,w)$ e
 #
 # $$\big(R(p\,w)\,q\big)\cdot\big(R(s\,w)\,k\big) = q \cdot R\big((s - p)\,w\big)\,k,$$
 #
-# a function of the offset $s - p$ alone. Here is the matrix, for one head of $d = 64$,
-# and the identity checked for $p = 5$, $s = 2$:
+# uma função apenas do deslocamento $s - p$. Eis a matriz, para uma cabeça de $d = 64$,
+# e a identidade conferida para $p = 5$, $s = 2$:
 
 # %%
 def rotation_matrix(p, d=D, base=10000.0):
@@ -154,8 +156,8 @@ torch.testing.assert_close(rotation_matrix(5).T @ rotation_matrix(2), rotation_m
 print("R(5w): shape", tuple(rotation_matrix(5).shape), "with", (rotation_matrix(5) != 0).sum().item(), "nonzero entries")
 
 # %% [markdown]
-# Nobody multiplies by that matrix: each pair is turned on its own. Here is the rotation
-# written out in PyTorch, with the channels $2j$ and $2j + 1$ as pair $j$:
+# Ninguém multiplica por essa matriz: cada par é girado separadamente. Eis a rotação
+# escrita em PyTorch, com os canais $2j$ e $2j + 1$ formando o par $j$:
 
 # %%
 def rotate(x, positions, d=D, base=10000.0):
@@ -167,10 +169,11 @@ def rotate(x, positions, d=D, base=10000.0):
 
 
 # %% [markdown]
-# `posenc.torch.rotary_cos_sin` builds the cos and sin tables and
-# `posenc.torch.apply_rotary` applies them; `layout="interleaved"` is this pairing. They
-# agree with `rotate` to float64 round-off (and with the matrix, and a rotation keeps the
-# length of every vector: both are in the cross-checks at the end).
+# `posenc.torch.rotary_cos_sin` monta as tabelas de cos e sin e
+# `posenc.torch.apply_rotary` as aplica; `layout="interleaved"` é este agrupamento. Elas
+# concordam com `rotate` a menos do arredondamento em float64 (e com a matriz, e uma
+# rotação preserva o comprimento de todo vetor: as duas coisas estão nas verificações
+# cruzadas no final).
 
 # %%
 positions = torch.arange(64)
@@ -183,12 +186,13 @@ torch.testing.assert_close(rotated_q, rotate(q.expand(64, D), positions), rtol=0
 print("cos, sin:", tuple(cos.shape), " rotated q:", tuple(rotated_q.shape))
 
 # %% [markdown]
-# The same query and key at all 64 positions give a $64 \times 64$ matrix of scores,
-# `scores[p, s]` for the query at $p$ and the key at $s$. The entries with the same offset
-# $o = s - p$ form one diagonal of it (`torch.diagonal(scores, o)`). If the score depends on
-# the offset only, each diagonal holds one value, $q \cdot R(o\,w)\,k$: the unrotated query
-# against the key turned by the offset alone. Checked for all 127 diagonals, to within
-# 1e-12 (float64 round-off on scores of this size):
+# A mesma query e a mesma key nas 64 posições dão uma matriz $64 \times 64$ de pontuações,
+# `scores[p, s]` para a query em $p$ e a key em $s$. As entradas com o mesmo deslocamento
+# $o = s - p$ formam uma das suas diagonais (`torch.diagonal(scores, o)`). Se a pontuação
+# depende só do deslocamento, cada diagonal tem um único valor, $q \cdot R(o\,w)\,k$: a
+# query sem rotação contra a key girada apenas pelo deslocamento. Conferido para todas as
+# 127 diagonais, com tolerância de 1e-12 (o arredondamento em float64 em pontuações
+# desse tamanho):
 
 # %%
 scores = rotated_q @ rotated_k.T  # scores[p, s]
@@ -198,9 +202,9 @@ for o in range(-63, 64):
 print(f"scores from {scores.min().item():.1f} to {scores.max().item():.1f}")
 
 # %% [markdown]
-# The same two tokens as in section 1, slid along the sequence at offset 3: with the added
-# table the score wanders with the absolute position; with RoPE it stays put, to float64
-# round-off.
+# Os mesmos dois tokens da seção 1, deslizados ao longo da sequência com deslocamento 3:
+# com a tabela somada, a pontuação varia com a posição absoluta; com o RoPE, ela fica
+# parada, a menos do arredondamento em float64.
 
 # %%
 slide = np.arange(200)
@@ -220,27 +224,28 @@ ax.legend(fontsize=8, loc="center right")
 plt.show()
 
 # %% [markdown]
-# ## 3. Two layouts: which channels form a pair
+# ## 3. Dois layouts: quais canais formam um par
 #
-# Which two channels make a pair is a convention, and both are in use:
+# Quais dois canais formam um par é uma questão de convenção, e há duas em uso:
 #
-# - **interleaved**: channel $2j$ with $2j + 1$. Meta's reference Llama code
-#   ([meta-llama/llama](https://github.com/meta-llama/llama), which treats each pair as one
-#   complex number), [GPT-J](https://github.com/kingoflolz/mesh-transformer-jax) (EleutherAI's
-#   6-billion-parameter model of 2021) and CodeGen (`rotate_every_two`), and in Hugging Face
-#   [transformers](https://huggingface.co/docs/transformers) (the library most checkpoints
-#   are shared in) the Cohere and GLM models, whose own `rotate_half` pairs neighbours.
-# - **half**: channel $j$ with $j + d/2$. [GPT-NeoX](https://github.com/EleutherAI/gpt-neox)
-#   (EleutherAI's training library and its 20-billion-parameter model) and most transformers
-#   models (Llama, Mistral, Qwen2, Gemma, Phi-3, Falcon, ...), whose `rotate_half(x)` is
-#   `cat(-x2, x1)` of the two halves of the head.
+# - **interleaved** (intercalado): canal $2j$ com $2j + 1$. O código de referência do Llama da Meta
+#   ([meta-llama/llama](https://github.com/meta-llama/llama), que trata cada par como um
+#   número complexo), o [GPT-J](https://github.com/kingoflolz/mesh-transformer-jax) (o modelo
+#   de 6 bilhões de parâmetros da EleutherAI, de 2021) e o CodeGen (`rotate_every_two`) e, no
+#   [transformers](https://huggingface.co/docs/transformers) da Hugging Face (a biblioteca em
+#   que a maioria dos checkpoints é compartilhada), os modelos Cohere e GLM, cujo próprio
+#   `rotate_half` agrupa vizinhos.
+# - **half** (em metades): canal $j$ com $j + d/2$. O [GPT-NeoX](https://github.com/EleutherAI/gpt-neox)
+#   (a biblioteca de treino da EleutherAI e seu modelo de 20 bilhões de parâmetros) e a
+#   maioria dos modelos do transformers (Llama, Mistral, Qwen2, Gemma, Phi-3, Falcon, ...),
+#   cujo `rotate_half(x)` é `cat(-x2, x1)` das duas metades da cabeça.
 #
-# `tests/test_rotary_packages.py` checks each of these functions of the installed
-# transformers against the layout named here.
+# `tests/test_rotary_packages.py` confere cada uma dessas funções do transformers instalado
+# contra o layout indicado aqui.
 #
-# For a head of 8 channels the frequencies are $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.
-# The sine table at position 1 holds $\sin w_j$ on both channels of pair $j$, so it shows
-# which channels pair up:
+# Para uma cabeça de 8 canais, as frequências são $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.
+# A tabela de senos na posição 1 tem $\sin w_j$ nos dois canais do par $j$, então ela mostra
+# quais canais formam pares:
 
 # %%
 w8 = posenc.rotary_frequencies(8)[0]
@@ -251,7 +256,7 @@ for layout in posenc.ROTARY_LAYOUTS:
     print(f"{layout:>11}: sin at position 1 = {np.round(sin1[0], 4)}, channel -> pair {pair_of_channel[layout]}")
 
 # %% [markdown]
-# The half layout is transformers' formula `x * cos + rotate_half(x) * sin`:
+# O layout em metades é a fórmula do transformers, `x * cos + rotate_half(x) * sin`:
 
 # %%
 def rotate_half(x):
@@ -264,13 +269,13 @@ cos, sin = posenc.torch.rotary_cos_sin(torch.arange(10), D, layout="half", dtype
 torch.testing.assert_close(posenc.torch.apply_rotary(x, cos, sin, layout="half"), x * cos + rotate_half(x) * sin)
 
 # %% [markdown]
-# The two layouts differ only in the order of the channels within each head. The query and
-# key projections produce those channels, so reordering the *rows* of $W_q$ and $W_k$,
-# head by head, moves a checkpoint from one layout to the other; this is what transformers'
-# Llama conversion script does to Meta's weights, with
+# Os dois layouts diferem só na ordem dos canais dentro de cada cabeça. As projeções de
+# query e de key produzem esses canais; então reordenar as *linhas* de $W_q$ e $W_k$,
+# cabeça por cabeça, passa um checkpoint de um layout para o outro. É isso que o script de
+# conversão do Llama no transformers faz com os pesos da Meta, com
 # `w.view(heads, head_dim // 2, 2, d_model).transpose(1, 2)`.
-# `posenc.rotary_permutation` gives that row order; within a head it is the interleaved to
-# `sin_cos` column permutation of the sinusoidal table (notebook 05).
+# `posenc.rotary_permutation` dá essa ordem de linhas; dentro de uma cabeça, ela é a
+# permutação de colunas da tabela senoidal do layout intercalado para `sin_cos` (notebook 05).
 
 # %%
 HEADS, HEAD_DIM, D_MODEL = 4, 8, 32
@@ -280,9 +285,10 @@ assert (perm == script.numpy()).all(), "posenc's row order is the conversion scr
 print("rows of one head, half layout <- interleaved:", perm[:HEAD_DIM])
 
 # %% [markdown]
-# A check on a random attention layer of 4 heads: scores from the interleaved weights
-# rotated interleaved equal the scores from the permuted weights rotated in halves. Rotating
-# the unpermuted weights in halves, a common porting bug, gives different scores.
+# Uma verificação numa camada de atenção aleatória de 4 cabeças: as pontuações dos pesos
+# intercalados, rotacionados no layout intercalado, são iguais às dos pesos permutados,
+# rotacionados em metades. Rotacionar em metades os pesos não permutados, um erro comum ao
+# portar modelos, dá pontuações diferentes.
 
 # %%
 def rotary_scores(W_q, W_k, x, layout):
@@ -305,20 +311,20 @@ unpermuted = rotary_scores(meta_q, meta_k, tokens_x, "half")
 print(f"same scores after the permutation; without it they differ by up to {(unpermuted - reference).abs().max().item():.0f}")
 
 # %% [markdown]
-# ## 4. Frequency rules for longer contexts
+# ## 4. Regras de frequência para contextos mais longos
 #
-# A model trained on sequences of $L$ tokens has seen pair $j$ at angles below $L\,w_j$.
-# The pairs whose wavelength $2\pi / w_j$ is longer than $L$ never made a full turn in
-# training; at positions beyond $L$ they reach angles the model never saw. The rules below
-# change the frequencies so that a longer context stays within the angles of training;
-# each is introduced in its own paragraph. In transformers, a model's config names its
-# rule as `rope_type`: `default` ($w_j = \text{base}^{-2j/d}$) is computed by each model's
-# rotary class, and the others are the keys of `modeling_rope_utils.ROPE_INIT_FUNCTIONS`
-# (`linear`, `dynamic`, `yarn`, `longrope`, `llama3`, and `proportional`, for heads that
-# rotate only part of their channels, left out here); `posenc.rotary_frequencies` takes the
-# same names and parameters.
+# Um modelo treinado em sequências de $L$ tokens viu o par $j$ em ângulos abaixo de $L\,w_j$.
+# Os pares cujo comprimento de onda $2\pi / w_j$ é maior que $L$ nunca deram uma volta
+# completa no treino; em posições além de $L$, eles chegam a ângulos que o modelo nunca viu.
+# As regras abaixo mudam as frequências para que um contexto mais longo fique dentro dos
+# ângulos do treino; cada uma é apresentada no seu próprio parágrafo. No transformers, a
+# config de um modelo dá o nome da sua regra em `rope_type`: `default`
+# ($w_j = \text{base}^{-2j/d}$) é calculada pela classe rotativa de cada modelo, e as outras
+# são as chaves de `modeling_rope_utils.ROPE_INIT_FUNCTIONS` (`linear`, `dynamic`, `yarn`,
+# `longrope`, `llama3` e `proportional`, para cabeças que rotacionam só parte dos canais,
+# deixada de fora aqui); `posenc.rotary_frequencies` aceita os mesmos nomes e parâmetros.
 #
-# We take one head of 128 channels, base 10000, $L = 4096$, and a target of 4 times that.
+# Tomamos uma cabeça de 128 canais, base 10000, $L = 4096$ e um alvo de 4 vezes isso.
 
 # %%
 HEAD, L, FACTOR = 128, 4096, 4
@@ -330,33 +336,33 @@ print(f"pairs with a wavelength longer than L: {(default > L).sum()} of {HEAD //
       f"turning more than 32 times within L: {(turns > 32).sum()}")
 
 # %% [markdown]
-# **Position interpolation** (`linear`; Chen et al. 2023, [arXiv 2306.15595](https://arxiv.org/abs/2306.15595))
-# divides every frequency by the factor $s$: position $p$ turns as far as position $p/s$
-# did, so positions up to $sL$ land on the angles of positions up to $L$. The price: two
-# neighbours are now $1/s$ of a position apart, and the fast pairs, which tell neighbours
-# apart, turn between them by angles the model never saw. It needs some fine-tuning
-# (section 6 shows both on a small model).
+# **Interpolação de posições** (`linear`; Chen et al. 2023, [arXiv 2306.15595](https://arxiv.org/abs/2306.15595))
+# divide todas as frequências pelo fator $s$: a posição $p$ gira tanto quanto a posição
+# $p/s$ girava, então as posições até $sL$ caem nos ângulos das posições até $L$. O preço:
+# dois vizinhos agora estão a $1/s$ de posição um do outro, e os pares rápidos, que
+# distinguem vizinhos, giram entre eles por ângulos que o modelo nunca viu. Ela precisa de
+# algum ajuste fino (a seção 6 mostra as duas coisas num modelo pequeno).
 
 # %%
 wavelength["linear"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="linear", factor=FACTOR)[0]
 assert np.allclose(wavelength["linear"], FACTOR * default, rtol=1e-15), "every wavelength times s"
 
 # %% [markdown]
-# **NTK-aware scaling** (bloc97's 2023 post on Reddit,
+# **Escalonamento NTK-aware** (post de bloc97 no Reddit em 2023,
 # ["NTK-Aware Scaled RoPE"](https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/ntkaware_scaled_rope_allows_llama_models_to_have/);
-# NTK is the *neural tangent kernel* (Jacot et al. 2018,
-# [arXiv 1806.07572](https://arxiv.org/abs/1806.07572)), a theory of how wide networks
-# learn; by its account a network learns high-frequency functions of its input poorly unless
-# the input already carries high frequencies (Tancik et al. 2020,
-# [arXiv 2006.10739](https://arxiv.org/abs/2006.10739)), hence a rule that keeps the fast
-# pairs as they are) changes the base instead: $b' = b \cdot s^{d/(d-2)}$. Then
-# $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$: pair 0, the fastest, keeps its frequency
-# exactly, the slowest pair ($j = d/2 - 1$) is divided by $s$, and in between the divisor
-# $s^{2j/(d-2)}$ grows geometrically, so the fast pairs change little (pair 1 by 2.2% here).
-# That is the point: the fast pairs turn many times within $L$, so the model has seen them
-# at every angle and at every offset between neighbours, and they keep those angles; the
-# slow pairs, which never made a full turn, are stretched almost like position
-# interpolation.
+# NTK é o *neural tangent kernel*, núcleo tangente neural (Jacot et al. 2018,
+# [arXiv 1806.07572](https://arxiv.org/abs/1806.07572)), uma teoria de como redes largas
+# aprendem; segundo ela, uma rede aprende mal funções de alta frequência da sua entrada, a
+# menos que a entrada já traga altas frequências (Tancik et al. 2020,
+# [arXiv 2006.10739](https://arxiv.org/abs/2006.10739)), daí uma regra que mantém os pares
+# rápidos como estão) muda, em vez disso, a base: $b' = b \cdot s^{d/(d-2)}$. Então
+# $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$: o par 0, o mais rápido, mantém exatamente a
+# sua frequência, o par mais lento ($j = d/2 - 1$) é dividido por $s$, e entre eles o divisor
+# $s^{2j/(d-2)}$ cresce geometricamente, então os pares rápidos mudam pouco (o par 1, 2.2%
+# aqui). A ideia é essa: os pares rápidos dão muitas voltas dentro de $L$, então o modelo os
+# viu em todos os ângulos e em todos os deslocamentos entre vizinhos, e eles mantêm esses
+# ângulos; os pares lentos, que nunca deram uma volta completa, são esticados quase como na
+# interpolação de posições.
 
 # %%
 ntk = posenc.rotary_frequencies(HEAD, base=10000 * FACTOR ** (HEAD / (HEAD - 2)))[0]
@@ -366,9 +372,9 @@ print(f"pair 1's wavelength grows by {wavelength['NTK-aware'][1] / default[1] - 
 assert wavelength["NTK-aware"][0] == default[0], "pair 0 keeps its frequency exactly"
 
 # %% [markdown]
-# **Dynamic NTK** (`dynamic`) is this rule with $s$ taken from the current length instead
-# of fixed, $s$ = `factor` · `seq_len` / $L$ − (`factor` − 1): 1 up to $L$ (the frequencies
-# of training), and 13 at $4L$ with `factor` 4.
+# **NTK dinâmico** (`dynamic`) é essa regra com $s$ tirado do comprimento atual em vez de
+# fixo, $s$ = `factor` · `seq_len` / $L$ − (`factor` − 1): 1 até $L$ (as frequências do
+# treino) e 13 em $4L$ com `factor` 4.
 
 # %%
 dynamic = dict(factor=FACTOR, max_position_embeddings=L, seq_len=FACTOR * L)
@@ -378,10 +384,10 @@ assert s == 13 and np.allclose(wavelength["dynamic"], default * s ** (2 * pairs 
 
 # %% [markdown]
 # **YaRN** ("Yet another RoPE extensioN", Peng et al. 2023,
-# [arXiv 2309.00071](https://arxiv.org/abs/2309.00071)) decides per pair by how often it
-# turns within $L$: pairs turning more than `beta_fast` = 32 times keep their frequency,
-# pairs turning less than `beta_slow` = 1 time are divided by $s$ as in position
-# interpolation, with a linear ramp over the pairs between.
+# [arXiv 2309.00071](https://arxiv.org/abs/2309.00071)) decide par a par, pelo número de
+# voltas que cada um dá dentro de $L$: os pares que dão mais de `beta_fast` = 32 voltas
+# mantêm a frequência, os que dão menos de `beta_slow` = 1 volta são divididos por $s$ como
+# na interpolação de posições, com uma rampa linear nos pares intermediários.
 
 # %%
 yarn = dict(factor=FACTOR, original_max_position_embeddings=L)
@@ -389,12 +395,12 @@ wavelength["yarn"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="yarn
 assert (wavelength["yarn"][turns > 32] == default[turns > 32]).all(), "the fast pairs are kept"
 
 # %% [markdown]
-# **The attention factor.** YaRN (and LongRoPE, below) also returns a number $a$ that
-# multiplies cos and sin; YaRN's is $a = 0.1 \ln s + 1$. The rotated query and key are then
-# both $a$ times longer, so every score $q \cdot k$ is multiplied by $a^2$: attention
-# computes softmax$(a^2 \cdot \text{scores})$, a softmax at temperature $1/a^2$, sharper
-# for $a > 1$. Checked on a random query and key, once with YaRN's attention factor and
-# once with `attention_factor=1`:
+# **O fator de atenção.** O YaRN (e o LongRoPE, mais abaixo) também devolve um número $a$
+# que multiplica cos e sin; o do YaRN é $a = 0.1 \ln s + 1$. A query e a key rotacionadas
+# ficam então ambas $a$ vezes mais longas, de modo que toda pontuação $q \cdot k$ é
+# multiplicada por $a^2$: a atenção calcula softmax$(a^2 \cdot \text{scores})$, um softmax
+# com temperatura $1/a^2$, mais concentrado para $a > 1$. Conferido numa query e numa key
+# aleatórias, uma vez com o fator de atenção do YaRN e outra com `attention_factor=1`:
 
 # %%
 a = posenc.rotary_frequencies(HEAD, rope_type="yarn", **yarn)[1]
@@ -410,20 +416,21 @@ assert np.allclose(yarn_scores(), a**2 * yarn_scores(attention_factor=1.0), rtol
 print(f"YaRN's attention factor at s = {FACTOR}: a = {a:.4f} = 0.1 ln(4) + 1, every score times a² = {a**2:.4f}")
 
 # %% [markdown]
-# **Llama 3.1's rule** (`llama3`; `apply_scaling` in Meta's reference code,
-# [meta-llama/llama-models](https://github.com/meta-llama/llama-models); the models are
-# described in Grattafiori et al. 2024, [arXiv 2407.21783](https://arxiv.org/abs/2407.21783))
-# decides by wavelength $\lambda_j = 2\pi / w_j$: below $L$ / `high_freq_factor` kept, above
-# $L$ / `low_freq_factor` divided by $s$, and between, a blend of the two frequencies,
+# **A regra do Llama 3.1** (`llama3`; `apply_scaling` no código de referência da Meta,
+# [meta-llama/llama-models](https://github.com/meta-llama/llama-models); os modelos são
+# descritos em Grattafiori et al. 2024, [arXiv 2407.21783](https://arxiv.org/abs/2407.21783))
+# decide pelo comprimento de onda $\lambda_j = 2\pi / w_j$: abaixo de $L$ / `high_freq_factor`,
+# mantido; acima de $L$ / `low_freq_factor`, dividido por $s$; e, entre os dois, uma mistura
+# das duas frequências,
 #
 # $$w'_j = (1 - \sigma_j)\,\frac{w_j}{s} + \sigma_j\, w_j, \qquad
 #   \sigma_j = \frac{L / \lambda_j - \text{low\_freq\_factor}}{\text{high\_freq\_factor} - \text{low\_freq\_factor}},$$
 #
-# which runs from $\sigma = 0$ (stretched) at $\lambda = L$ / `low_freq_factor` to
-# $\sigma = 1$ (kept) at $\lambda = L$ / `high_freq_factor`. Llama 3.1 uses $s = 8$,
-# factors 1 and 4, $L = 8192$ and base 500000; here factors 1 and 4 with our $L$ and base.
-# Llama 4 Scout sets both factors to 1 and $s = 16$ (`models/llama4` of the same
-# repository): the blend is gone, and the rule is a step at $L$.
+# que vai de $\sigma = 0$ (esticado) em $\lambda = L$ / `low_freq_factor` até
+# $\sigma = 1$ (mantido) em $\lambda = L$ / `high_freq_factor`. O Llama 3.1 usa $s = 8$,
+# fatores 1 e 4, $L = 8192$ e base 500000; aqui, fatores 1 e 4 com o nosso $L$ e a nossa
+# base. O Llama 4 Scout põe os dois fatores em 1 e $s = 16$ (`models/llama4` do mesmo
+# repositório): a mistura desaparece, e a regra vira um degrau em $L$.
 
 # %%
 llama3 = dict(factor=FACTOR, original_max_position_embeddings=L, low_freq_factor=1, high_freq_factor=4)
@@ -448,13 +455,14 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# In the figure: position interpolation shifts every wavelength up by the same factor;
-# NTK-aware scaling and `dynamic` leave the fastest pair where it is and tilt the line
-# upwards; YaRN and `llama3` keep the short wavelengths (their lines hide the dashed
-# default there), stretch the long ones by exactly 4, and blend between. Every rule but
-# NTK-aware scaling with a fixed $s = 4$ stretches each wavelength longer than $L$ at least
-# 4 times (to float64 round-off, the $10^{-15}$ below), so up to $4L$ those pairs stay
-# within the angles of training; with a fixed $s$ only the slowest pair gets the full factor.
+# Na figura: a interpolação de posições desloca todos os comprimentos de onda para cima pelo
+# mesmo fator; o escalonamento NTK-aware e o `dynamic` deixam o par mais rápido onde está e
+# inclinam a linha para cima; o YaRN e o `llama3` mantêm os comprimentos de onda curtos (ali
+# as suas linhas escondem a linha tracejada do default), esticam os longos exatamente 4
+# vezes e fazem a mistura no meio. Toda regra, exceto o escalonamento NTK-aware com $s = 4$
+# fixo, estica pelo menos 4 vezes cada comprimento de onda maior que $L$ (a menos do
+# arredondamento em float64, o $10^{-15}$ abaixo), então até $4L$ esses pares ficam dentro
+# dos ângulos do treino; com $s$ fixo, só o par mais lento recebe o fator inteiro.
 
 # %%
 for name in ["linear", "dynamic", "yarn", "llama3"]:
@@ -462,11 +470,12 @@ for name in ["linear", "dynamic", "yarn", "llama3"]:
 
 # %% [markdown]
 # **LongRoPE** (Ding et al. 2024, [arXiv 2402.13753](https://arxiv.org/abs/2402.13753))
-# divides each frequency by its own factor, found by a search: `short_factor` for sequences
-# up to $L$, `long_factor` beyond, and an attention factor
-# $a = \sqrt{1 + \ln s / \ln L}$. Published lists need not start at 1, so LongRoPE may slow
-# even the fastest pair. The config of Microsoft's Phi-3-vision-128k-instruct (head of 96,
-# $L = 4096$, 131072 positions, so $s = 32$) has 48 long factors from 1.03 to 64.81:
+# divide cada frequência pelo seu próprio fator, encontrado por uma busca: `short_factor`
+# para sequências até $L$, `long_factor` além disso, e um fator de atenção
+# $a = \sqrt{1 + \ln s / \ln L}$. As listas publicadas não precisam começar em 1, então o
+# LongRoPE pode desacelerar até o par mais rápido. A config do Phi-3-vision-128k-instruct da
+# Microsoft (cabeça de 96, $L = 4096$, 131072 posições, logo $s = 32$) tem 48 fatores longos,
+# de 1.03 a 64.81:
 
 # %%
 PHI3_VISION_LONG_FACTOR = [  # rounded to 2 decimals (the config stores their float32 values)
@@ -482,18 +491,19 @@ assert np.isclose(w_96[0] / w_phi3[0], 1.03, rtol=1e-15), "the fastest pair slow
 print(f"fastest pair: wavelength {2 * np.pi / w_96[0]:.3f} -> {2 * np.pi / w_phi3[0]:.3f}; attention factor {a_phi3:.4f}")
 
 # %% [markdown]
-# ## 5. Precision at long positions
+# ## 5. Precisão em posições longas
 #
-# The angle $p\,w_j$ grows with the position, and a floating-point number of size $p\,w_j$
-# is only as exact as its last bit. Besides float32, models run in two 16-bit formats:
-# float16 (IEEE half precision: 11 significant bits, largest value 65504) and
-# [bfloat16](https://en.wikipedia.org/wiki/Bfloat16_floating-point_format) (Google's "brain
-# float": float32's range, but only 8 significant bits). Three public reports, reproduced
-# in miniature.
+# O ângulo $p\,w_j$ cresce com a posição, e um número de ponto flutuante do tamanho de
+# $p\,w_j$ só é tão exato quanto o seu último bit. Além de float32, os modelos rodam em dois
+# formatos de 16 bits: float16 (meia precisão IEEE: 11 bits significativos, maior valor
+# 65504) e [bfloat16](https://en.wikipedia.org/wiki/Bfloat16_floating-point_format) (o "brain
+# float" do Google: o alcance do float32, mas só 8 bits significativos). A seguir, três
+# relatos públicos, reproduzidos em miniatura.
 #
-# **Cos and sin tables in float16** ([EleutherAI/gpt-neox issue 1003](https://github.com/EleutherAI/gpt-neox/issues/1003)):
-# with head size 32, the angle of pair 1 at position 1857 should be 1044.27; in float16 it
-# comes out as 1045, and over the 2048 positions of the table the cosine is off by up to 0.78.
+# **Tabelas de cos e sin em float16** ([EleutherAI/gpt-neox issue 1003](https://github.com/EleutherAI/gpt-neox/issues/1003)):
+# com tamanho de cabeça 32, o ângulo do par 1 na posição 1857 deveria ser 1044.27; em
+# float16 ele sai como 1045, e, ao longo das 2048 posições da tabela, o cosseno erra por
+# até 0.78.
 
 # %%
 def float32_frequencies(head_dim, base=10000.0):
@@ -509,9 +519,10 @@ print(f"angle of pair 1 at 1857: {angles_fp32[1857, 1].item():.2f} in float32, {
       f"largest cos error {error_fp16.max().item():.2f}")
 
 # %% [markdown]
-# posenc computes the angles in higher precision and rounds only cos and sin to the
-# requested dtype. Its promise: each value within one float16 rounding ($2^{-12}$, half a
-# unit in the last place on values of size at most 1) of a value within 2e-7 of the exact one.
+# O posenc calcula os ângulos com precisão maior e arredonda só cos e sin para o dtype
+# pedido. A sua promessa: cada valor fica a no máximo um arredondamento de float16
+# ($2^{-12}$, meia unidade na última casa para valores de tamanho no máximo 1) de um valor
+# que está a menos de 2e-7 do exato.
 
 # %%
 cos16, _ = posenc.torch.rotary_cos_sin(torch.arange(2048), 32, dtype=torch.float16)
@@ -521,11 +532,12 @@ print(f"posenc in float16, same table: largest error {posenc_error_fp16:.1e}")
 assert posenc_error_fp16 <= 2.0**-12 + 2e-7, "one float16 rounding of a value within 2e-7"
 
 # %% [markdown]
-# **inv_freq rounded to bfloat16** ([sgl-project/sglang-jax issue 1472](https://github.com/sgl-project/sglang-jax/issues/1472),
-# a JAX port of the SGLang serving engine): the frequencies were cast to the model's
-# bfloat16 before the product with float32 positions. bfloat16 keeps 8 significant bits, so
-# each $w_j$ moves by up to 1 part in 256. At position 4095 that moves the angle of pair 0
-# ($w_0 = 1$, exact in bfloat16) not at all, but others by up to 5 radians, almost a full turn:
+# **inv_freq arredondado para bfloat16** ([sgl-project/sglang-jax issue 1472](https://github.com/sgl-project/sglang-jax/issues/1472),
+# um port para JAX do motor de serviço SGLang): as frequências eram convertidas para o
+# bfloat16 do modelo antes do produto com as posições em float32. O bfloat16 guarda 8 bits
+# significativos, então cada $w_j$ se move até 1 parte em 256. Na posição 4095, isso não
+# muda nada o ângulo do par 0 ($w_0 = 1$, exato em bfloat16), mas muda outros em até 5
+# radianos, quase uma volta completa:
 
 # %%
 w128 = posenc.rotary_frequencies(128)[0]  # float64
@@ -541,16 +553,16 @@ print(f"of the 128 values of cos and sin at position 4095, {(cos_sin_error > 0.0
 print(f"the worst by {cos_sin_error.max():.2f}")
 
 # %% [markdown]
-# **Everything in bfloat16** ([huggingface/candle pull request 3520](https://github.com/huggingface/candle/pull/3520);
-# candle is Hugging Face's machine-learning framework in Rust): candle's Qwen2 model cast
-# `inv_freq` *and* the positions to the model's dtype (bfloat16), multiplied them and took
-# sin and cos in bfloat16; the pull request keeps all of that in float32 and casts only the
-# result. A position in a half-precision type is already rounded. Between $2^k$ and
-# $2^{k+1}$ float16 (11 significant bits) holds every $2^{k-10}$-th integer and bfloat16
-# (8 bits) every $2^{k-7}$-th: from 16 384 to 32 768 every 16th and every 128th, from
-# 32 768 to 65 536 every 32nd and every 256th. float16 ends at 65 504: larger positions
-# round to 65 504 and, from 65 520 on, to infinity. bfloat16 has float32's range, so
-# 15 962 becomes 15 936 but nothing overflows.
+# **Tudo em bfloat16** ([huggingface/candle pull request 3520](https://github.com/huggingface/candle/pull/3520);
+# o candle é o framework de machine learning da Hugging Face em Rust): o modelo Qwen2 do
+# candle convertia `inv_freq` *e* as posições para o dtype do modelo (bfloat16), multiplicava
+# os dois e calculava sin e cos em bfloat16; o pull request mantém tudo isso em float32 e
+# converte só o resultado. Uma posição num tipo de meia precisão já está arredondada. Entre
+# $2^k$ e $2^{k+1}$, o float16 (11 bits significativos) representa um a cada $2^{k-10}$
+# inteiros e o bfloat16 (8 bits), um a cada $2^{k-7}$: de 16 384 a 32 768, um a cada 16 e
+# um a cada 128; de 32 768 a 65 536, um a cada 32 e um a cada 256. O float16 termina em
+# 65 504: posições maiores são arredondadas para 65 504 e, a partir de 65 520, para
+# infinito. O bfloat16 tem o alcance do float32, então 15 962 vira 15 936, mas nada estoura.
 
 # %%
 def spacing(start, stop, dtype):
@@ -566,14 +578,16 @@ for start in [2048, 8192, 16384, 32768]:
     assert gaps == ([2 ** (power - 10)], [2 ** (power - 7)]), "11 and 8 significant bits"
 
 # %% [markdown]
-# **posenc's error against position.** transformers computes the table in float32: Llama's
-# rotary module (and the many models that copy it) multiplies `position_ids[..., None].float()`
-# by `inv_freq` element-wise, then takes cos and sin, the first line below (`torch.outer`
-# here: the same products). posenc carries each angle in two float64 numbers (about twice
-# float64's digits) and promises cos and sin within 2e-7 of the exact value in float32, and
-# within one rounding of such a value in float16 and bfloat16. We compare with a reference
-# computed by [mpmath](https://mpmath.org) (arbitrary-precision floating point in Python)
-# with 40 significant digits, at positions from 1 to $10^6$, head size 128, over all 64 pairs:
+# **O erro do posenc em função da posição.** O transformers calcula a tabela em float32: o
+# módulo rotativo do Llama (e os muitos modelos que o copiam) multiplica
+# `position_ids[..., None].float()` por `inv_freq` elemento a elemento e depois calcula cos e
+# sin, a primeira linha abaixo (aqui com `torch.outer`: os mesmos produtos). O posenc guarda
+# cada ângulo em dois números float64 (cerca do dobro dos dígitos do float64) e promete cos
+# e sin a menos de 2e-7 do valor exato em float32, e a no máximo um arredondamento de tal
+# valor em float16 e bfloat16. Comparamos com uma referência calculada pelo
+# [mpmath](https://mpmath.org) (ponto flutuante de precisão arbitrária em Python) com 40
+# dígitos significativos, em posições de 1 a $10^6$, tamanho de cabeça 128, em todos os 64
+# pares:
 
 # %%
 sample = np.unique(np.geomspace(1, 1e6, 49).round()).astype(np.int64)
@@ -590,7 +604,7 @@ def worst_error(cos, sin):
 
 
 # %% [markdown]
-# Four routes of the transformers kind, each with one more thing in bfloat16, and posenc's:
+# Quatro caminhos do tipo do transformers, cada um com mais uma coisa em bfloat16, e o do posenc:
 
 # %%
 def float32_route(positions_dtype=torch.float32, inv_freq_dtype=torch.float32, dtype=torch.float32):
@@ -625,12 +639,13 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# posenc keeps that promise at every sampled position up to $10^6$: within 2e-7 in
-# float32, and in bfloat16 within half a unit in its last place ($2^{-9}$ on values of size
-# at most 1) plus 2e-7. The float32 route is off by about 5e-3 at $10^5$ and 5e-2 at
-# $10^6$ (one significant digit, in the table), and by more than 1e-3 at every sampled
-# position from $10^5$ on; with the frequencies or the positions in bfloat16, or everything,
-# the error reaches the size of cos and sin themselves (above 0.5) by position 4096.
+# O posenc cumpre essa promessa em todas as posições amostradas até $10^6$: a menos de 2e-7
+# em float32 e, em bfloat16, a menos de meia unidade na sua última casa ($2^{-9}$ para
+# valores de tamanho no máximo 1) mais 2e-7. O caminho em float32 erra por cerca de 5e-3 em
+# $10^5$ e 5e-2 em $10^6$ (um algarismo significativo, na tabela), e por mais de 1e-3 em
+# todas as posições amostradas a partir de $10^5$; com as frequências ou as posições em
+# bfloat16, ou com tudo, o erro chega ao tamanho do próprio cos e sin (acima de 0.5) até a
+# posição 4096.
 
 # %%
 print(f"{'position':>36}" + "".join(f"{p:>11,}" for p in [10**3, 10**4, 10**5, 10**6]))
@@ -639,13 +654,13 @@ for name, error in errors.items():
 assert errors["posenc, float32"].max() <= 2e-7, "posenc's float32 promise"
 
 # %% [markdown]
-# ## 6. In a Transformer: copy the previous token
+# ## 6. Num Transformer: copiar o token anterior
 #
-# Notebook 07's task: sequences of 12 random tokens out of 16, and at each position the
-# model must output the token one place to its left (position 0 is not scored). The helpers
-# are notebook 07's, imported above from `posenc.lessons`: `copy_previous_task`,
-# `accuracy`, `order_blind_ceiling`, `train`, `predict`, `first_step_above` and
-# `LearnedPositions`.
+# A tarefa do notebook 07: sequências de 12 tokens aleatórios dentre 16 e, em cada posição,
+# o modelo deve produzir o token que está uma casa à esquerda (a posição 0 não é
+# avaliada). As funções auxiliares são as do notebook 07, importadas acima de `posenc.lessons`:
+# `copy_previous_task`, `accuracy`, `order_blind_ceiling`, `train`, `predict`,
+# `first_step_above` e `LearnedPositions`.
 
 # %%
 assert (VOCAB, TRAIN_LENGTH) == (16, 12), "notebook 07's task"
@@ -653,14 +668,15 @@ test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [
 ceilings = {n: order_blind_ceiling(tokens) for n, (tokens, _) in test_sets.items()}
 
 # %% [markdown]
-# PyTorch's `nn.TransformerEncoderLayer` gives no access to the queries and keys, so we
-# write the same layer out (post-norm, 4 heads of 8 channels, feed-forward of 64, ReLU, no
-# dropout), in two steps. `self_attention` projects the input to queries, keys and values,
-# splits each into the 4 heads, turns the queries and keys with RoPE if it is given a rotary
-# module, and attends. RoPE's cos and sin come from `posenc.torch.RotaryEmbedding`, a module
-# like transformers' rotary embeddings: `forward(x, position_ids)` returns `(cos, sin)`. It
-# is built for one head (`HEAD_DIM` = 8), so its frequencies are $10000^{-2j/8}$ = 1, 0.1,
-# 0.01, 0.001, not those of `d_model` = 32, and every head uses the same cos and sin.
+# O `nn.TransformerEncoderLayer` do PyTorch não dá acesso às queries e keys, então
+# escrevemos a mesma camada por extenso (pós-normalização, 4 cabeças de 8 canais,
+# feed-forward de 64, ReLU, sem dropout), em dois passos. `self_attention` projeta a entrada
+# em queries, keys e values, divide cada uma nas 4 cabeças, gira as queries e as keys com o
+# RoPE se receber um módulo rotativo e aplica a atenção. O cos e o sin do RoPE vêm de
+# `posenc.torch.RotaryEmbedding`, um módulo como os embeddings rotativos do transformers:
+# `forward(x, position_ids)` devolve `(cos, sin)`. Ele é construído para uma cabeça
+# (`HEAD_DIM` = 8), então as suas frequências são $10000^{-2j/8}$ = 1, 0.1, 0.01, 0.001, e
+# não as de `d_model` = 32, e todas as cabeças usam o mesmo cos e sin.
 
 # %%
 D_MODEL, HEADS = 32, 4
@@ -688,9 +704,9 @@ def self_attention(x, qkv, out, rotary=None):
 
 
 # %% [markdown]
-# The layer adds the attention to its input and normalises, then does the same with a
-# feed-forward network. All four models use it; the other three add their positions to the
-# token embeddings as in notebook 07.
+# A camada soma a atenção à sua entrada e normaliza, depois faz o mesmo com uma rede
+# feed-forward. Os quatro modelos a usam; os outros três somam as suas posições aos
+# embeddings dos tokens, como no notebook 07.
 
 # %%
 class EncoderLayer(nn.Module):
@@ -723,8 +739,8 @@ def tiny_transformer(positions):
 
 
 # %% [markdown]
-# Training as in notebook 07: 300 steps of the Adam optimiser on batches of 64 fresh
-# sequences, the same sequences in the same order for every model.
+# Treino como no notebook 07: 300 passos do otimizador Adam em lotes de 64 sequências
+# novas, as mesmas sequências na mesma ordem para todos os modelos.
 
 # %%
 assert (STEPS, BATCH) == (300, 64), "notebook 07's training run"
@@ -733,9 +749,10 @@ models = {name: tiny_transformer(name) for name in ADDED}
 curves = {name: train(model, train_tokens, train_targets, steps=STEPS)[1] for name, model in models.items()}
 
 # %% [markdown]
-# Accuracy on 1000 fresh sequences of the training length and of two and four times it,
-# split into the positions below 12 (seen in training) and from 12 on (never seen). The
-# learned table has no rows past position 11, so that model runs at length 12 only.
+# Acurácia em 1000 sequências novas do comprimento de treino e de duas e quatro vezes ele,
+# separada entre as posições abaixo de 12 (vistas no treino) e a partir de 12 (nunca
+# vistas). A tabela aprendida não tem linhas depois da posição 11, então esse modelo roda
+# só no comprimento 12.
 
 # %%
 def accuracy_by_position(model, tokens, targets):
@@ -759,12 +776,12 @@ print(f"{'ceiling':>10}  {ceilings[12]:9.2f}  {ceilings[24]:17.2f}  {ceilings[48
 print("above 0.9 on a training batch from step:", {name: first_step_above(curve) for name, curve in curves.items()})
 
 # %% [markdown]
-# At the training length, all three position methods solve the task (above 0.9) and the
-# model without positions stays within 0.05 of the order-blind ceiling. Past it, the
-# sinusoidal model fails at the positions it never saw (below 0.5), as in notebook 07. The
-# RoPE model is above 0.95 at every position of sequences four times as long: it only has
-# to attend to the offset −1, and with RoPE the score of that offset is the same at every
-# position.
+# No comprimento de treino, os três métodos de posição resolvem a tarefa (acima de 0.9), e
+# o modelo sem posições fica a menos de 0.05 do teto cego à ordem. Além dele, o modelo
+# senoidal falha nas posições que nunca viu (abaixo de 0.5), como no notebook 07. O modelo
+# com RoPE fica acima de 0.95 em todas as posições de sequências quatro vezes mais longas:
+# ele só precisa prestar atenção ao deslocamento −1, e, com o RoPE, a pontuação desse
+# deslocamento é a mesma em todas as posições.
 
 # %%
 assert (by_position["rotary", 48] > 0.95).all(), "RoPE at every position of 4 times the training length"
@@ -779,15 +796,15 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ### Eight times the training length, and two frequency rules
+# ### Oito vezes o comprimento de treino, e duas regras de frequência
 #
-# At 96 tokens the RoPE model is right (above 0.99) at every position from 34 to 63, and
-# much less often elsewhere (below 0.7 on average). The other offsets are to blame: pair 1
-# has a wavelength of $2\pi \cdot 10 \approx 62.8$, so a key 64 places back, or 62 ahead, is
-# turned within 0.17 rad of the neighbour's turn in both fast pairs (in pairs 2 and 3 the
-# two turns differ by 0.63 and 0.063 rad), and the model mixes the two up. Positions 1 to 33
-# have a key 62 places ahead, positions 64 to 95 one 64 places back, and the positions
-# between have neither.
+# Com 96 tokens, o modelo com RoPE acerta (acima de 0.99) em todas as posições de 34 a 63, e
+# bem menos no resto (abaixo de 0.7 em média). A culpa é dos outros deslocamentos: o par 1
+# tem comprimento de onda $2\pi \cdot 10 \approx 62.8$, então uma key 64 casas para trás, ou
+# 62 para a frente, fica girada a menos de 0.17 rad do giro do vizinho nos dois pares rápidos
+# (nos pares 2 e 3, os dois giros diferem por 0.63 e 0.063 rad), e o modelo confunde os dois.
+# As posições de 1 a 33 têm uma key 62 casas à frente, as posições de 64 a 95, uma 64 casas
+# atrás, e as posições entre elas não têm nenhuma das duas.
 
 # %%
 long_test = copy_previous_task(np.random.default_rng(96), 1000, 96)
@@ -801,10 +818,11 @@ for offset in (62, -64):
     print(f"offset {offset:>3} against -1: the turns differ by {np.round(turn, 3)} rad in pairs 0..3")
 
 # %% [markdown]
-# NTK-aware scaling by 4 (the base becomes $10000 \cdot 4^{8/6}$) keeps pair 0 as it was and
-# stretches pair 1 to a wavelength of about 99.7, longer than the sequence. Swapped into the
-# trained model, without any training, it lifts the accuracy at length 96 above 0.9 at every
-# position, and keeps the training length above 0.99.
+# O escalonamento NTK-aware por 4 (a base vira $10000 \cdot 4^{8/6}$) mantém o par 0 como
+# era e estica o par 1 até um comprimento de onda de cerca de 99.7, maior que a sequência.
+# Trocado no modelo já treinado, sem nenhum treino adicional, ele leva a acurácia no
+# comprimento 96 para acima de 0.9 em todas as posições e mantém o comprimento de treino
+# acima de 0.99.
 
 # %%
 ntk_model = copy.deepcopy(models["rotary"])  # a copy: models["rotary"] stays as trained
@@ -823,15 +841,15 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Position interpolation (`rope_type="linear"`) divides the frequencies by a factor, the same
-# as dividing the positions by it, so that a sequence twice as long is turned like one of
-# the training length (positions 0 to 23 become 0 to 11.5). It changes the offsets too:
-# neighbours are now half a position apart, an angle the model never saw, in every pair.
-# Applied to a copy of the trained RoPE model with a factor of 2 and no more training, it
-# breaks the model (below 0.5), even at the training length. Fine-tuning with the
-# interpolated positions on 50 batches of length 24 repairs it at every length (above
-# 0.95), and a training batch is above 0.9 after fewer steps than the model needed from
-# scratch.
+# A interpolação de posições (`rope_type="linear"`) divide as frequências por um fator, o
+# mesmo que dividir as posições por ele, para que uma sequência duas vezes mais longa seja
+# girada como uma do comprimento de treino (as posições de 0 a 23 viram 0 a 11.5). Ela muda
+# também os deslocamentos: os vizinhos agora estão a meia posição um do outro, um ângulo que
+# o modelo nunca viu, em todos os pares. Aplicada a uma cópia do modelo com RoPE treinado,
+# com fator 2 e sem mais treino, ela quebra o modelo (abaixo de 0.5), até no comprimento de
+# treino. Um ajuste fino com as posições interpoladas em 50 lotes de comprimento 24 o
+# conserta em todos os comprimentos (acima de 0.95), e um lote de treino passa de 0.9 em
+# menos passos do que o modelo precisou treinando do zero.
 
 # %%
 interpolated = copy.deepcopy(models["rotary"])  # fine-tuned below; models["rotary"] stays as trained
@@ -851,42 +869,43 @@ print(f"fine-tuning above 0.9 from step {first_step_above(fine_tuning)}; "
 assert first_step_above(fine_tuning) < first_step_above(curves["rotary"]), "fine-tuning is quicker than training"
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - An added position vector puts content·position cross terms into every attention score,
-#   so the score of two tokens depends on where they sit, not only on their distance.
-# - RoPE rotates the queries and keys of each head by $R(p\,w)$, block-diagonal 2×2
-#   rotations at the head's frequencies; the score then depends on the offset alone, to
-#   float64 round-off.
-# - Interleaved (Meta's reference, GPT-J, CodeGen, Cohere, GLM) and half (GPT-NeoX, Llama
-#   and most transformers models) pair different channels; permuting the rows of $W_q$,
-#   $W_k$ per head moves a checkpoint between them exactly.
-# - For longer contexts, position interpolation slows every pair, NTK-aware scaling and
-#   `dynamic` raise the base, YaRN and `llama3` stretch only the slow pairs, LongRoPE scales
-#   each pair by its own factor (Phi-3-vision's first is 1.03); YaRN and LongRoPE also
-#   multiply every score by $a^2$.
-# - Angles of long positions need more precision than float16 or bfloat16 give, and float32
-#   is off by about 5e-3 at position $10^5$; posenc is within 2e-7 in float32 up to $10^6$.
-# - On the copy task RoPE is the one position method that is as good at four times the
-#   training length; at eight times, NTK-aware scaling fixes it without training, and
-#   position interpolation needs a short fine-tuning.
+# - Um vetor de posição somado põe termos cruzados conteúdo·posição em toda pontuação de atenção,
+#   então a pontuação de dois tokens depende de onde eles estão, e não só da distância entre eles.
+# - O RoPE rotaciona as queries e keys de cada cabeça por $R(p\,w)$, rotações 2×2
+#   bloco-diagonais nas frequências da cabeça; aí a pontuação depende só do deslocamento, a
+#   menos do arredondamento em float64.
+# - O layout intercalado (referência da Meta, GPT-J, CodeGen, Cohere, GLM) e o em metades
+#   (GPT-NeoX, Llama e a maioria dos modelos do transformers) agrupam canais diferentes;
+#   permutar as linhas de $W_q$ e $W_k$ por cabeça passa um checkpoint de um para o outro exatamente.
+# - Para contextos mais longos, a interpolação de posições desacelera todos os pares, o
+#   escalonamento NTK-aware e o `dynamic` aumentam a base, o YaRN e o `llama3` esticam só os
+#   pares lentos, o LongRoPE escala cada par pelo seu próprio fator (o primeiro do
+#   Phi-3-vision é 1.03); o YaRN e o LongRoPE também multiplicam toda pontuação por $a^2$.
+# - Os ângulos de posições longas precisam de mais precisão do que float16 ou bfloat16 dão,
+#   e o float32 erra por cerca de 5e-3 na posição $10^5$; o posenc fica a menos de 2e-7 em
+#   float32 até $10^6$.
+# - Na tarefa de cópia, o RoPE é o único método de posição que continua igualmente bom com
+#   quatro vezes o comprimento de treino; com oito vezes, o escalonamento NTK-aware resolve
+#   sem treino, e a interpolação de posições precisa de um ajuste fino curto.
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise has a check that says what is wrong. When you are stuck,
-# `nb08.<exercise>.hint()` gives a nudge and `nb08.<exercise>.solution()` prints the
-# reference code.
+# Cada exercício tem uma verificação que diz o que está errado. Quando você travar,
+# `nb08.<exercise>.hint()` dá uma dica e `nb08.<exercise>.solution()` mostra o código de
+# referência.
 
 # %%
 from posenc.exercises import nb08
 
 # %% [markdown]
-# ### Exercise 1 · Rotate a query by hand, half layout
+# ### Exercício 1 · Rotacionar uma query à mão, layout em metades
 #
-# Take one head of 8 channels, the query $q = (1, 2, \dots, 8)$, at position 3. Rotate it
-# the way transformers' Llama does (section 3): `q * cos + rotate_half(q) * sin`, with cos
-# and sin of the angles $3\,w_j$ laid out in the half layout. Use only `torch` (no posenc).
-# The draft below has one mistake; the check names it.
+# Tome uma cabeça de 8 canais, a query $q = (1, 2, \dots, 8)$, na posição 3. Rotacione-a
+# do jeito que o Llama do transformers faz (seção 3): `q * cos + rotate_half(q) * sin`, com
+# cos e sin dos ângulos $3\,w_j$ dispostos no layout em metades. Use só `torch` (sem o
+# posenc). O rascunho abaixo tem um erro; a verificação diz qual.
 
 # %%
 q8 = torch.arange(1.0, 9.0, dtype=torch.float64)
@@ -899,12 +918,13 @@ my_rotated_q = q8 * cos8 + torch.cat((second, -first)) * sin8  # x * cos + rotat
 nb08.rotated_query.check(my_rotated_q)
 
 # %% [markdown]
-# ### Exercise 2 · Meta's weights to the half layout
+# ### Exercício 2 · Dos pesos da Meta para o layout em metades
 #
-# A checkpoint in Meta's interleaved layout has `heads` heads of `head_dim` channels. Write
-# `half_rows(heads, head_dim)`: the row order `perm` such that `W_q[perm]` and `W_k[perm]`
-# give the same scores with `rotate_half` (section 3). Derive it yourself instead of
-# calling `posenc.rotary_permutation`; the check tries 4 heads of 8 and 2 heads of 16.
+# Um checkpoint no layout intercalado da Meta tem `heads` cabeças de `head_dim` canais.
+# Escreva `half_rows(heads, head_dim)`: a ordem de linhas `perm` tal que `W_q[perm]` e
+# `W_k[perm]` deem as mesmas pontuações com `rotate_half` (seção 3). Deduza-a você mesmo em
+# vez de chamar `posenc.rotary_permutation`; a verificação testa 4 cabeças de 8 e 2 cabeças
+# de 16.
 
 # %%
 def half_rows(heads, head_dim):
@@ -916,12 +936,12 @@ def half_rows(heads, head_dim):
 nb08.half_rows.check(half_rows)
 
 # %% [markdown]
-# ### Exercise 3 · The wavelength of one pair under llama3
+# ### Exercício 3 · O comprimento de onda de um par sob o llama3
 #
-# Llama 3.1's heads have 128 channels and base 500000, and its `llama3` rule uses $s = 8$,
-# `low_freq_factor` 1, `high_freq_factor` 4 and $L = 8192$ (section 4). What wavelength, in
-# positions, does pair $j = 32$ have after the rule? Compute it by hand with the formula of
-# section 4 (NumPy or `math`, no posenc); the draft stops one step short.
+# As cabeças do Llama 3.1 têm 128 canais e base 500000, e a sua regra `llama3` usa $s = 8$,
+# `low_freq_factor` 1, `high_freq_factor` 4 e $L = 8192$ (seção 4). Qual comprimento de
+# onda, em posições, o par $j = 32$ tem depois da regra? Calcule-o à mão com a fórmula da
+# seção 4 (NumPy ou `math`, sem o posenc); o rascunho para um passo antes do fim.
 
 # %%
 w32 = 500000.0 ** (-2 * 32 / 128)
@@ -932,10 +952,10 @@ my_wavelength = 2 * np.pi / (w32 / 8)
 nb08.llama3_wavelength.check(my_wavelength)
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The batch of checks behind the sentences above that the teaching cells did not assert
-# themselves, then NumPy and TensorFlow against PyTorch.
+# As verificações por trás das frases acima que as próprias células de ensino não
+# testaram, e depois NumPy e TensorFlow contra PyTorch.
 
 # %%
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
@@ -1011,10 +1031,11 @@ llama31 = dict(factor=8, low_freq_factor=1, high_freq_factor=4, original_max_pos
 assert nb08.llama3_wavelength.check(2 * np.pi / posenc.rotary_frequencies(128, 500000.0, rope_type="llama3", **llama31)[0][32])
 
 # %% [markdown]
-# The same functions exist in `posenc` (NumPy) and `posenc.tensorflow`, and
-# `posenc.tensorflow.RotaryEmbedding` is a Keras layer like the PyTorch module: the same
-# YaRN cos and sin bit for bit, and the same rotated vectors to float32 round-off.
-# TensorFlow reads two environment variables when it loads, so they are set first.
+# As mesmas funções existem em `posenc` (NumPy) e `posenc.tensorflow`, e
+# `posenc.tensorflow.RotaryEmbedding` é uma camada Keras como o módulo do PyTorch: o mesmo
+# cos e sin do YaRN bit a bit, e os mesmos vetores rotacionados a menos do arredondamento
+# em float32. O TensorFlow lê duas variáveis de ambiente quando é carregado, então elas são
+# definidas antes.
 
 # %%
 import os
@@ -1044,7 +1065,7 @@ for name in ["torch", "tensorflow"]:
     np.testing.assert_allclose(rotated[name], rotated["numpy"], rtol=0, atol=1e-6)
 
 # %% [markdown]
-# This run's time:
+# O tempo desta execução:
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -1,23 +1,23 @@
 # %% [markdown]
-# # 09 · Beyond a sequence: positions on an image grid
+# # 09 · Além de uma sequência: posições numa grade de imagem
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/09_beyond_a_sequence.ipynb)
 #
-# A [vision transformer](https://arxiv.org/abs/2010.11929) (ViT) cuts an image into patches
-# and reads them as a sequence. A patch has two coordinates, a row and a column, and the
-# sinusoidal encoding of notebook 01 follows both: half of the channels encode the row, half
-# the column. Three things can go wrong on the way, and each one is silent: the patches are
-# put in one order and their positions in another; two libraries write "the same" table in
-# different ways; the image changes size and the positions have to follow.
+# Um [vision transformer](https://arxiv.org/abs/2010.11929) (ViT) corta uma imagem em patches
+# e os lê como uma sequência. Um patch tem duas coordenadas, uma linha e uma coluna, e a
+# codificação senoidal do notebook 01 acompanha as duas: metade dos canais codifica a linha,
+# metade a coluna. Três coisas podem dar errado no caminho, e nenhuma delas avisa: os patches
+# são postos numa ordem e as suas posições em outra; duas bibliotecas escrevem "a mesma"
+# tabela de formas diferentes; a imagem muda de tamanho e as posições precisam acompanhar.
 #
-# **Question:** How does a sin-cos table give the patches of an image their positions, and what goes wrong when the flattening order, the convention or the grid size changes?
+# **Pergunta:** Como uma tabela sin-cos dá posições aos patches de uma imagem, e o que dá errado quando a ordem de achatamento, a convenção ou o tamanho da grade muda?
 #
-# **You will be able to:**
-# - build a 2-D sin-cos table in the convention of [MAE](https://arxiv.org/abs/2111.06377) (section 2) and find a flattening mistake in one with `posenc.diagnose_grid`;
-# - tell which published grid tables differ only in the order of their columns and which in frequencies or positions;
-# - give a table for a new grid size in one of two frames (the old field of view, or the old patch size) and predict what a trained model answers with each.
+# **Você será capaz de:**
+# - montar uma tabela sin-cos 2-D na convenção do [MAE](https://arxiv.org/abs/2111.06377) (seção 2) e achar um erro de achatamento numa delas com `posenc.diagnose_grid`;
+# - dizer quais tabelas de grade publicadas diferem só na ordem das colunas e quais diferem em frequências ou posições;
+# - dar uma tabela para um novo tamanho de grade em um de dois referenciais (o campo de visão antigo ou o tamanho de patch antigo) e prever o que um modelo treinado responde com cada um.
 #
-# **Prerequisites:** notebooks 01 and 04 · **Time:** about 50 minutes
+# **Pré-requisitos:** notebooks 01 e 04 · **Tempo:** cerca de 50 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -33,8 +33,9 @@ import posenc
 posenc.set_language("pt_BR")
 
 # %% [markdown]
-# NumPy builds the tables; PyTorch resamples them and trains the small model of section 5.
-# One thread, deterministic algorithms and a seed make every run repeat exactly.
+# O NumPy monta as tabelas; o PyTorch as reamostra e treina o modelo pequeno da seção 5.
+# Uma única thread, algoritmos determinísticos e uma semente fazem cada execução se repetir
+# exatamente.
 
 # %%
 # %matplotlib inline
@@ -52,11 +53,11 @@ torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
 
 # %% [markdown]
-# ## 1. From a grid to a sequence
+# ## 1. De uma grade para uma sequência
 #
-# An image of 3 x 4 patches (height 3, width 4) becomes 12 tokens, read row by row as text
-# is: token $k$ is the patch in row $k \,//\, W$ and column $k \bmod W$. That is what
-# `reshape` and `flatten` do to an `(H, W, d)` array of patch embeddings.
+# Uma imagem de 3 x 4 patches (altura 3, largura 4) vira 12 tokens, lidos linha por linha
+# como um texto: o token $k$ é o patch na linha $k \,//\, W$ e na coluna $k \bmod W$. É isso
+# que `reshape` e `flatten` fazem com um array `(H, W, d)` de embeddings de patches.
 
 # %%
 h, w = 3, 4
@@ -65,17 +66,17 @@ print("row:   ", token_row)
 print("column:", token_column)
 
 # %% [markdown]
-# The position table must list the same patches in the same order. A common way to build
-# the coordinates is `meshgrid`. With `indexing="ij"` and the width passed first, the grid
-# comes out as `(W, H)` and flattening it walks down the columns: the first four tokens,
-# the top row of the image, are given x positions 0, 0, 0, 1 instead of 0, 1, 2, 3.
-# [MoCo v3](https://arxiv.org/abs/2104.02057) (a self-supervised ViT,
-# [code](https://github.com/facebookresearch/moco-v3)) builds its table this way, and so does
-# the encoder of the detector [RT-DETR](https://arxiv.org/abs/2304.08069): its original code
-# ([lyuwenyu/RT-DETR](https://github.com/lyuwenyu/RT-DETR), `build_2d_sincos_position_embedding`
-# in `rtdetr_pytorch` and `rtdetrv2_pytorch`) still does, while its port to Hugging Face
-# [transformers](https://github.com/huggingface/transformers) was fixed by
-# [PR #41380](https://github.com/huggingface/transformers/pull/41380).
+# A tabela de posições precisa listar os mesmos patches na mesma ordem. Uma forma comum de
+# montar as coordenadas é `meshgrid`. Com `indexing="ij"` e a largura passada primeiro, a
+# grade sai como `(W, H)`, e achatá-la percorre as colunas de cima para baixo: os quatro
+# primeiros tokens, a linha de cima da imagem, recebem as posições x 0, 0, 0, 1 em vez de
+# 0, 1, 2, 3. O [MoCo v3](https://arxiv.org/abs/2104.02057) (um ViT autossupervisionado,
+# [código](https://github.com/facebookresearch/moco-v3)) monta a sua tabela assim, e o
+# encoder do detector [RT-DETR](https://arxiv.org/abs/2304.08069) também: o seu código
+# original ([lyuwenyu/RT-DETR](https://github.com/lyuwenyu/RT-DETR), `build_2d_sincos_position_embedding`
+# em `rtdetr_pytorch` e `rtdetrv2_pytorch`) ainda faz isso, enquanto o seu port para o
+# [transformers](https://github.com/huggingface/transformers) da Hugging Face foi corrigido
+# pelo [PR #41380](https://github.com/huggingface/transformers/pull/41380).
 
 # %%
 grid_x, grid_y = np.meshgrid(np.arange(w), np.arange(h), indexing="ij")
@@ -89,14 +90,14 @@ print(f"{wrong} of {h * w} tokens carry another patch's position")
 assert len(set(zip(claimed_x, claimed_y))) == h * w
 
 # %% [markdown]
-# On a square grid the same code gives a table that is *correct*: the walk down the columns
-# on an $n \times n$ grid gives token $k$ the pair $(x, y) = (k \,//\, n, k \bmod n)$, which is
-# the true $(y, x)$ pair with the two names exchanged. The table then has its row block and
-# column block in the other order, a valid encoding, identical to the fixed code in
-# transformers. So the mistake is invisible on the square images most models are trained on,
-# and only shows when the grid is not square. posenc writes MoCo v3's table as
-# `convention="moco-v3"` and the fixed one as `convention="rt-detr"` (`cls_token=False` drops
-# a row that section 3 explains):
+# Numa grade quadrada, o mesmo código dá uma tabela *correta*: percorrer as colunas numa
+# grade $n \times n$ dá ao token $k$ o par $(x, y) = (k \,//\, n, k \bmod n)$, que é o
+# verdadeiro par $(y, x)$ com os dois nomes trocados. A tabela fica então com o bloco das
+# linhas e o bloco das colunas na outra ordem, uma codificação válida, idêntica à do código
+# corrigido no transformers. Por isso o erro é invisível nas imagens quadradas em que a
+# maioria dos modelos é treinada, e só aparece quando a grade não é quadrada. O posenc
+# escreve a tabela do MoCo v3 como `convention="moco-v3"` e a corrigida como
+# `convention="rt-detr"` (`cls_token=False` tira uma linha que a seção 3 explica):
 
 # %%
 same = {}
@@ -109,17 +110,18 @@ for shape in [(6, 6), (6, 9)]:
 assert same == {(6, 6): True, (6, 9): False}
 
 # %% [markdown]
-# ## 2. What the 2-D encoding sees
+# ## 2. O que a codificação 2-D enxerga
 #
-# In the table of [MAE](https://arxiv.org/abs/2111.06377) (masked autoencoders, a ViT
-# pre-training method; [code](https://github.com/facebookresearch/mae), `util/pos_embed.py`)
-# a patch at column $x$ and row $y$ gets the vector
-# $[\sin x\,w_j, \cos x\,w_j, \sin y\,w_j, \cos y\,w_j]$ with $d/4$ frequencies
-# $w_j = 10000^{-j/(d/4)}$. The dot product of two patches is then
-# $\sum_j \cos(w_j\,\Delta x) + \sum_j \cos(w_j\,\Delta y)$: it depends on the 2-D offset
-# $(\Delta x, \Delta y)$ only, as in 1-D (notebook 04), and it is a *sum* of a part for the
-# columns and a part for the rows. Below, one patch's encoding against every patch of a
-# 12 x 20 grid, drawn as an image, with the correct order and with MoCo v3's walk down the columns.
+# Na tabela do [MAE](https://arxiv.org/abs/2111.06377) (masked autoencoders, um método de
+# pré-treino de ViT; [código](https://github.com/facebookresearch/mae), `util/pos_embed.py`),
+# um patch na coluna $x$ e na linha $y$ recebe o vetor
+# $[\sin x\,w_j, \cos x\,w_j, \sin y\,w_j, \cos y\,w_j]$ com $d/4$ frequências
+# $w_j = 10000^{-j/(d/4)}$. O produto escalar de dois patches é então
+# $\sum_j \cos(w_j\,\Delta x) + \sum_j \cos(w_j\,\Delta y)$: ele depende só do deslocamento
+# 2-D $(\Delta x, \Delta y)$, como em 1-D (notebook 04), e é uma *soma* de uma parte das
+# colunas com uma parte das linhas. Abaixo, a codificação de um patch contra todos os patches
+# de uma grade 12 x 20, desenhada como imagem, com a ordem correta e com o percurso por
+# colunas do MoCo v3.
 
 # %%
 H, W, d = 12, 20, 128
@@ -141,11 +143,12 @@ fig.colorbar(image, ax=axes, label="dot product / (d / 2)")
 plt.show()
 
 # %% [markdown]
-# With the right order the picture is a plus: a bright spot at the patch (the red cross)
-# with a bright row and a bright column through it, and dark corners. Along the patch's own
-# row $\Delta y = 0$, so the row part is at its largest, $d/4$, whatever $\Delta x$ is; the
-# same holds along its column. The whole picture is the sum of its row through the patch and
-# its column through the patch, less the value at the patch, which was counted twice:
+# Com a ordem certa, a figura é um sinal de mais: um ponto claro no patch (a cruz vermelha),
+# com uma linha clara e uma coluna clara passando por ele, e cantos escuros. Ao longo da
+# própria linha do patch, $\Delta y = 0$, então a parte das linhas está no seu máximo, $d/4$,
+# seja qual for $\Delta x$; o mesmo vale ao longo da sua coluna. A figura inteira é a soma da
+# sua linha que passa pelo patch com a sua coluna que passa pelo patch, menos o valor no
+# próprio patch, que foi contado duas vezes:
 
 # %%
 similarity = similarities["row by row (MAE)"]
@@ -157,9 +160,10 @@ print("lowest anywhere (a corner):             ", round(float(similarity.min()),
 assert np.allclose(similarity, along_row[None, :] + along_column[:, None] - similarity[patch], atol=1e-5)
 
 # %% [markdown]
-# The plus is the same wherever the patch is: shifting the patch shifts the picture, since
-# only the offset counts. With the columns walked first, the "nearest" patches are scattered
-# over the image: most tokens carry another patch's position.
+# O sinal de mais é o mesmo onde quer que o patch esteja: mover o patch move a figura, já
+# que só o deslocamento conta. Com as colunas percorridas primeiro, os patches "mais
+# próximos" ficam espalhados pela imagem: a maioria dos tokens carrega a posição de outro
+# patch.
 
 # %%
 mae = tables["row by row (MAE)"]
@@ -168,25 +172,26 @@ sim = (mae @ mae.T).reshape(H, W, H, W)
 assert np.allclose(sim[4, 7, :11, :18], sim[5, 9, 1:, 2:], atol=1e-5)
 
 # %% [markdown]
-# ## 3. The conventions side by side
+# ## 3. As convenções lado a lado
 #
-# Every source writes sines and cosines of the two coordinates, and no two of them in quite
-# the same way. Besides MAE and MoCo v3:
-# [big_vision](https://github.com/google-research/big_vision) (Google's ViT code,
-# `posemb_sincos_2d`) and lucidrains' [simple ViT](https://github.com/lucidrains/vit-pytorch)
-# spread the frequencies over $d/4 - 1$ steps; [timm](https://github.com/huggingface/pytorch-image-models)
-# (PyTorch Image Models, `build_sincos2d_pos_embed`) writes all sines, then all cosines;
-# [DETR](https://arxiv.org/abs/2005.12872) (a detection transformer,
-# [code](https://github.com/facebookresearch/detr)) interleaves sine/cosine pairs and counts
-# positions from 1; [diffusers](https://github.com/huggingface/diffusers) (Hugging Face's
-# diffusion-model library, `get_2d_sincos_pos_embed`) scales the positions to a base size;
-# `rt-detr` is transformers' RT-DETR. `posenc.list_grid_conventions()` names them, and
-# `posenc.grid_encoding(shape, d, convention=...)` writes each one's numbers.
+# Toda fonte escreve senos e cossenos das duas coordenadas, e não há duas que façam isso
+# exatamente do mesmo jeito. Além do MAE e do MoCo v3:
+# o [big_vision](https://github.com/google-research/big_vision) (o código de ViT do Google,
+# `posemb_sincos_2d`) e o [simple ViT](https://github.com/lucidrains/vit-pytorch) do lucidrains
+# espalham as frequências em $d/4 - 1$ passos; o [timm](https://github.com/huggingface/pytorch-image-models)
+# (PyTorch Image Models, `build_sincos2d_pos_embed`) escreve todos os senos e depois todos os
+# cossenos; o [DETR](https://arxiv.org/abs/2005.12872) (um transformer de detecção,
+# [código](https://github.com/facebookresearch/detr)) intercala pares seno/cosseno e conta as
+# posições a partir de 1; o [diffusers](https://github.com/huggingface/diffusers) (a
+# biblioteca de modelos de difusão da Hugging Face, `get_2d_sincos_pos_embed`) escala as
+# posições para um tamanho base; `rt-detr` é o RT-DETR do transformers.
+# `posenc.list_grid_conventions()` lista os nomes, e
+# `posenc.grid_encoding(shape, d, convention=...)` escreve os números de cada uma.
 #
-# ViT puts one extra token before the patches, a *class token* whose output summarises the
-# image. MAE and MoCo v3 give it a row of zeros in the table (a *class row*, `cls_token=True`;
-# MoCo v3's default). So the figure takes the last 60 rows of each table, `[-60:]`: the 60
-# patches of a 6 x 10 grid, without the class row.
+# O ViT põe um token extra antes dos patches, um *token de classe* cuja saída resume a
+# imagem. O MAE e o MoCo v3 lhe dão uma linha de zeros na tabela (uma *linha de classe*,
+# `cls_token=True`; o padrão do MoCo v3). Por isso a figura pega as últimas 60 linhas de cada
+# tabela, `[-60:]`: os 60 patches de uma grade 6 x 10, sem a linha de classe.
 
 # %%
 names = list(posenc.list_grid_conventions())
@@ -204,14 +209,14 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# How far apart are they? The largest difference between each table and MAE's says little:
-# a table with its columns in another order is as far from MAE's as a table of other
-# numbers. Two better questions: are its columns MAE's columns in another order? And does it
-# give every pair of tokens the same dot product, that is, the same *Gram matrix*
-# $T\,T^\top$? A fixed order of columns costs a model nothing: trained with another order,
-# it can learn the same weights, permuted to match (notebook 05 shows this for 1-D
-# layouts), though a trained model expects its own order. Other dot products between
-# tokens are another encoding.
+# Quão distantes elas estão? A maior diferença entre cada tabela e a do MAE diz pouco: uma
+# tabela com as colunas em outra ordem está tão longe da do MAE quanto uma tabela com outros
+# números. Duas perguntas melhores: as suas colunas são as colunas do MAE em outra ordem? E
+# ela dá a cada par de tokens o mesmo produto escalar, isto é, a mesma *matriz de Gram*
+# $T\,T^\top$? Uma ordem fixa de colunas não custa nada a um modelo: treinado com outra
+# ordem, ele pode aprender os mesmos pesos, permutados para combinar (o notebook 05 mostra
+# isso para layouts 1-D), embora um modelo treinado espere a sua própria ordem. Outros
+# produtos escalares entre tokens são outra codificação.
 
 # %%
 def same_columns(a, b):
@@ -228,25 +233,28 @@ for name, table in tables.items():
     print(f"{name:>11}  {comparison[name][0]:18.2f}  {comparison[name][1]!s:>12}  {comparison[name][2]!s:>17}")
 
 # %% [markdown]
-# Three groups, then. **Order only:** `rt-detr` and `timm` hold MAE's columns in another
-# order. DETR's class with its defaults (positions $1..n$ instead of $0..n-1$) holds other
-# numbers but the same dot products, because only offsets count and a shift by one changes
-# none. **Order of the tokens:** MoCo v3's columns are MAE's, but on this non-square grid
-# they are given to other tokens, so the dot products between tokens change.
-# **Frequencies or positions:** big_vision and simple ViT (the same function, the same
-# numbers) spread their frequencies over one step fewer, $w_j = 10000^{-j/(d/4 - 1)}$;
-# diffusers multiplies the positions by $16/6$ down the rows and $16/10$ across the columns,
-# which is the same as other frequencies per axis. DETR's own model builds its table with
-# `normalize=True`, positions scaled to $(0, 2\pi]$ per axis: another such frame.
+# São três grupos, então. **Só a ordem:** `rt-detr` e `timm` têm as colunas do MAE em outra
+# ordem. A classe do DETR com os seus padrões (posições $1..n$ em vez de $0..n-1$) tem outros
+# números, mas os mesmos produtos escalares, porque só os deslocamentos contam e um
+# deslocamento de um não muda nenhum deles. **A ordem dos tokens:** as colunas do MoCo v3 são
+# as do MAE, mas, nesta grade não quadrada, elas vão para outros tokens, então os produtos
+# escalares entre tokens mudam.
+# **Frequências ou posições:** o big_vision e o simple ViT (a mesma função, os mesmos
+# números) espalham as frequências em um passo a menos, $w_j = 10000^{-j/(d/4 - 1)}$; o
+# diffusers multiplica as posições por $16/6$ ao longo das linhas e por $16/10$ ao longo das
+# colunas, o que equivale a outras frequências por eixo. O próprio modelo do DETR monta a sua
+# tabela com `normalize=True`, posições escaladas para $(0, 2\pi]$ por eixo: outro
+# referencial desse tipo.
 
 # %%
 order_only = [name for name, (_, columns, gram) in comparison.items() if columns and name != "mae"]
 assert order_only == ["rt-detr", "timm"]
 
 # %% [markdown]
-# `identify_grid` takes a frozen table and its grid shape and names the conventions that
-# wrote it (rows before the grid's tokens, a class token's, are reported, not compared). Here
-# each convention's table goes in, MAE's and MoCo v3's with their class row:
+# `identify_grid` recebe uma tabela congelada e o formato da sua grade e diz quais convenções
+# a escreveram (linhas antes dos tokens da grade, como a de um token de classe, são
+# informadas, não comparadas). Aqui entra a tabela de cada convenção, as do MAE e do MoCo v3
+# com a sua linha de classe:
 
 # %%
 identified = {}
@@ -259,10 +267,10 @@ for name in names:
 assert all(name in found.matches for name, found in identified.items())
 
 # %% [markdown]
-# timm with `interleave_sin_cos=True` writes transformers' RT-DETR numbers, and with
-# `reverse_coord` as well, MoCo v3's (including its column walk). `diagnose_grid` goes one
-# step further: given the convention a table *should* follow, it says which grid mistake
-# explains the numbers. Three MAE tables built wrong on the 6 x 10 grid:
+# O timm com `interleave_sin_cos=True` escreve os números do RT-DETR do transformers e, com
+# `reverse_coord` também, os do MoCo v3 (incluindo o percurso por colunas). `diagnose_grid`
+# vai um passo além: dada a convenção que uma tabela *deveria* seguir, ele diz qual erro de
+# grade explica os números. Três tabelas do MAE montadas errado na grade 6 x 10:
 
 # %%
 mistakes = {
@@ -280,28 +288,32 @@ for name, table in mistakes.items():
 assert list(diagnosed.values()) == [["height and width swapped"], ["wrong flattening order"], ["axes stacked in the wrong order"]]
 
 # %% [markdown]
-# ## 4. A new resolution: two frames
+# ## 4. Uma nova resolução: dois referenciais
 #
-# Fine-tuning at a higher resolution, or running on an image of another shape, means another
-# number of patches. The table for the new grid can put the new patches in one of two frames:
+# Fazer ajuste fino numa resolução maior, ou rodar numa imagem de outro formato, significa
+# outro número de patches. A tabela da nova grade pode pôr os novos patches em um de dois
+# referenciais:
 #
-# - **Rescaled: the old field of view.** The new grid covers the same image as the old one, so
-#   its patches land *between* the old positions: patch $i$ of $n_\text{new}$ sits at the
-#   *stretched* position $(i + \tfrac12)\,n_\text{old}/n_\text{new} - \tfrac12$ in old units (the
-#   patch centres line up). Resizing the old table as an image does this: MAE's
-#   `interpolate_pos_embed` (bicubic) and timm's `resample_abs_pos_embed` (bicubic with
-#   antialiasing by default) resize whatever table a checkpoint holds, learned or sin-cos.
-#   diffusers computes its sin-cos table in such a frame from the start: positions
-#   $k \cdot \text{base\_size} / (n \cdot \text{interpolation\_scale})$ cover the same span
-#   whatever the number of patches $n$ (the corners line up rather than the centres).
-# - **Extended: the old patch size.** Patch $i$ keeps position $i$; a smaller grid is a crop of the
-#   old one, a larger grid reaches positions that were never there before. RT-DETR builds its
-#   table this way, at integer positions for whatever grid of features an image gives.
+# - **Reescalado: o campo de visão antigo.** A nova grade cobre a mesma imagem que a antiga,
+#   então os seus patches caem *entre* as posições antigas: o patch $i$ de $n_\text{new}$ fica
+#   na posição *esticada* $(i + \tfrac12)\,n_\text{old}/n_\text{new} - \tfrac12$ em unidades
+#   antigas (os centros dos patches se alinham). Redimensionar a tabela antiga como uma imagem
+#   faz isso: o `interpolate_pos_embed` do MAE (bicúbico) e o `resample_abs_pos_embed` do timm
+#   (bicúbico com antialiasing por padrão) redimensionam qualquer tabela que um checkpoint
+#   tenha, aprendida ou sin-cos. O diffusers já calcula a sua tabela sin-cos num referencial
+#   assim desde o início: as posições
+#   $k \cdot \text{base\_size} / (n \cdot \text{interpolation\_scale})$ cobrem o mesmo trecho
+#   qualquer que seja o número de patches $n$ (os cantos se alinham, e não os centros).
+# - **Estendido: o tamanho de patch antigo.** O patch $i$ mantém a posição $i$; uma grade
+#   menor é um recorte da antiga, e uma grade maior chega a posições que nunca existiram
+#   antes. O RT-DETR monta a sua tabela assim, em posições inteiras, para qualquer grade de
+#   features que uma imagem produza.
 #
-# For a sin-cos table both frames can be computed exactly: `grid_encoding` takes `positions`.
-# First, how far is the resize from the exact rescaled table? timm's resize applied to a
-# 6 x 8 MAE table (its class row kept aside) to make 12 x 16, against MAE's formula at the
-# stretched positions. `posenc.torch.resample_abs_pos_embed` makes the same calls as timm.
+# Para uma tabela sin-cos, os dois referenciais podem ser calculados exatamente:
+# `grid_encoding` aceita `positions`. Primeiro, quão longe o redimensionamento fica da tabela
+# reescalada exata? O redimensionamento do timm aplicado a uma tabela do MAE de 6 x 8 (com a
+# linha de classe posta de lado) para fazer 12 x 16, contra a fórmula do MAE nas posições
+# esticadas. `posenc.torch.resample_abs_pos_embed` faz as mesmas chamadas que o timm.
 
 # %%
 old, new, d = (6, 8), (12, 16), 64
@@ -327,48 +339,49 @@ print(f"largest error {error.max():.2f} at patch {tuple(map(int, worst))}; "
       f"largest inside the old grid {error[inside].max():.2f}")
 
 # %% [markdown]
-# The slow columns come through almost unchanged; the fast ones, which turn by up to a radian
-# from one patch to the next, do not: a cubic through samples that far apart cannot follow a
-# sine. The error is largest on the border patches: the first and last rows and columns of
-# the new grid sit at $-0.25$ and beyond the old last position, outside the old grid, where
-# the resize has no samples on one side and extrapolates. The patches one step in come next
-# (a cubic reads two old samples on each side, and there one of them lies past the edge);
-# further inside, the fast columns are still off by a few hundredths. The class row is
-# carried over untouched.
+# As colunas lentas passam quase sem mudança; as rápidas, que giram até um radiano de um
+# patch para o seguinte, não: uma cúbica por amostras tão afastadas não consegue acompanhar
+# um seno. O erro é maior nos patches da borda: a primeira e a última linha e coluna da nova
+# grade ficam em $-0.25$ e além da última posição antiga, fora da grade antiga, onde o
+# redimensionamento não tem amostras de um dos lados e extrapola. Os patches um passo para
+# dentro vêm em seguida (uma cúbica lê duas amostras antigas de cada lado, e ali uma delas
+# fica além da borda); mais para dentro, as colunas rápidas ainda erram por alguns
+# centésimos. A linha de classe é levada sem alteração.
 
 # %%
 assert error[~inside].max() > error[inside].max()
 
 # %% [markdown]
-# timm's default `antialias=True` is not a detail: even when enlarging, it changes the
-# numbers. PyTorch's antialiased bicubic weighs the samples with another cubic (the
-# [Keys kernel](https://en.wikipedia.org/wiki/Bicubic_interpolation#Bicubic_convolution_algorithm)
-# with $a = -0.5$; plain bicubic uses $a = -0.75$), and MAE's `interpolate_pos_embed` calls
-# plain bicubic:
+# O `antialias=True` padrão do timm não é um detalhe: mesmo ao ampliar, ele muda os números.
+# O bicúbico com antialiasing do PyTorch pondera as amostras com outra cúbica (o
+# [núcleo de Keys](https://en.wikipedia.org/wiki/Bicubic_interpolation#Bicubic_convolution_algorithm)
+# com $a = -0.5$; o bicúbico simples usa $a = -0.75$), e o `interpolate_pos_embed` do MAE
+# chama o bicúbico simples:
 
 # %%
 plain = posenc.torch.resample_abs_pos_embed(old_table, new, old, antialias=False).numpy()
 print(f"largest difference, antialias on vs off: {np.abs(resized - plain).max():.2f}")
 
 # %% [markdown]
-# For a sin-cos table there is nothing to interpolate: compute it, in the frame you choose.
-# The exact rescaled table above comes from `grid_encoding(..., positions=stretched)`; in
-# float32 it stays within 2e-7 of the float64 one, the bound `grid_encoding`'s docstring
-# promises for float32:
+# Para uma tabela sin-cos, não há nada a interpolar: calcule-a, no referencial que você
+# escolher. A tabela reescalada exata acima vem de `grid_encoding(..., positions=stretched)`;
+# em float32 ela fica a menos de 2e-7 da de float64, o limite que a docstring de
+# `grid_encoding` promete para float32:
 
 # %%
 in_float32 = posenc.grid_encoding(new, d, convention="mae", positions=stretched)
 assert np.abs(in_float32 - exact).max() < 2e-7
 
 # %% [markdown]
-# ## 5. Trained on one grid, tested on others
+# ## 5. Treinado numa grade, testado em outras
 #
-# Which frame is right depends on what the model learned. A small model finds a marked
-# patch: each example is a grid of tokens, one of them carrying a marker, and the model
-# answers with the marker's row and column. It sees the tokens only as marker plus position
-# encoding, pools them with one attention head, and reads the row and the column off the
-# pooled vector, with outputs for up to 16 rows and 24 columns. We train it on an 8 x 12 grid
-# with MAE's table; training never shows it a row beyond 7 or a column beyond 11.
+# Qual referencial está certo depende do que o modelo aprendeu. Um modelo pequeno encontra um
+# patch marcado: cada exemplo é uma grade de tokens, um deles com um marcador, e o modelo
+# responde com a linha e a coluna do marcador. Ele vê os tokens só como marcador mais
+# codificação posicional, agrega-os com uma cabeça de atenção e lê a linha e a coluna no
+# vetor agregado, com saídas para até 16 linhas e 24 colunas. Nós o treinamos numa grade
+# 8 x 12 com a tabela do MAE; o treino nunca lhe mostra uma linha além de 7 nem uma coluna
+# além de 11.
 
 # %%
 class FindTheMarker(nn.Module):
@@ -398,11 +411,12 @@ for step in range(400):
     optimizer.step()
 
 # %% [markdown]
-# `answers` marks every patch of a grid once and returns the row and the column the model
-# names for each, as `(H, W)` arrays. `found` scores them against the positions a table
-# encodes: an answer counts when it is within half a patch of the patch's position on both
-# axes. For integer positions that is the exact answer; for rescaled ones, the nearest
-# trained position (either one when the position lies halfway).
+# `answers` marca cada patch de uma grade uma vez e devolve a linha e a coluna que o modelo
+# indica para cada um, como arrays `(H, W)`. `found` avalia essas respostas contra as
+# posições que uma tabela codifica: uma resposta conta quando fica a menos de meio patch da
+# posição do patch nos dois eixos. Para posições inteiras, isso é a resposta exata; para as
+# reescaladas, a posição de treino mais próxima (qualquer uma das duas quando a posição fica
+# bem no meio).
 
 # %%
 def answers(table, shape):
@@ -420,12 +434,12 @@ integers = [np.arange(n) for n in train_shape]
 print(f"training grid 8 x 12: {found(answers(train_table, train_shape), integers):.2f} of the patches found")
 
 # %% [markdown]
-# Now a smaller grid, 6 x 9, and a larger one, 16 x 24, each with four tables: MAE's at
-# integer positions (extended); the same walked down the columns (MoCo v3's order); the
-# training table resized by timm's function (rescaled, as one would resize a learned
-# table); and MAE's formula at the stretched positions (rescaled, exact). Each is scored
-# against the new grid's integer coordinates, the labels one would naively use, and the
-# rescaled ones also against the stretched positions they encode.
+# Agora uma grade menor, 6 x 9, e uma maior, 16 x 24, cada uma com quatro tabelas: a do MAE
+# em posições inteiras (estendida); a mesma percorrida por colunas (a ordem do MoCo v3); a
+# tabela de treino redimensionada pela função do timm (reescalada, como se redimensionaria
+# uma tabela aprendida); e a fórmula do MAE nas posições esticadas (reescalada, exata). Cada
+# uma é avaliada contra as coordenadas inteiras da nova grade, os rótulos que se usariam
+# ingenuamente, e as reescaladas também contra as posições esticadas que codificam.
 
 # %%
 def stretch(shape):
@@ -456,14 +470,14 @@ for (name, frame), (small, large) in scores.items():
     print(f"{name:>28}  {frame:>14}  {small:6.2f}  {large:7.2f}")
 
 # %% [markdown]
-# On the smaller grid, integer positions are a crop of what the model was trained on: it
-# finds the patches. Walked down the columns, most tokens claim another patch's position, and
-# the model answers with that patch. The rescaled tables fail against the integer labels,
-# but not because the resize is inexact: the exact table at the stretched positions fails
-# the same way. Scored against the positions they encode, both find the patches. The
-# model reads a rescaled table in the frame it learned and answers in old units. Row by row
-# on the 6 x 9 grid (the resized table), the answer most often given against the
-# stretched position:
+# Na grade menor, as posições inteiras são um recorte daquilo em que o modelo foi treinado:
+# ele encontra os patches. Percorrida por colunas, a maioria dos tokens alega a posição de
+# outro patch, e o modelo responde com esse patch. As tabelas reescaladas falham contra os
+# rótulos inteiros, mas não porque o redimensionamento é inexato: a tabela exata nas posições
+# esticadas falha do mesmo jeito. Avaliadas contra as posições que codificam, as duas
+# encontram os patches. O modelo lê uma tabela reescalada no referencial que aprendeu e
+# responde em unidades antigas. Linha por linha na grade 6 x 9 (a tabela redimensionada), a
+# resposta dada com mais frequência contra a posição esticada:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -477,12 +491,12 @@ print("model's answer: ", typical)
 assert np.all(np.abs(np.array(typical) - stretch((6, 9))[0]) <= 0.5)
 
 # %% [markdown]
-# The larger grid shows what each frame costs. Rescaled, every answer is the trained
-# position nearest to the stretched one, so two neighbouring new patches get the same
-# answer: the model sees the new grid at the old grid's resolution.
-# Extended, the patches within the old 8 x 12 block are found, and none of the others: their
-# positions never occurred in training, and the model answers with a trained row and column
-# even where outputs for rows up to 15 and columns up to 23 exist.
+# A grade maior mostra o que cada referencial custa. Reescalada, toda resposta é a posição de
+# treino mais próxima da esticada, então dois patches novos vizinhos recebem a mesma
+# resposta: o modelo vê a nova grade na resolução da grade antiga.
+# Estendida, os patches dentro do antigo bloco 8 x 12 são encontrados, e nenhum dos outros:
+# as suas posições nunca apareceram no treino, e o modelo responde com uma linha e uma coluna
+# de treino, mesmo havendo saídas para linhas até 15 e colunas até 23.
 
 # %%
 rows_16, cols_16 = answered["integer positions", (16, 24)]
@@ -498,43 +512,46 @@ print(f"rescaled: {distinct} different answers for {16 * 24} patches")
 assert distinct <= train_shape[0] * train_shape[1]  # at most one answer per trained position
 
 # %% [markdown]
-# Neither frame is "correct": they answer different questions. Rescaling keeps positions
-# inside what the model knows and names places as fractions of the image, at the old grid's
-# resolution: the frame for the same picture seen at another resolution. Extending keeps the
-# patch size and names places in patches: the frame for a larger image that shows *more*,
-# but positions outside the trained range are new to the model, and this one never names
-# them. Whatever reads the model's answers (here, the labels) must use the table's frame.
+# Nenhum dos referenciais é "o correto": eles respondem a perguntas diferentes. Reescalar
+# mantém as posições dentro do que o modelo conhece e nomeia lugares como frações da imagem,
+# na resolução da grade antiga: o referencial para a mesma cena vista em outra resolução.
+# Estender mantém o tamanho do patch e nomeia lugares em patches: o referencial para uma
+# imagem maior que mostra *mais*, mas as posições fora da faixa de treino são novas para o
+# modelo, e este modelo nunca as nomeia. O que quer que leia as respostas do modelo (aqui, os
+# rótulos) precisa usar o referencial da tabela.
 #
-# ## Summary
+# ## Resumo
 #
-# - A grid becomes a sequence row by row; a table built from `meshgrid(w, h, indexing="ij")`
-#   walks down the columns (MoCo v3, the original RT-DETR code), which is invisible on square
-#   grids and gives most tokens another patch's position on the others.
-# - In MAE's table the dot product of two patches depends on the 2-D offset only and is a sum
-#   of a column part and a row part: a plus-shaped picture.
-# - Published grid tables differ in column order only (transformers' RT-DETR, timm: the same
-#   dot products as MAE), in positions by a shift (DETR's defaults: the same dot products),
-#   in token order (MoCo v3 on non-square grids), or in frequencies and position scales
-#   (big_vision, simple ViT, diffusers, DETR normalised). `identify_grid` names the
-#   convention of a frozen table, `diagnose_grid` the mistake behind a wrong one.
-# - A new grid size needs a frame: rescaled to the old field of view (a resize; MAE's
-#   `interpolate_pos_embed`, timm, diffusers' `interpolation_scale`) or extended at the old
-#   patch size (integer positions, as RT-DETR rebuilds its table). A resize of a sin-cos
-#   table is inexact, worst at the border patches where it extrapolates; `grid_encoding` with
-#   `positions` computes either frame exactly.
-# - A model trained on one grid reads a rescaled table in its own frame and answers in old
-#   units, at the old resolution; on an extended grid it finds the patches it was trained on
-#   and none beyond.
+# - Uma grade vira uma sequência linha por linha; uma tabela montada a partir de `meshgrid(w, h, indexing="ij")`
+#   percorre as colunas (MoCo v3, o código original do RT-DETR), o que é invisível em grades
+#   quadradas e, nas outras, dá à maioria dos tokens a posição de outro patch.
+# - Na tabela do MAE, o produto escalar de dois patches depende só do deslocamento 2-D e é a
+#   soma de uma parte das colunas com uma parte das linhas: uma figura em forma de sinal de mais.
+# - As tabelas de grade publicadas diferem só na ordem das colunas (o RT-DETR do transformers,
+#   o timm: os mesmos produtos escalares do MAE), nas posições por um deslocamento (os padrões
+#   do DETR: os mesmos produtos escalares), na ordem dos tokens (MoCo v3 em grades não
+#   quadradas) ou nas frequências e escalas de posição (big_vision, simple ViT, diffusers,
+#   DETR normalizado). `identify_grid` diz a convenção de uma tabela congelada, e
+#   `diagnose_grid`, o erro por trás de uma tabela errada.
+# - Um novo tamanho de grade precisa de um referencial: reescalado para o campo de visão
+#   antigo (um redimensionamento; o `interpolate_pos_embed` do MAE, o timm, o
+#   `interpolation_scale` do diffusers) ou estendido no tamanho de patch antigo (posições
+#   inteiras, como o RT-DETR remonta a sua tabela). Redimensionar uma tabela sin-cos é
+#   inexato, pior nos patches da borda, onde há extrapolação; `grid_encoding` com
+#   `positions` calcula qualquer um dos dois referenciais exatamente.
+# - Um modelo treinado numa grade lê uma tabela reescalada no seu próprio referencial e
+#   responde em unidades antigas, na resolução antiga; numa grade estendida, ele encontra os
+#   patches em que foi treinado e nenhum além deles.
 #
-# ## Exercises
+# ## Exercícios
 #
-# ### Exercise 1 · Find the flattening mistake and fix it
+# ### Exercício 1 · Encontre o erro de achatamento e corrija-o
 #
-# The function below is meant to write MAE's table for a grid of `height x width` patches
-# (tokens row by row, columns `[sin x, cos x, sin y, cos y]`). It has one mistake. Build a
-# non-square table with it and ask `diagnose_grid` what is wrong, then fix the function and
-# check it with `nb09.mae_table.check(mae_table)`. `nb09.mae_table.hint()` and
-# `nb09.mae_table.solution()` are there when you are stuck.
+# A função abaixo deveria escrever a tabela do MAE para uma grade de `height x width`
+# patches (tokens linha por linha, colunas `[sin x, cos x, sin y, cos y]`). Ela tem um erro.
+# Monte com ela uma tabela não quadrada e pergunte a `diagnose_grid` o que está errado;
+# depois corrija a função e confira com `nb09.mae_table.check(mae_table)`.
+# `nb09.mae_table.hint()` e `nb09.mae_table.solution()` estão lá para quando você travar.
 
 # %%
 def mae_table(height, width, d):
@@ -552,14 +569,15 @@ print(posenc.diagnose_grid(mae_table(6, 10, 64), (6, 10), "mae"))
 nb09.mae_table.check(mae_table)
 
 # %% [markdown]
-# ### Exercise 2 · A larger grid in the old grid's frame
+# ### Exercício 2 · Uma grade maior no referencial da grade antiga
 #
-# A model was trained on an `old` grid (rows, columns). Write `rescaled_table(old, new, d)`:
-# MAE's table for the `new` grid, with the positions of the rescaled frame, so that the
-# model reads the new patches where they lie in the image it knows (the frame a resize uses,
-# computed exactly). The check tries several grids, larger and smaller, and says which frame
-# your table encodes when it is not this one. `nb09.rescaled_table.hint()` and
-# `nb09.rescaled_table.solution()` help.
+# Um modelo foi treinado numa grade `old` (linhas, colunas). Escreva
+# `rescaled_table(old, new, d)`: a tabela do MAE para a grade `new`, com as posições do
+# referencial reescalado, para que o modelo leia os novos patches onde eles ficam na imagem
+# que conhece (o referencial que um redimensionamento usa, calculado exatamente). A
+# verificação testa várias grades, maiores e menores, e diz qual referencial a sua tabela
+# codifica quando não é este. `nb09.rescaled_table.hint()` e
+# `nb09.rescaled_table.solution()` ajudam.
 
 # %%
 def rescaled_table(old, new, d):
@@ -570,13 +588,13 @@ def rescaled_table(old, new, d):
 nb09.rescaled_table.check(rescaled_table)
 
 # %% [markdown]
-# When it passes, try it on the model of section 5:
+# Quando passar, teste-a no modelo da seção 5:
 # `found(answers(torch.tensor(rescaled_table(train_shape, (16, 24), d), dtype=torch.float32), (16, 24)), stretch((16, 24)))`
-# gives the score of the exact rescaled table there.
+# dá a taxa de acerto da tabela reescalada exata ali.
 #
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The claims above once more, with the numbers the prose states.
+# As afirmações acima mais uma vez, com os números que o texto informa.
 
 # %%
 # Section 1: the first four tokens (the top row) claim x = 0, 0, 0, 1; only the first and the last keep their own position.

@@ -1,25 +1,26 @@
 # %% [markdown]
-# # 10 · Rotary position embedding on grids and in video
+# # 10 · Embedding posicional rotativo em grades e em vídeo
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/10_rotary_on_grids.ipynb)
 #
-# Notebook 08 rotated queries and keys by a token's place in a sequence. The patches of an
-# image have a row and a column, the frames of a video a time as well. Vision-language
-# models give RoPE those coordinates in one simple way: each rotary pair of channels reads
-# *one* coordinate. This notebook follows that idea from an image grid to a sequence that
-# mixes text, an image and a video, as three model families number it.
+# O notebook 08 rotacionou queries e keys pelo lugar de um token numa sequência. Os patches
+# de uma imagem têm uma linha e uma coluna; os quadros de um vídeo, também um tempo. Os
+# modelos de visão e linguagem dão essas coordenadas ao RoPE de um jeito simples: cada par
+# rotativo de canais lê *uma* coordenada. Este notebook segue essa ideia de uma grade de
+# imagem até uma sequência que mistura texto, uma imagem e um vídeo, do jeito que três
+# famílias de modelos a numeram.
 #
-# **Question:** How does RoPE give image patches and video frames their positions, and where does the text after them continue?
+# **Pergunta:** Como o RoPE dá posições aos patches de imagem e aos quadros de vídeo, e onde o texto que vem depois deles continua?
 #
-# **You will be able to:**
-# - build 2-D RoPE for a grid of image patches and say how two vision encoders choose its
-#   frequencies;
-# - write down the three position rows (time, height, width) that multimodal RoPE gives a
-#   sequence of text, an image and a video, by each of the rules in use;
-# - say which channels of a head turn with time, height or width;
-# - load a transformers config into posenc's rotary module and get the model's own logits.
+# **Você será capaz de:**
+# - montar o RoPE 2-D para uma grade de patches de imagem e dizer como dois encoders de visão
+#   escolhem as suas frequências;
+# - escrever as três linhas de posição (tempo, altura, largura) que o RoPE multimodal dá a
+#   uma sequência de texto, uma imagem e um vídeo, segundo cada uma das regras em uso;
+# - dizer quais canais de uma cabeça giram com o tempo, a altura ou a largura;
+# - carregar uma config do transformers no módulo rotativo do posenc e obter os próprios logits do modelo.
 #
-# **Prerequisites:** notebooks 08 and 09 · **Time:** about 50 minutes
+# **Pré-requisitos:** notebooks 08 e 09 · **Tempo:** cerca de 50 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -58,25 +59,26 @@ rng = np.random.default_rng(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. 2-D RoPE: each pair reads the row or the column
+# ## 1. RoPE 2-D: cada par lê a linha ou a coluna
 #
-# A vision-language model reads an image through a *vision encoder*: a ViT (Vision
-# Transformer, [Dosovitskiy et al.](https://arxiv.org/abs/2010.11929)) that cuts the
-# image into patches (notebook 09) and runs attention over them. Two such encoders rotate
-# queries and keys by a patch's row $r$ and column $c$: Pixtral's (Mistral AI,
-# [Pixtral 12B](https://arxiv.org/abs/2410.07073)) and Qwen2-VL's
-# ([Qwen2-VL](https://arxiv.org/abs/2409.12191); its successors
-# [Qwen2.5-VL](https://arxiv.org/abs/2502.13923) and
-# [Qwen3-VL](https://huggingface.co/docs/transformers/model_doc/qwen3_vl) keep it). A head
-# of $d$ channels has $d/2$ rotary pairs (notebook 08); both encoders turn the first $d/4$
-# pairs by the row and the other $d/4$ by the column. They differ in the frequencies:
+# Um modelo de visão e linguagem lê uma imagem por meio de um *encoder de visão*: um ViT
+# (Vision Transformer, [Dosovitskiy et al.](https://arxiv.org/abs/2010.11929)) que corta a
+# imagem em patches (notebook 09) e aplica atenção sobre eles. Dois desses encoders
+# rotacionam queries e keys pela linha $r$ e pela coluna $c$ de um patch: o do Pixtral
+# (Mistral AI, [Pixtral 12B](https://arxiv.org/abs/2410.07073)) e o do Qwen2-VL
+# ([Qwen2-VL](https://arxiv.org/abs/2409.12191); os seus sucessores
+# [Qwen2.5-VL](https://arxiv.org/abs/2502.13923) e
+# [Qwen3-VL](https://huggingface.co/docs/transformers/model_doc/qwen3_vl) o mantêm). Uma
+# cabeça de $d$ canais tem $d/2$ pares rotativos (notebook 08); os dois encoders giram os
+# primeiros $d/4$ pares pela linha e os outros $d/4$ pela coluna. Eles diferem nas
+# frequências:
 #
-# - Qwen2-VL gives each axis the frequencies of a $d/2$-channel RoPE, $w_i = 10000^{-4i/d}$,
-#   the same list for rows and for columns;
-# - Pixtral takes the $d/2$ frequencies of 1-D RoPE, $10000^{-2j/d}$, and deals them out:
-#   even $j$ to the row, odd $j$ to the column.
+# - o Qwen2-VL dá a cada eixo as frequências de um RoPE de $d/2$ canais, $w_i = 10000^{-4i/d}$,
+#   a mesma lista para as linhas e para as colunas;
+# - o Pixtral pega as $d/2$ frequências do RoPE 1-D, $10000^{-2j/d}$, e as distribui:
+#   os $j$ de índice par para a linha, os $j$ ímpares para a coluna.
 #
-# So the rows get the same frequencies in both, and only the columns differ.
+# Assim, as linhas recebem as mesmas frequências nos dois, e só as colunas diferem.
 
 # %%
 d = 32
@@ -89,10 +91,11 @@ print("column frequencies, Pixtral: ", np.round(pixtral[8:12], 4), "...")
 assert np.array_equal(qwen[:8], pixtral[:8]), "rows: the same frequencies in both"
 
 # %% [markdown]
-# Each Pixtral column frequency sits half a step below Qwen2-VL's: one step of the row list
-# is a factor $10000^{-4/d}$, and Pixtral's odd $j$ are a factor $10000^{-2/d}$
-# ($= 0.5623$ at $d = 32$) further down. Pixtral's rows and columns together cover the
-# frequencies of 1-D RoPE once; Qwen2-VL's cover half of them twice.
+# Cada frequência de coluna do Pixtral fica meio passo abaixo da do Qwen2-VL: um passo da
+# lista das linhas é um fator $10000^{-4/d}$, e os $j$ ímpares do Pixtral ficam um fator
+# $10000^{-2/d}$ ($= 0.5623$ em $d = 32$) mais abaixo. Juntas, as linhas e as colunas do
+# Pixtral cobrem uma vez as frequências do RoPE 1-D; as do Qwen2-VL cobrem metade delas duas
+# vezes.
 
 # %%
 ratio = pixtral[8:] / qwen[8:]
@@ -100,10 +103,10 @@ print(f"Pixtral / Qwen2-VL, columns: {ratio.min():.4f} to {ratio.max():.4f}; 100
 np.testing.assert_allclose(ratio, 10000 ** (-2 / d), rtol=1e-14)  # float64 round-off
 
 # %% [markdown]
-# A grid of 6 x 8 patches, flattened row by row (Pixtral's order);
-# `grid_position_ids` gives each token its (row, column). With the cos and sin of those
-# angles (Qwen2-VL's frequencies) we rotate one random query and one random key vector at
-# every patch and take all their dot products.
+# Uma grade de 6 x 8 patches, achatada linha por linha (a ordem do Pixtral);
+# `grid_position_ids` dá a cada token a sua (linha, coluna). Com o cos e o sin desses
+# ângulos (frequências do Qwen2-VL), rotacionamos um vetor de query e um vetor de key
+# aleatórios em cada patch e calculamos todos os seus produtos escalares.
 
 # %%
 height, width = 6, 8
@@ -117,9 +120,10 @@ print("positions of tokens 0, 1, 8:", ids[:, [0, 1, 8]].T.tolist())
 print("scores:", scores.shape, f"largest |score| {np.abs(scores).max():.1f}")
 
 # %% [markdown]
-# **The score depends on the 2-D offset only.** All pairs of patches with the same
-# (row offset, column offset) have the same score, up to float64 round-off: the spread
-# within one offset stays below $10^{-12}$, where the scores themselves reach 5.2 (above).
+# **A pontuação depende só do deslocamento 2-D.** Todos os pares de patches com o mesmo
+# (deslocamento de linha, deslocamento de coluna) têm a mesma pontuação, a menos do
+# arredondamento em float64: a variação dentro de um mesmo deslocamento fica abaixo de
+# $10^{-12}$, enquanto as próprias pontuações chegam a 5.2 (acima).
 
 # %%
 offsets = ids[:, :, None] - ids[:, None, :]  # (2, 48, 48): key minus query, rows and columns
@@ -131,8 +135,9 @@ print("largest spread of the scores within one offset below 1e-12:", spread < 1e
 assert spread < 1e-12
 
 # %% [markdown]
-# It is an offset, not a distance: one row down and two columns left scores differently
-# from two rows down and one column left, though both are as far apart.
+# É um deslocamento, não uma distância: uma linha para baixo e duas colunas para a esquerda
+# dá uma pontuação diferente de duas linhas para baixo e uma coluna para a esquerda, embora
+# os dois estejam igualmente afastados.
 
 # %%
 down_left = scores.T[(offsets[0] == 1) & (offsets[1] == -2)][0]
@@ -141,15 +146,16 @@ print(f"offset (1, -2): {down_left:.3f}   offset (2, -1): {left_down:.3f}")
 assert abs(down_left - left_down) > 0.1, "two offsets of one length, two scores"
 
 # %% [markdown]
-# As pictures: the score of one query patch (the star) against every key patch. The first
-# two use the random q and k for two query patches; the second picture is the first moved
-# by the offset between the two patches. There is no peak at the query patch: RoPE makes
-# the score a function of the offset, and nothing in it makes near patches score higher.
-# The third uses q = k: then the score at offset zero is $|q|^2$, and no offset scores more,
-# because a rotation keeps lengths ($q \cdot Rq \le |q|\,|Rq| = |q|^2$). That peak comes from
-# choosing q = k, not from RoPE, and it is shallow: the slow pairs hardly turn across 8
-# columns, so every patch still scores at least 81% of the peak. A trained model learns
-# queries and keys that make nearby patches score high, or doesn't.
+# Em imagens: a pontuação de um patch de query (a estrela) contra cada patch de key. As duas
+# primeiras usam os q e k aleatórios para dois patches de query; a segunda imagem é a
+# primeira transladada pelo deslocamento entre os dois patches. Não há pico no patch de query:
+# o RoPE faz da pontuação uma função do deslocamento, e nada nela faz patches próximos
+# pontuarem mais. A terceira usa q = k: aí a pontuação no deslocamento zero é $|q|^2$, e
+# nenhum deslocamento pontua mais, porque uma rotação preserva comprimentos
+# ($q \cdot Rq \le |q|\,|Rq| = |q|^2$). Esse pico vem da escolha q = k, não do RoPE, e é
+# raso: os pares lentos quase não giram ao longo de 8 colunas, então todo patch ainda
+# pontua pelo menos 81% do pico. Um modelo treinado aprende queries e keys que fazem patches
+# próximos pontuarem alto, ou não.
 
 # %%
 first, second = 2 * width + 2, 3 * width + 5  # patches (2, 2) and (3, 5)
@@ -174,34 +180,36 @@ for ax, picture, p, title, (low, high, cmap) in zip(axs, maps, (first, second, s
 plt.show()
 
 # %% [markdown]
-# ## 2. M-RoPE: three position rows for text, images and video
+# ## 2. M-RoPE: três linhas de posição para texto, imagens e vídeo
 #
-# In Qwen2-VL the language model reads text tokens and vision tokens in one sequence. Its
-# multimodal RoPE, **M-RoPE** (section 2.1 of the [Qwen2-VL paper](https://arxiv.org/abs/2409.12191)),
-# gives every token three positions, time, height and width, and each rotary pair of a head
-# reads one of them (which one: section 3). Two numbers of the vision encoder's config
-# shape the vision tokens ([transformers' Qwen2-VL page](https://huggingface.co/docs/transformers/model_doc/qwen2_vl)):
+# No Qwen2-VL, o modelo de linguagem lê tokens de texto e tokens de visão numa só sequência.
+# O seu RoPE multimodal, **M-RoPE** (seção 2.1 do [artigo do Qwen2-VL](https://arxiv.org/abs/2409.12191)),
+# dá a cada token três posições, tempo, altura e largura, e cada par rotativo de uma cabeça
+# lê uma delas (qual: seção 3). Dois números da config do encoder de visão determinam os
+# tokens de visão ([a página do Qwen2-VL no transformers](https://huggingface.co/docs/transformers/model_doc/qwen2_vl)):
 #
-# - `spatial_merge_size`: after the encoder, a merger joins each 2 x 2 block of neighbouring
-#   patches into one token for the language model; an image of 4 x 6 patches becomes
-#   2 x 3 tokens;
-# - `temporal_patch_size`: a video patch is 2 frames deep, so 6 frames of video make
-#   3 *temporal patches*. A vision input's grid, `grid_thw`, counts temporal patches,
-#   rows and columns of patches.
+# - `spatial_merge_size`: depois do encoder, um módulo de fusão (merger) junta cada bloco
+#   2 x 2 de patches vizinhos num só token para o modelo de linguagem; uma imagem de
+#   4 x 6 patches vira 2 x 3 tokens;
+# - `temporal_patch_size`: um patch de vídeo tem 2 quadros de profundidade, então 6 quadros
+#   de vídeo formam 3 *patches temporais*. A grade de uma entrada visual, `grid_thw`, conta
+#   patches temporais, linhas e colunas de patches.
 
 # %%
 vision = transformers.Qwen2VLConfig().vision_config
 print("spatial_merge_size:", vision.spatial_merge_size, "  temporal_patch_size:", vision.temporal_patch_size)
 
 # %% [markdown]
-# The numbering, as the pinned transformers 5.23 `get_rope_index` does it: text tokens get
-# the same number on all three rows, counting on from the token before, so on text M-RoPE
-# is 1-D RoPE. A vision input that starts at position $s$ gets time $s + \text{frame}$,
-# height $s + \text{row}$ and width $s + \text{column}$ of its merged grid.
+# A numeração, como o `get_rope_index` do transformers 5.23 fixado no projeto a faz: os
+# tokens de texto recebem o mesmo número nas três linhas, continuando a contagem a partir do
+# token anterior, então, no texto, o M-RoPE é o RoPE 1-D. Uma entrada visual que começa na
+# posição $s$ recebe tempo $s + \text{frame}$, altura $s + \text{row}$ e largura
+# $s + \text{column}$ da sua grade fundida.
 #
-# A sequence: 4 text tokens, an image of 4 x 6 patches, 3 text tokens, a video of 6 frames
-# (3 temporal patches) of 4 x 4 patches, 3 text tokens. `mrope_position_ids` takes text as a
-# token count and a vision input as its `grid_thw`.
+# Uma sequência: 4 tokens de texto, uma imagem de 4 x 6 patches, 3 tokens de texto, um vídeo
+# de 6 quadros (3 patches temporais) de 4 x 4 patches, 3 tokens de texto.
+# `mrope_position_ids` recebe o texto como uma contagem de tokens e uma entrada visual como o
+# seu `grid_thw`.
 
 # %%
 segments = [4, (1, 4, 6), 3, (3, 4, 4), 3]
@@ -210,9 +218,9 @@ print("shape:", rows.shape)
 print(rows)
 
 # %% [markdown]
-# The image is tokens 4 to 9, 2 x 3 merged tokens. All share time 4; their heights and
-# widths count rows and columns from 4. The text after the image does not continue after
-# the image's 6 tokens: it starts one past the image's largest position,
+# A imagem ocupa os tokens 4 a 9, 2 x 3 tokens fundidos. Todos têm o tempo 4; as suas alturas
+# e larguras contam linhas e colunas a partir de 4. O texto depois da imagem não continua
+# depois dos 6 tokens da imagem: ele começa uma posição além da maior posição da imagem,
 # $4 + \max(2, 3) = 7$.
 
 # %%
@@ -222,28 +230,29 @@ print("text after the image starts at", rows[0, 10])
 assert rows[0, 10] == 4 + max(2, 3)
 
 # %% [markdown]
-# The video is tokens 13 to 24: 3 temporal patches of 2 x 2 tokens, times 10, 11, 12.
-# transformers 5.23 starts the text after it at $10 + \max(2, 2) = 12$, the start plus the
-# longer merged side, whatever the number of frames: so the first text token shares time 12
-# with the video's last temporal patch.
+# O vídeo ocupa os tokens 13 a 24: 3 patches temporais de 2 x 2 tokens, tempos 10, 11, 12.
+# O transformers 5.23 começa o texto depois dele em $10 + \max(2, 2) = 12$, o início mais o
+# lado fundido mais longo, qualquer que seja o número de quadros: assim, o primeiro token de
+# texto tem o mesmo tempo 12 que o último patch temporal do vídeo.
 
 # %%
 print("video times:", sorted(set(rows[0, video].tolist())), "  text after the video:", rows[0, 25:].tolist())
 assert rows[0, 25] == 10 + max(2, 2)
 
 # %% [markdown]
-# That is the 5.x rule. The code Qwen2-VL was released with (transformers 4.x,
+# Essa é a regra do 5.x. O código com que o Qwen2-VL foi lançado (transformers 4.x,
 # [`Qwen2VLModel.get_rope_index`](https://github.com/huggingface/transformers/blob/v4.45.0/src/transformers/models/qwen2_vl/modeling_qwen2_vl.py))
-# starts the text one past the block's largest id on any row: $\max(12, 11, 11) + 1 = 13$.
-# Its docstring's example, a video of 3 temporal patches of 2 x 2 tokens followed by text,
-# puts the text at 3, 4, 5, ...; the 5.x rule gives 2, 3, 4. The two rules agree on images
-# and on videos with no more temporal patches than the longer merged side. Issue
-# [#45381](https://github.com/huggingface/transformers/issues/45381) shows transformers 5.2
-# still starting the text after a Qwen2.5-VL video one past the video's largest id, and
-# reports the ids of 5.3 and later as wrong. posenc follows the pinned 5.23 by default and
-# gives the 4.x rule with `text_resumes="after_largest"` (`tests/test_rotary_grid_models.py`
-# checks the first against the installed `get_rope_index`, the second against that
-# docstring example).
+# começa o texto uma posição além do maior id do bloco em qualquer linha:
+# $\max(12, 11, 11) + 1 = 13$. O exemplo da sua docstring, um vídeo de 3 patches temporais de
+# 2 x 2 tokens seguido de texto, põe o texto em 3, 4, 5, ...; a regra do 5.x dá 2, 3, 4. As
+# duas regras concordam para imagens e para vídeos com no máximo tantos patches temporais
+# quanto o lado fundido mais longo. A issue
+# [#45381](https://github.com/huggingface/transformers/issues/45381) mostra o transformers 5.2
+# ainda começando o texto depois de um vídeo do Qwen2.5-VL uma posição além do maior id do
+# vídeo, e relata os ids do 5.3 em diante como errados. O posenc segue por padrão o 5.23
+# fixado no projeto e dá a regra do 4.x com `text_resumes="after_largest"`
+# (`tests/test_rotary_grid_models.py` confere a primeira contra o `get_rope_index`
+# instalado, e a segunda contra aquele exemplo da docstring).
 
 # %%
 reference = rotary_grid.mrope_position_ids(segments, text_resumes="after_largest")
@@ -256,9 +265,9 @@ for rule in ("after_largest", "longer_side"):
 assert (rows[:, :25] == reference[:, :25]).all(), "up to the video's end the two rules agree"
 
 # %% [markdown]
-# The three rows of the 5.23 numbering over the sequence: the text runs on one line, the
-# image and video split it into time, height and width. The dotted line is where the 4.x
-# rule puts the text after the video.
+# As três linhas da numeração do 5.23 ao longo da sequência: o texto corre numa só linha, e a
+# imagem e o vídeo a dividem em tempo, altura e largura. A linha pontilhada é onde a regra do
+# 4.x põe o texto depois do vídeo.
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3), constrained_layout=True)
@@ -274,13 +283,13 @@ ax.legend(loc="lower right")
 plt.show()
 
 # %% [markdown]
-# **Qwen2.5-VL** ([technical report](https://arxiv.org/abs/2502.13923)) ties the time row
-# to seconds: temporal patch $k$ of a video gets time
+# O **Qwen2.5-VL** ([relatório técnico](https://arxiv.org/abs/2502.13923)) liga a linha do
+# tempo a segundos: o patch temporal $k$ de um vídeo recebe o tempo
 # $s + \lfloor k \cdot \texttt{tokens\_per\_second} \cdot \texttt{second\_per\_grid\_t} \rfloor$,
-# where `second_per_grid_t` $=$ `temporal_patch_size / fps` is how many seconds one
-# temporal patch spans and `tokens_per_second` is a vision config value (images are not
-# spaced). With the config class's default and frames sampled at 2 per second, one temporal
-# patch is 1 s and the times step by `tokens_per_second`:
+# em que `second_per_grid_t` $=$ `temporal_patch_size / fps` é quantos segundos um patch
+# temporal abrange e `tokens_per_second` é um valor da config de visão (as imagens não são
+# espaçadas). Com o padrão da classe de config e quadros amostrados a 2 por segundo, um patch
+# temporal dura 1 s e os tempos avançam em passos de `tokens_per_second`:
 
 # %%
 vision_2_5 = transformers.Qwen2_5_VLConfig().vision_config
@@ -294,15 +303,16 @@ print("text after the video, 5.23:", spaced[0, 25:].tolist(), "  4.x:", spaced_r
 assert spaced[0, 25] == 12, "5.23: the start plus the longer side, whatever the times"
 
 # %% [markdown]
-# Under the 5.23 rule the text now starts in the middle of the video's time span (12, while
-# the frames run to 18); under the 4.x rule after it (19).
+# Pela regra do 5.23, o texto agora começa no meio do intervalo de tempo do vídeo (12,
+# enquanto os quadros vão até 18); pela regra do 4.x, depois dele (19).
 #
-# **Qwen3-VL** ([transformers' Qwen3-VL page](https://huggingface.co/docs/transformers/model_doc/qwen3_vl))
-# stops counting frames in the time row. Its processor writes each temporal patch as a grid
-# of its own, after a timestamp in text such as `<1.0 seconds>` and between vision start
-# and end markers; `get_rope_index` splits the video's `grid_thw` into one grid per temporal
-# patch. To M-RoPE each frame is then an image, and the time is in the words. Here 5 text
-# tokens stand for a timestamp and the markers (their number depends on the tokenizer).
+# O **Qwen3-VL** ([a página do Qwen3-VL no transformers](https://huggingface.co/docs/transformers/model_doc/qwen3_vl))
+# deixa de contar quadros na linha do tempo. O seu processador escreve cada patch temporal
+# como uma grade própria, depois de um carimbo de tempo em texto como `<1.0 seconds>` e entre
+# marcadores de início e fim de visão; o `get_rope_index` divide o `grid_thw` do vídeo em uma
+# grade por patch temporal. Para o M-RoPE, cada quadro é então uma imagem, e o tempo está nas
+# palavras. Aqui, 5 tokens de texto representam um carimbo de tempo e os marcadores (quantos
+# são depende do tokenizador).
 
 # %%
 stamp = 5
@@ -312,13 +322,14 @@ print("Qwen3-VL time row:", qwen3[0].tolist())
 assert (qwen3 == rotary_grid.mrope_position_ids(per_frame, text_resumes="after_largest")).all(), "one rule when frames come alone"
 
 # %% [markdown]
-# ## 3. Which pair reads which row: `mrope_section`
+# ## 3. Qual par lê qual linha: `mrope_section`
 #
-# The text config's `rope_parameters` hold `mrope_section`, the number of rotary pairs per
-# axis (time, height, width). Qwen2-VL takes the pairs in consecutive sections; transformers'
-# default is [16, 24, 24] of a 128-channel head (64 pairs). Qwen3-VL *interleaves* them
-# (time, height, width, time, ...), with default [24, 20, 20]. In the half layout of
-# notebook 08, channel $c$ and channel $c + d/2$ form pair $c$.
+# Os `rope_parameters` da config de texto contêm `mrope_section`, o número de pares
+# rotativos por eixo (tempo, altura, largura). O Qwen2-VL pega os pares em seções
+# consecutivas; o padrão do transformers é [16, 24, 24] para uma cabeça de 128 canais
+# (64 pares). O Qwen3-VL os *intercala* (tempo, altura, largura, tempo, ...), com padrão
+# [24, 20, 20]. No layout em metades do notebook 08, o canal $c$ e o canal $c + d/2$ formam
+# o par $c$.
 
 # %%
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding  # noqa: E402
@@ -331,10 +342,11 @@ print("Qwen2-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen2_section)[:20])
 print("Qwen3-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen3_section, interleaved=True)[:20])
 
 # %% [markdown]
-# Why interleave: pair $j$'s frequency falls with $j$, so consecutive sections give time only
-# the fastest frequencies and width only the slowest. With base $10^6$ (Qwen2-VL's default
-# `rope_theta`) the width's fastest pair turns by less than 0.006 rad from one end of a
-# 32-token-wide image to the other. Interleaved, every axis spans nearly the whole range.
+# Por que intercalar: a frequência do par $j$ cai com $j$, então seções consecutivas dão ao
+# tempo só as frequências mais rápidas e à largura só as mais lentas. Com base $10^6$ (o
+# `rope_theta` padrão do Qwen2-VL), o par mais rápido da largura gira menos de 0.006 rad de
+# uma ponta à outra de uma imagem de 32 tokens de largura. Intercalados, todos os eixos
+# cobrem quase toda a faixa.
 
 # %%
 theta = transformers.Qwen2VLConfig().text_config.rope_parameters["rope_theta"]
@@ -350,8 +362,9 @@ print(f"sections: the width's fastest pair over 32 columns turns by {widest_turn
 assert widest_turn < 0.006
 
 # %% [markdown]
-# On text the three rows are equal, so whatever pair reads whatever row, M-RoPE *is* 1-D
-# RoPE there, in both orders (a 32-channel head: sections [4, 6, 6], interleaved [6, 5, 5]).
+# No texto, as três linhas são iguais; então, não importa qual par lê qual
+# linha: o M-RoPE *é* o RoPE 1-D ali, nas duas ordens (uma cabeça de 32 canais: seções
+# [4, 6, 6], intercalado [6, 5, 5]).
 
 # %%
 text = np.r_[0:4, 10:13, 25:28]
@@ -364,12 +377,13 @@ print("text tokens: M-RoPE equals 1-D RoPE (sections, interleaved):", same_as_1d
 assert all(same_as_1d)
 
 # %% [markdown]
-# ## 4. `from_config`: posenc's rotary module from a Hugging Face config
+# ## 4. `from_config`: o módulo rotativo do posenc a partir de uma config da Hugging Face
 #
-# `posenc.torch.RotaryEmbedding.from_config(config)` reads a transformers config: the
-# `rope_parameters` whole (rope type, base and the type's keys; an unknown key is an error
-# naming it), the head size and the family's pairing. Here a tiny Qwen2-VL with random
-# weights, fed the position rows of section 2; we swap its rotary module for posenc's.
+# `posenc.torch.RotaryEmbedding.from_config(config)` lê uma config do transformers: os
+# `rope_parameters` inteiros (o tipo de rope, a base e as chaves do tipo; uma chave
+# desconhecida é um erro que a nomeia), o tamanho da cabeça e o agrupamento em pares da
+# família. Aqui, um Qwen2-VL minúsculo com pesos aleatórios, alimentado com as linhas de
+# posição da seção 2; trocamos o seu módulo rotativo pelo do posenc.
 
 # %%
 config = transformers.Qwen2VLConfig(
@@ -384,10 +398,11 @@ ours = posenc.torch.RotaryEmbedding.from_config(config.text_config)
 print(ours)
 
 # %% [markdown]
-# The logits of the model with its own rotary module and with posenc's agree to float32
-# round-off: we allow $2 \cdot 10^{-6}$ of the largest logit, about 16 float32 epsilons
-# ($2^{-23} \approx 1.2 \cdot 10^{-7}$), for two layers of float32 sums. At these small
-# positions transformers' float32 angles are as good as posenc's.
+# Os logits do modelo com o seu próprio módulo rotativo e com o do posenc concordam a menos
+# do arredondamento em float32: admitimos $2 \cdot 10^{-6}$ do maior logit, cerca de 16
+# épsilons de float32 ($2^{-23} \approx 1.2 \cdot 10^{-7}$), para duas camadas de somas em
+# float32. Nessas posições pequenas, os ângulos em float32 do transformers são tão bons
+# quanto os do posenc.
 
 # %%
 input_ids = torch.randint(1, 101, (1, rows.shape[1]))
@@ -402,39 +417,42 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` does the same for fifteen families (Llama, Mistral, Qwen2,
+# `tests/test_rope_config.py` faz o mesmo para quinze famílias (Llama, Mistral, Qwen2,
 # Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL,
-# Qwen2.5-VL and Qwen3-VL).
+# Qwen2.5-VL e Qwen3-VL).
 #
-# ## Summary
+# ## Resumo
 #
-# - On a grid each rotary pair reads one coordinate, so the score of two patches depends on
-#   their 2-D offset only: an offset with a sign, not a distance, and no built-in preference
-#   for near patches.
-# - Pixtral and the Qwen2-VL vision encoder give rows the same frequencies; Pixtral's column
-#   frequencies sit half a step lower.
-# - M-RoPE gives text three equal rows (plain 1-D RoPE) and a vision input (time, row,
-#   column) counted from where it starts, over its grid merged 2 x 2.
-# - After a vision input the text resumes at the start plus the longer merged side
-#   (transformers 5.x) or one past the block's largest id (transformers 4.x, as Qwen2-VL was
-#   released); they differ after a video with more temporal patches than that side.
-# - Qwen2.5-VL spaces a video's times by `tokens_per_second * second_per_grid_t`; Qwen3-VL
-#   numbers each temporal patch as its own image, after a timestamp in text.
-# - `mrope_section` counts pairs per axis: Qwen2-VL's consecutive sections give width only
-#   slow frequencies, Qwen3-VL's interleaving gives every axis the whole range.
-# - `RotaryEmbedding.from_config` turns a transformers config into posenc's module, with the
-#   same logits.
+# - Numa grade, cada par rotativo lê uma coordenada, então a pontuação de dois patches
+#   depende só do seu deslocamento 2-D: um deslocamento com sinal, não uma distância, e sem
+#   preferência embutida por patches próximos.
+# - O Pixtral e o encoder de visão do Qwen2-VL dão às linhas as mesmas frequências; as
+#   frequências de coluna do Pixtral ficam meio passo abaixo.
+# - O M-RoPE dá ao texto três linhas iguais (o RoPE 1-D simples) e a uma entrada visual
+#   (tempo, linha, coluna) contados a partir de onde ela começa, na sua grade fundida 2 x 2.
+# - Depois de uma entrada visual, o texto recomeça no início mais o lado fundido mais longo
+#   (transformers 5.x) ou uma posição além do maior id do bloco (transformers 4.x, como o
+#   Qwen2-VL foi lançado); as duas regras diferem depois de um vídeo com mais patches
+#   temporais do que esse lado.
+# - O Qwen2.5-VL espaça os tempos de um vídeo por `tokens_per_second * second_per_grid_t`; o
+#   Qwen3-VL numera cada patch temporal como uma imagem própria, depois de um carimbo de
+#   tempo em texto.
+# - `mrope_section` conta pares por eixo: as seções consecutivas do Qwen2-VL dão à largura
+#   só frequências lentas, e a intercalação do Qwen3-VL dá a todos os eixos a faixa inteira.
+# - `RotaryEmbedding.from_config` transforma uma config do transformers no módulo do posenc,
+#   com os mesmos logits.
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each check says what is wrong with an answer; `nb10.<exercise>.hint()` gives a nudge and
-# `nb10.<exercise>.solution()` prints the reference code when you are stuck.
+# Cada verificação diz o que está errado numa resposta; `nb10.<exercise>.hint()` dá uma dica
+# e `nb10.<exercise>.solution()` mostra o código de referência quando você travar.
 #
-# ### Exercise 1 · The three rows of a text + image sequence
+# ### Exercício 1 · As três linhas de uma sequência texto + imagem
 #
-# Two text tokens, an image of 4 x 6 patches (`spatial_merge_size` 2), two text tokens:
-# write M-RoPE's three rows (time, height, width) by hand, by transformers 5.23's rule. The
-# draft below has one mistake; fix it until the check says "Correct!".
+# Dois tokens de texto, uma imagem de 4 x 6 patches (`spatial_merge_size` 2), dois tokens de
+# texto: escreva à mão as três linhas do M-RoPE (tempo, altura, largura), pela regra do
+# transformers 5.23. O rascunho abaixo tem um erro; corrija-o até a verificação dizer que
+# está correto.
 
 # %%
 from posenc.exercises import nb10  # noqa: E402
@@ -447,11 +465,11 @@ my_rows = np.array([
 print(nb10.mrope_rows.check(my_rows))
 
 # %% [markdown]
-# ### Exercise 2 · Which axis turns each channel
+# ### Exercício 2 · Qual eixo gira cada canal
 #
-# Complete `channel_axes(mrope_section)`: for each of the $2 \sum$ `mrope_section` channels
-# of a head in the half layout, the axis (0 time, 1 height, 2 width) that turns it under
-# Qwen2-VL's consecutive sections. The draft answers for the pairs only.
+# Complete `channel_axes(mrope_section)`: para cada um dos $2 \sum$ `mrope_section` canais
+# de uma cabeça no layout em metades, o eixo (0 tempo, 1 altura, 2 largura) que o gira sob
+# as seções consecutivas do Qwen2-VL. O rascunho responde só para os pares.
 
 # %%
 def channel_axes(mrope_section):
@@ -461,11 +479,12 @@ def channel_axes(mrope_section):
 print(nb10.channel_axes.check(channel_axes))
 
 # %% [markdown]
-# ### Exercise 3 · Same offset, same score
+# ### Exercício 3 · Mesmo deslocamento, mesma pontuação
 #
-# In 2-D RoPE, query patch `query_a` scores key patch `key_a` (both (row, column)). Complete
-# `same_offset(query_a, key_a, query_b)`: the key patch that query patch `query_b` scores
-# exactly as much, whatever q and k are.
+# No RoPE 2-D, o patch de query `query_a` dá uma certa pontuação ao patch de key `key_a`
+# (ambos como (linha, coluna)). Complete `same_offset(query_a, key_a, query_b)`: o patch de
+# key ao qual o patch de query `query_b` dá exatamente a mesma pontuação, quaisquer que
+# sejam q e k.
 
 # %%
 def same_offset(query_a, key_a, query_b):
@@ -476,12 +495,12 @@ def same_offset(query_a, key_a, query_b):
 print(nb10.same_offset.check(same_offset))
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The claims above once more, together: the second score map is the first moved by the
-# offset between its query patches; Qwen2-VL's and Pixtral's 2-D RoPE both depend on the
-# offset only; the rows of exercise 1 are posenc's; the run takes under a minute (the
-# notebook is meant to be quick to re-run).
+# As afirmações acima mais uma vez, juntas: o segundo mapa de pontuações é o primeiro
+# transladado pelo deslocamento entre os seus patches de query; o RoPE 2-D do Qwen2-VL e o do
+# Pixtral dependem ambos só do deslocamento; as linhas do exercício 1 são as do posenc; a
+# execução leva menos de um minuto (o notebook foi feito para ser rápido de reexecutar).
 
 # %%
 np.testing.assert_allclose(maps[1].reshape(height, width)[1:, 3:], maps[0].reshape(height, width)[:-1, :-3], atol=1e-12)

@@ -1,24 +1,25 @@
 # %% [markdown]
-# # 11 · Positional encoding in JAX
+# # 11 · Codificação posicional em JAX
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/pt_BR/11_jax.ipynb)
 #
-# The same table once more, now in `jax.numpy`. Notebook 01 explains every step (the
-# denominators shared by a sine and its cosine, the position column, the interleaving); here
-# we only walk through them quickly in JAX, then use what JAX adds: `jax.jit` compiles a
-# function, `jax.vmap` maps it over a batch, and Flax NNX modules put the encoding into a
-# model. Everything is checked against posenc's NumPy tables. JAX computes in float32 unless
-# told otherwise (its x64 mode is off by default), and we keep it that way.
+# A mesma tabela mais uma vez, agora em `jax.numpy`. O notebook 01 explica cada passo (os
+# denominadores compartilhados por um seno e o seu cosseno, a coluna de posições, a
+# intercalação); aqui só os percorremos rapidamente em JAX e depois usamos o que o JAX
+# acrescenta: `jax.jit` compila uma função, `jax.vmap` a mapeia sobre um lote, e os módulos
+# Flax NNX colocam a codificação dentro de um modelo. Tudo é conferido com as tabelas em
+# NumPy do posenc. O JAX calcula em float32, a menos que se peça outra coisa (o seu modo x64
+# vem desligado por padrão), e nós o mantemos assim.
 #
-# **Question:** What changes when the positional encoding is written for JAX, whose arrays cannot be changed in place and whose compiled functions fix every shape?
+# **Pergunta:** O que muda quando a codificação posicional é escrita para o JAX, cujos arrays não podem ser alterados no lugar e cujas funções compiladas fixam todos os formatos?
 #
-# **You will be able to:**
-# - fill the columns of a JAX array with `.at[...].set()`, where NumPy assigned to them;
-# - compile a function with `jax.jit`, mark the arguments that fix a shape as static, and predict how often it compiles;
-# - turn a function of one position into a function of a batch with `jax.vmap`;
-# - put posenc's Flax NNX modules into a model.
+# **Você será capaz de:**
+# - preencher as colunas de um array JAX com `.at[...].set()`, onde o NumPy atribuía diretamente a elas;
+# - compilar uma função com `jax.jit`, marcar como estáticos os argumentos que fixam um formato e prever quantas vezes ela compila;
+# - transformar uma função de uma posição numa função de um lote com `jax.vmap`;
+# - colocar os módulos Flax NNX do posenc dentro de um modelo.
 #
-# **Prerequisites:** notebooks 01 and 08 · **Time:** about 40 minutes
+# **Pré-requisitos:** notebooks 01 e 08 · **Tempo:** cerca de 40 minutos
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -52,11 +53,11 @@ started = time.perf_counter()
 print("x64 enabled:", jax.config.jax_enable_x64)
 
 # %% [markdown]
-# ## 1. The lecture's steps in `jax.numpy`
+# ## 1. Os passos da aula em `jax.numpy`
 #
-# Ten positions, width 6, float32, as the NumPy lecture of notebook 01: one denominator per
-# pair, a column of positions, their quotients as angles, sines and cosines, and the two
-# stacked so that they interleave.
+# Dez posições, largura 6, float32, como na aula de NumPy do notebook 01: um denominador por
+# par, uma coluna de posições, os quocientes como ângulos, senos e cossenos, e os dois
+# empilhados para que se intercalem.
 
 # %%
 sequence_length, d_model = 10, 6
@@ -69,8 +70,9 @@ print(table.dtype, table.shape)
 print(np.asarray(table[:3]))
 
 # %% [markdown]
-# The table agrees with posenc's to float32 round-off: within $10^{-6}$, a few float32 steps
-# of values near 1 (float32 numbers just below 1 are $6 \times 10^{-8}$ apart).
+# A tabela concorda com a do posenc até o arredondamento de float32: dentro de $10^{-6}$,
+# alguns passos de float32 para valores perto de 1 (números float32 logo abaixo de 1 estão a
+# $6 \times 10^{-8}$ um do outro).
 
 # %%
 reference = posenc.positional_encoding(sequence_length, d_model)
@@ -79,11 +81,11 @@ print(f"largest difference from posenc: {difference:.1e}")
 assert difference < 1e-6
 
 # %% [markdown]
-# ### Columns you cannot assign: `.at[...].set()`
+# ### Colunas que não se podem atribuir: `.at[...].set()`
 #
-# The second lecture of notebook 01 wrote sines and cosines straight into alternate columns,
-# `pe[:, 0::2] = np.sin(...)`. A JAX array is [immutable](https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html):
-# the same line raises a `TypeError` whose message says so.
+# A segunda aula do notebook 01 escrevia senos e cossenos diretamente em colunas alternadas,
+# `pe[:, 0::2] = np.sin(...)`. Um array JAX é [imutável](https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html):
+# a mesma linha levanta um `TypeError` cuja mensagem diz isso.
 
 # %%
 pe = jnp.zeros((sequence_length, d_model))
@@ -93,10 +95,10 @@ except TypeError as error:
     print(type(error).__name__, "| the message says 'immutable':", "immutable" in str(error))
 
 # %% [markdown]
-# JAX's equivalent is `pe.at[:, 0::2].set(values)`: the same index, but it *returns a new
-# array* with those entries replaced and leaves `pe` as it was. So each step assigns its
-# result to a name. Two steps give the lecture's table, equal to the stacked one above
-# entry for entry, and the zeros we started from are still zeros.
+# O equivalente no JAX é `pe.at[:, 0::2].set(values)`: o mesmo índice, mas ele *devolve um
+# novo array* com essas entradas substituídas e deixa `pe` como estava. Por isso, cada passo
+# atribui o seu resultado a um nome. Dois passos dão a tabela da aula, igual, entrada por
+# entrada, à tabela empilhada acima, e os zeros de que partimos continuam sendo zeros.
 
 # %%
 filled = pe.at[:, 0::2].set(jnp.sin(angles))
@@ -105,14 +107,15 @@ print("pe is still all zeros:", bool((pe == 0).all()))
 assert bool((filled == table).all())
 
 # %% [markdown]
-# ## 2. `jit`: compile once per shape
+# ## 2. `jit`: compilar uma vez por formato
 #
-# [`jax.jit`](https://docs.jax.dev/en/latest/jit-compilation.html) *traces* a function: it
-# runs the Python code once with abstract arrays that carry a shape and a dtype but no
-# values, records the operations, and hands that record to the [XLA](https://openxla.org/xla) compiler. Later calls
-# with arguments of the same shapes and dtypes run the compiled code without touching the
-# Python again. The lecture's recipe as a function of any positions; the `traces` list
-# is a Python side effect, so it grows only when JAX traces (and then compiles):
+# O [`jax.jit`](https://docs.jax.dev/en/latest/jit-compilation.html) *rastreia* (trace) uma
+# função: ele roda o código Python uma vez com arrays abstratos, que têm formato e dtype mas
+# nenhum valor, registra as operações e entrega esse registro ao compilador [XLA](https://openxla.org/xla). As chamadas
+# seguintes com argumentos dos mesmos formatos e dtypes rodam o código compilado sem tocar
+# no Python de novo. A receita da aula como função de posições quaisquer; a lista `traces`
+# é um efeito colateral em Python, então ela só cresce quando o JAX rastreia (e, em
+# seguida, compila):
 
 # %%
 traces = []
@@ -126,10 +129,10 @@ def lecture_encode(positions, d_model):
 
 
 # %% [markdown]
-# Compiled as it is, the function fails. Every argument is traced, `d_model` too, so it has
-# no value while tracing; but `jnp.arange(0, d_model, 2)` needs its value to know how many
-# entries it makes, and a shape must be known at compile time. JAX says so with a
-# `ConcretizationTypeError`:
+# Compilada como está, a função falha. Todos os argumentos são rastreados, `d_model` também,
+# então ele não tem valor durante o rastreamento; mas `jnp.arange(0, d_model, 2)` precisa
+# do valor dele para saber quantas entradas produz, e um formato tem de ser conhecido em
+# tempo de compilação. O JAX avisa com um `ConcretizationTypeError`:
 
 # %%
 near = jnp.arange(sequence_length)
@@ -139,10 +142,10 @@ except jax.errors.ConcretizationTypeError as error:
     print(type(error).__name__)
 
 # %% [markdown]
-# `static_argnums=1` (or `static_argnames="d_model"`) makes the second argument *static*:
-# JAX passes the plain Python value to the trace and bakes it into the compiled code, so
-# each new value of a static argument means a new trace. The compiled function gives the
-# table of section 1:
+# `static_argnums=1` (ou `static_argnames="d_model"`) torna o segundo argumento *estático*:
+# o JAX passa o valor Python simples para o rastreamento e o embute no código compilado;
+# assim, cada novo valor de um argumento estático significa um novo rastreamento. A função
+# compilada dá a tabela da seção 1:
 
 # %%
 lecture_jit = jax.jit(lecture_encode, static_argnums=1)
@@ -152,10 +155,10 @@ np.testing.assert_allclose(np.asarray(lecture_jit(near, d_model)), reference, rt
 print("two calls, traces:", traces)
 
 # %% [markdown]
-# How often does it compile? The two calls above traced once, for ten positions and width 6.
-# Five more calls: the same positions again, other positions of the same shape, twelve
-# positions (twice, from different starts), and a width of 8. Only a call with a shape and
-# a `d_model` not seen before traces; `traces` says which:
+# Quantas vezes ela compila? As duas chamadas acima rastrearam uma vez, para dez posições e
+# largura 6. Mais cinco chamadas: as mesmas posições de novo, outras posições do mesmo
+# formato, doze posições (duas vezes, a partir de inícios diferentes) e uma largura de 8. Só
+# uma chamada com um formato e um `d_model` ainda não vistos rastreia; `traces` diz quais:
 
 # %%
 traces.clear()
@@ -166,21 +169,22 @@ print(f"{len(calls)} calls, {len(traces)} traces:", *traces, sep="\n  ")
 assert len(traces) == 2, "only (12, 6) and (10, 8) are new"
 
 # %% [markdown]
-# New *values* are free; a new *shape* or a new static value costs a trace and a
-# compilation. A model under `jit` that meets batches of many lengths compiles once for
-# each length; padding the batches to a few fixed lengths keeps that down.
+# Novos *valores* saem de graça; um novo *formato* ou um novo valor estático custa um
+# rastreamento e uma compilação. Um modelo sob `jit` que recebe lotes de muitos comprimentos
+# compila uma vez para cada comprimento; preencher (padding) os lotes até alguns
+# comprimentos fixos mantém isso sob controle.
 #
-# ### Accuracy under `jit`
+# ### Precisão sob `jit`
 #
-# At ten positions the lecture's recipe and posenc agree. Far out they do not: a float32
-# angle $p \cdot w$ is rounded to about $10^{-7}$ of its size, and float32 numbers near
-# $10^6$ are $1/16$ apart, so at position $10^6$ the angle, and with it the sine, is off by
-# hundredths (notebook 06 works this out). posenc's JAX route never forms that rounded angle:
-# it counts the angle in half turns with exact float32 products
-# (`posenc.kernels.half_turns_float32`) and stays within $2 \times 10^{-7}$ of the exact
-# value for positions up to $2^{24}$, all in float32. We compare both with posenc's NumPy
-# table at float64 (within $10^{-15}$ of the exact value) for a thousand positions near
-# $10^6$ and width 128.
+# Em dez posições, a receita da aula e o posenc concordam. Bem mais adiante, não: um ângulo
+# $p \cdot w$ em float32 é arredondado a cerca de $10^{-7}$ do seu tamanho, e números float32
+# perto de $10^6$ estão a $1/16$ um do outro; assim, na posição $10^6$, o ângulo, e com ele o
+# seno, erra por centésimos (o notebook 06 faz essa conta). O caminho do posenc em JAX nunca
+# forma esse ângulo arredondado: ele conta o ângulo em meias voltas com produtos exatos em
+# float32 (`posenc.kernels.half_turns_float32`) e fica a menos de $2 \times 10^{-7}$ do valor
+# exato para posições até $2^{24}$, tudo em float32. Comparamos os dois com a tabela em NumPy
+# do posenc em float64 (a menos de $10^{-15}$ do valor exato) para mil posições perto de
+# $10^6$ e largura 128.
 
 # %%
 posenc_jit = jax.jit(posenc.jax.encode, static_argnums=1)
@@ -193,17 +197,17 @@ print(f"posenc.jax under jit:    {posenc_error:.1e}")
 assert posenc_error < 2e-7, "posenc's documented bound"
 
 # %% [markdown]
-# The lecture's route is off by about one float32 step of the angle, posenc's by less than
-# $2 \times 10^{-7}$. And no float64 appears anywhere in what `jit` compiles: the trace
-# (`jax.make_jaxpr` prints it) holds no `f64`.
+# O caminho da aula erra por cerca de um passo de float32 do ângulo; o do posenc, por menos
+# de $2 \times 10^{-7}$. E nenhum float64 aparece em lugar algum do que o `jit` compila: o
+# rastreamento (o `jax.make_jaxpr` o imprime) não contém nenhum `f64`.
 
 # %%
 trace = str(jax.make_jaxpr(lambda p: posenc.jax.encode(p, 128))(far))
 print("float64 in posenc's trace:", "f64" in trace)
 
 # %% [markdown]
-# Across positions the error of the float32 route grows with the angle, while posenc's
-# stays flat:
+# Ao longo das posições, o erro do caminho em float32 cresce com o ângulo, enquanto o do
+# posenc fica estável:
 
 # %%
 probes = jnp.asarray(np.unique(np.geomspace(1, 1e7, 60).astype(np.int32)))
@@ -220,12 +224,12 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## 3. `vmap`: write it for one, run it on a batch
+# ## 3. `vmap`: escreva para um, rode num lote
 #
-# [`jax.vmap`](https://docs.jax.dev/en/latest/automatic-vectorization.html) adds a batch
-# axis to a function written for one item. The functions above already broadcast over any
-# shape of positions, so mapping them would change nothing. Here is one that does not: it
-# encodes a *single* position (a scalar) into its row of width 8.
+# O [`jax.vmap`](https://docs.jax.dev/en/latest/automatic-vectorization.html) acrescenta um
+# eixo de lote a uma função escrita para um único item. As funções acima já fazem
+# broadcasting sobre qualquer formato de posições, então mapeá-las não mudaria nada. Eis uma
+# que não faz: ela codifica uma *única* posição (um escalar) na sua linha de largura 8.
 
 # %%
 denominators_8 = jnp.power(10000.0, jnp.arange(0, 8, 2, dtype=jnp.float32) / 8)
@@ -240,10 +244,10 @@ def encode_position(position):
 print(encode_position(3.0).shape)
 
 # %% [markdown]
-# Handed four positions at once, it does not even fail: four positions over four
-# denominators divide entry by entry (position $k$ by denominator $k$), and out comes one
-# row of 8 numbers that is no row of the table. `jax.vmap(encode_position)` runs it once per
-# position instead, and stacks the rows:
+# Recebendo quatro posições de uma vez, ela nem sequer falha: quatro posições sobre quatro
+# denominadores se dividem entrada por entrada (a posição $k$ pelo denominador $k$), e sai
+# uma linha de 8 números que não é nenhuma linha da tabela. Já `jax.vmap(encode_position)` a
+# roda uma vez por posição e empilha as linhas:
 
 # %%
 four = jnp.arange(4.0)
@@ -252,10 +256,10 @@ print("under vmap:     ", jax.vmap(encode_position)(four).shape)
 np.testing.assert_allclose(np.asarray(jax.vmap(encode_position)(four)), posenc.encode(np.arange(4), 8), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# `vmap` composes. A chunk of a long document starts at its own position: `encode_chunk`
-# encodes one chunk of four positions from its start, and a second `vmap` runs it over the
-# starts of a batch. The result equals the broadcasting `lecture_encode` of section 2 on
-# the same positions.
+# O `vmap` se compõe. Um trecho (chunk) de um documento longo começa na sua própria posição:
+# `encode_chunk` codifica um trecho de quatro posições a partir do seu início, e um segundo
+# `vmap` o roda sobre os inícios de um lote. O resultado é igual ao do `lecture_encode` com
+# broadcasting da seção 2 sobre as mesmas posições.
 
 # %%
 def encode_chunk(start):
@@ -268,12 +272,13 @@ print(chunks.shape)
 np.testing.assert_allclose(np.asarray(chunks), np.asarray(lecture_encode(starts[:, None] + jnp.arange(4.0), 8)), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# ## 4. The Flax modules in a tiny model
+# ## 4. Os módulos Flax num modelo minúsculo
 #
-# `posenc.jax.PositionalEncoding` is a [Flax NNX](https://flax.readthedocs.io/en/latest/nnx_basics.html) module with the arguments of the torch
-# module (`d_model`, `max_len`, `dropout`, `convention`, ...) and `rngs` for its dropout. The
-# table is `module.pe`, a variable but not a parameter, so an optimizer of the `nnx.Param`
-# leaves it alone. A tiny model: embedding, positional encoding, one linear layer.
+# `posenc.jax.PositionalEncoding` é um módulo [Flax NNX](https://flax.readthedocs.io/en/latest/nnx_basics.html) com os argumentos do módulo do torch
+# (`d_model`, `max_len`, `dropout`, `convention`, ...) e `rngs` para o seu dropout. A
+# tabela é `module.pe`, uma variável, mas não um parâmetro; então um otimizador dos
+# `nnx.Param` não mexe nela. Um modelo minúsculo: embedding, codificação posicional, uma
+# camada linear.
 
 # %%
 class TinyModel(nnx.Module):
@@ -295,18 +300,18 @@ print(logits.shape, model.position.pe[...].shape)
 np.testing.assert_allclose(np.asarray(logits), np.asarray(by_hand), rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
-# The compiled model gives what the embedding plus posenc's NumPy table gives (above), and
-# its parameters are the embedding's and the linear layer's only:
+# O modelo compilado dá o mesmo que o embedding mais a tabela em NumPy do posenc (acima), e
+# os seus parâmetros são apenas os do embedding e os da camada linear:
 
 # %%
 print(sorted(nnx.state(model, nnx.Param).keys()))
 assert "position" not in nnx.state(model, nnx.Param)
 
 # %% [markdown]
-# RoPE (notebook 08) works the same way: `posenc.jax.RotaryEmbedding` returns `(cos, sin)`
-# for the positions of a batch, and `posenc.jax.apply_rotary` turns the queries and keys
-# with them. Under `jit` the score of a query and a key depends only on how far apart they
-# are, here positions 3 and 1 against 1,000,003 and 1,000,001.
+# O RoPE (notebook 08) funciona do mesmo jeito: `posenc.jax.RotaryEmbedding` devolve
+# `(cos, sin)` para as posições de um lote, e `posenc.jax.apply_rotary` gira as queries e
+# keys (consultas e chaves) com eles. Sob `jit`, o score de uma query e de uma key depende
+# apenas da distância entre elas, aqui as posições 3 e 1 contra 1 000 003 e 1 000 001.
 
 # %%
 rope = posenc.jax.RotaryEmbedding(64)
@@ -327,42 +332,42 @@ near_score, far_score = score(rope, 3, 1), score(rope, 1_000_003, 1_000_001)
 print(f"scores: {float(near_score):.4f} and {float(far_score):.4f}")
 
 # %% [markdown]
-# How close is "the same"? Each cosine and sine is within $2 \times 10^{-7}$ of its exact
-# value at both distances, so each product $q_i k_i$ of the score moves by at most about
-# $4 \times 10^{-7} \, |q_i| |k_i|$: the bound below, $4 \times 10^{-7} \sum_i |q_i||k_i|$,
-# is about $1.4 \times 10^{-5}$.
+# Quão perto é "o mesmo"? Cada cosseno e seno fica a menos de $2 \times 10^{-7}$ do seu valor
+# exato nas duas distâncias; então cada produto $q_i k_i$ do score se move no máximo cerca de
+# $4 \times 10^{-7} \, |q_i| |k_i|$: o limite abaixo, $4 \times 10^{-7} \sum_i |q_i||k_i|$,
+# é de cerca de $1.4 \times 10^{-5}$.
 
 # %%
 bound = 4e-7 * float(jnp.abs(q * k).sum())
 print(f"the scores differ by less than {bound:.1e}:", abs(float(near_score) - float(far_score)) <= bound)
 
 # %% [markdown]
-# ## Summary
+# ## Resumo
 #
-# - The lecture's table is five lines of `jax.numpy`. JAX arrays are immutable: where NumPy
-#   assigned `pe[:, 0::2] = ...`, JAX writes `pe = pe.at[:, 0::2].set(...)`, which returns a
-#   new array (or stacks and reshapes, as notebook 01 did).
-# - `jax.jit` traces a function with shapes and dtypes only. An argument that decides a shape
-#   (`d_model`) must be static (`static_argnums`); every new shape and every new static value
-#   traces and compiles again, new values of a known shape do not.
-# - posenc's JAX functions stay within $2 \times 10^{-7}$ under `jit`, in float32 with no
-#   float64 in the trace, where the lecture's float32 route is off by hundredths at
-#   position $10^6$.
-# - `jax.vmap` turns a function of one position into a function of a batch, and nests; the
-#   Flax NNX modules `PositionalEncoding` and `RotaryEmbedding` go into models and compile
-#   with `nnx.jit`.
+# - A tabela da aula cabe em cinco linhas de `jax.numpy`. Arrays JAX são imutáveis: onde o NumPy
+#   atribuía `pe[:, 0::2] = ...`, o JAX escreve `pe = pe.at[:, 0::2].set(...)`, que devolve um
+#   novo array (ou empilha e remodela, como fez o notebook 01).
+# - `jax.jit` rastreia uma função apenas com formatos e dtypes. Um argumento que decide um formato
+#   (`d_model`) tem de ser estático (`static_argnums`); cada novo formato e cada novo valor estático
+#   rastreia e compila de novo; novos valores de um formato conhecido, não.
+# - As funções JAX do posenc ficam a menos de $2 \times 10^{-7}$ sob `jit`, em float32 e sem
+#   float64 no rastreamento, enquanto o caminho em float32 da aula erra por centésimos na
+#   posição $10^6$.
+# - `jax.vmap` transforma uma função de uma posição numa função de um lote, e pode ser aninhado; os
+#   módulos Flax NNX `PositionalEncoding` e `RotaryEmbedding` entram em modelos e compilam
+#   com `nnx.jit`.
 #
-# ## Exercises
+# ## Exercícios
 #
-# Each exercise ends with a check that says what is wrong. `nb11.<name>.hint()` gives a
-# nudge, and `nb11.<name>.solution()` prints the reference solution when you are stuck.
+# Cada exercício termina com uma verificação que diz o que está errado. `nb11.<name>.hint()`
+# dá uma dica, e `nb11.<name>.solution()` imprime a solução de referência quando você empacar.
 #
-# ### Exercise 1 · Fill the columns with `.at`
+# ### Exercício 1 · Preencha as colunas com `.at`
 #
-# Write `at_table(length, d_model)` (an even `d_model`) that starts from
-# `jnp.zeros((length, d_model))` and fills the even columns with sines and the odd ones with
-# cosines using `.at[...].set()`. The draft below runs without an error, yet the check
-# finds something wrong: what does `.at[...].set()` return?
+# Escreva `at_table(length, d_model)` (com `d_model` par), que parte de
+# `jnp.zeros((length, d_model))` e preenche as colunas pares com senos e as ímpares com
+# cossenos usando `.at[...].set()`. O rascunho abaixo roda sem erro, mas a verificação
+# encontra algo errado: o que `.at[...].set()` devolve?
 
 # %%
 def at_table(length, d_model):
@@ -377,12 +382,12 @@ def at_table(length, d_model):
 nb11.at_table.check(at_table)
 
 # %% [markdown]
-# ### Exercise 2 · How many compilations?
+# ### Exercício 2 · Quantas compilações?
 #
-# `lecture_jit` is the function of section 2, compiled with `static_argnums=1`. A fresh copy
-# of it is called on `jnp.arange(start, start + length)` with `d_model` for each of these
-# seven calls. Predict how many times it traces (and compiles), then check; the solution
-# runs the calls and counts, as section 2 did.
+# `lecture_jit` é a função da seção 2, compilada com `static_argnums=1`. Uma cópia nova dela
+# é chamada sobre `jnp.arange(start, start + length)` com `d_model` para cada uma destas sete
+# chamadas. Preveja quantas vezes ela rastreia (e compila) e depois verifique; a solução roda
+# as chamadas e conta, como fez a seção 2.
 
 # %%
 print("(start, length, d_model):", *nb11.CALLS)
@@ -390,12 +395,12 @@ compilations = 7  # one per call?
 nb11.compilations.check(compilations)
 
 # %% [markdown]
-# ### Exercise 3 · A batch of chunks with `vmap`
+# ### Exercício 3 · Um lote de trechos com `vmap`
 #
-# A batch of three chunks of four positions each, starting at positions 0, 100 and 7, as
-# in section 3, width 8. Write `encode_chunk(start)` from `encode_position` and
-# `jax.vmap`, map it over `nb11.STARTS`, and check the `(3, 4, 8)` result. The draft
-# forgets something.
+# Um lote de três trechos de quatro posições cada, começando nas posições 0, 100 e 7, como
+# na seção 3, largura 8. Escreva `encode_chunk(start)` a partir de `encode_position` e
+# `jax.vmap`, mapeie-a sobre `nb11.STARTS` e verifique o resultado `(3, 4, 8)`. O rascunho
+# esquece alguma coisa.
 
 # %%
 def encode_chunk(start):
@@ -405,14 +410,14 @@ def encode_chunk(start):
 nb11.chunks.check(jax.vmap(encode_chunk)(nb11.STARTS))
 
 # %% [markdown]
-# ## Cross-checks
+# ## Verificações cruzadas
 #
-# The claims above, checked together: the lecture's error at $10^6$ is about one float32
-# step of the angle there (between half a step and one step); posenc's trace holds no
-# float64; the float32 route's error passes 0.1 before position $10^7$ (where float32
-# numbers are 1 apart) while posenc's stays within its bound; the RoPE scores agree within
-# the bound derived above; mapping a function that already broadcasts (section 3) gives
-# what a direct call gives; and the whole notebook runs in under a minute.
+# As afirmações acima, verificadas juntas: o erro da aula em $10^6$ é de cerca de um passo de
+# float32 do ângulo ali (entre meio passo e um passo); o rastreamento do posenc não contém
+# float64; o erro do caminho em float32 passa de 0.1 antes da posição $10^7$ (onde números
+# float32 estão a 1 um do outro), enquanto o do posenc fica dentro do seu limite; os scores do
+# RoPE concordam dentro do limite deduzido acima; mapear uma função que já faz broadcasting
+# (seção 3) dá o mesmo que uma chamada direta; e o notebook inteiro roda em menos de um minuto.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

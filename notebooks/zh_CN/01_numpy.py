@@ -1,27 +1,25 @@
 # %% [markdown]
-# # 01 · Positional encoding in NumPy
+# # 01 · 用 NumPy 实现位置编码
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/01_numpy.ipynb)
 #
-# A Transformer sees its input as a set, so every position gets a fixed vector of sines and
-# cosines added to its embedding. This notebook builds that table with plain NumPy, one
-# small step at a time, and checks every step against the `posenc` package. We follow two
-# lectures. The first is an English Jupyter notebook in NumPy: it builds the table for 10
-# positions and width 6 in float32, prints it at eight decimals, and wraps the steps in a
-# class. The second is a set of Chinese notes in NumPy (with a TensorFlow cast at the end):
-# it writes sines and cosines straight into alternate columns of a width-16 table and
-# prints a grid of `True` from a comparison with tolerance $10^{-3}$. We finish with why
-# the wavelengths are spaced the way they are.
+# Transformer 把输入看作一个集合，所以每个位置的嵌入上都要加一个由正弦和余弦组成的固定向量。
+# 本笔记本只用 NumPy，一小步一小步地构建这张表，并把每一步都和 `posenc` 包对照检查。
+# 我们跟随两份讲义。第一份是用 NumPy 写的英文 Jupyter 笔记本：它以 float32 为 10 个位置、
+# 宽度 6 构建这张表，以八位小数打印，最后把各个步骤封装成一个类。第二份是用 NumPy 写的
+# 中文学习笔记（最后用 TensorFlow 做了一次类型转换）：它把正弦和余弦直接写入宽度为 16 的表的
+# 交替列中，再用容差 $10^{-3}$ 做比较，打印出一个全是 `True` 的网格。最后我们会讨论：
+# 波长为什么要这样分布。
 #
-# **Question:** How is the Transformer's table of sines and cosines built, step by step, and how do you get the lecture's numbers digit for digit?
+# **问题：** Transformer 中由正弦和余弦组成的表是如何一步步构建出来的？怎样才能得到与讲义逐位一致的数字？
 #
-# **You will be able to:**
-# - compute the denominators and the angles of the formula with NumPy broadcasting;
-# - build the interleaved table two ways (stack and reshape; assign alternate columns) and match the lecture's printout;
-# - say why the wavelengths grow by the same factor from one pair to the next;
-# - find what is wrong with a table that does not match, with `posenc.diagnose`.
+# **学完本节，你将能够：**
+# - 利用 NumPy 的广播机制计算公式中的分母和角度；
+# - 用两种方法构建交错排列的表（先堆叠再重塑形状；给交替列赋值），并与讲义的打印结果一致；
+# - 说明为什么波长从一对列到下一对列总是按相同的倍数增长；
+# - 用 `posenc.diagnose` 找出一张对不上的表错在哪里。
 #
-# **Prerequisites:** none · **Time:** about 45 minutes
+# **先修：** 无 · **时间：** 约 45 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -47,11 +45,11 @@ import posenc
 np.set_printoptions(precision=8, suppress=True)
 
 # %% [markdown]
-# ## The formula
+# ## 公式
 #
-# The formula comes from the Transformer paper, [Attention Is All You Need](https://arxiv.org/abs/1706.03762)
-# (section 3.5). Row `pos` of the table encodes one position; its columns come in pairs,
-# and pair $i$ holds a sine and a cosine of the same angle:
+# 公式来自 Transformer 的论文 [Attention Is All You Need](https://arxiv.org/abs/1706.03762)
+# （第 3.5 节）。表的第 `pos` 行编码一个位置；它的列两两成对，
+# 第 $i$ 对存放同一个角度的正弦和余弦：
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right),
@@ -59,12 +57,12 @@ np.set_printoptions(precision=8, suppress=True)
 # PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right).
 # $$
 #
-# ## 1. Even columns, odd columns
+# ## 1. 偶数列与奇数列
 #
-# The NumPy lecture used 10 positions and a model width of 6, small enough to read every number.
-# Read the formula per column index $k$ instead of per pair: an even column $k = 2i$ divides
-# by $10000^{k/d}$, an odd column $k = 2i + 1$ by $10000^{(k-1)/d}$. We list both kinds of
-# index, in float32 as the lecture did, and compute both sets of denominators.
+# NumPy 讲义用了 10 个位置、模型宽度 6，小到每个数都能看清。
+# 不按列对、而按列索引 $k$ 来读公式：偶数列 $k = 2i$ 除以 $10000^{k/d}$，
+# 奇数列 $k = 2i + 1$ 除以 $10000^{(k-1)/d}$。我们像讲义那样用 float32 列出这两类索引，
+# 并分别算出两组分母。
 
 # %%
 sequence_length = 10
@@ -79,12 +77,11 @@ odd_denominators = np.power(10000, (odd_columns - 1) / d_model)
 print(even_denominators.dtype, even_denominators.shape, odd_denominators.shape)
 
 # %% [markdown]
-# The two arrays of denominators are identical, and they have to be: subtracting one from an odd index lands
-# on the even index just before it, so a sine and the cosine next to it always share a
-# denominator. One vector with one entry per pair is all we need, and it prints the digits
-# the lecture printed. (It agrees with `posenc.denominators`, computed in float64, to
-# float32 precision: a few parts in $10^7$, since the exponent $2i/d$ is itself rounded to
-# float32 first; the closing cross-checks confirm it.)
+# 两组分母完全相同，而且必然相同：奇数索引减一，正好落在它前面的偶数索引上，
+# 所以一个正弦和紧挨着它的余弦总是共用同一个分母。我们只需要一个向量，每对列一项，
+# 它打印出的数字和讲义的一样。（它与用 float64 计算的 `posenc.denominators`
+# 在 float32 精度内一致：相对差只有 $10^7$ 分之几，因为指数 $2i/d$ 本身先被舍入到了 float32；
+# 结尾的交叉检查会确认这一点。）
 
 # %%
 assert np.array_equal(even_denominators, odd_denominators), "a sine and its cosine share a denominator"
@@ -92,14 +89,13 @@ denominators = even_denominators
 print(denominators)
 
 # %% [markdown]
-# ## 2. A column of positions
+# ## 2. 位置排成一列
 #
-# Shaping the positions as a column, `(10, 1)`, lets
-# [broadcasting](https://numpy.org/doc/stable/user/basics.broadcasting.html) do the outer division:
-# a `(10, 1)` column over a `(3,)` row gives every position divided by every denominator,
-# a `(10, 3)` grid of angles. `posenc.angles` forms the same grid in float64; ours went
-# through float32 roundings (exponent, denominator, quotient), so they agree to a few parts
-# in $10^7$.
+# 把位置排成形状为 `(10, 1)` 的一列，就能让
+# [广播机制](https://numpy.org/doc/stable/user/basics.broadcasting.html)完成外除法：
+# `(10, 1)` 的列除以 `(3,)` 的行，得到每个位置除以每个分母的结果，
+# 即一个 `(10, 3)` 的角度网格。`posenc.angles` 用 float64 得到同样的网格；
+# 我们的计算经过了几次 float32 舍入（指数、分母、商），所以两者的相对差只有 $10^7$ 分之几。
 
 # %%
 positions = np.arange(sequence_length, dtype=np.float32).reshape(sequence_length, 1)
@@ -110,15 +106,14 @@ print(angles[:3])
 np.testing.assert_allclose(angles, posenc.angles(np.arange(sequence_length), d_model), rtol=3e-7)
 
 # %% [markdown]
-# ## 3. The sine table and the cosine table
+# ## 3. 正弦表和余弦表
 #
-# One float32 detail first, in short. NumPy's float32 `sin` and `cos` are fast
-# approximations that may miss the correctly rounded result by up to two units in the last
-# place (ulp; one ulp is the gap to the next float32 number, about $6 \times 10^{-8}$ just
-# below 1), the margin NumPy's own tests allow, so a printout at eight decimals could differ
-# from the lecture's in its last digit. To print the lecture's digits everywhere we take the
-# sine of the *same* float32 angles in float64 and round once back to float32. Notebook 06
-# tells the whole story of these last digits (and of the error that grows with the position).
+# 先简单说一个 float32 的细节。NumPy 的 float32 `sin` 和 `cos` 是快速近似，
+# 与正确舍入的结果最多可能相差两个末位单位（ulp；一个 ulp 是到下一个 float32 数的间距，
+# 在略小于 1 处约为 $6 \times 10^{-8}$），这是 NumPy 自己的测试所允许的误差范围，
+# 因此以八位小数打印时，最后一位可能与讲义不同。为了处处打印出讲义的数字，
+# 我们对*同样的* float32 角度用 float64 求正弦，再一次性舍入回 float32。
+# 笔记本 06 会完整讲述这些末位数字的来龙去脉（以及随位置增大的误差）。
 
 # %%
 def sin32(x):
@@ -134,8 +129,8 @@ def cos32(x):
 ulps = np.testing.assert_array_max_ulp(np.sin(angles), sin32(angles), maxulp=2)  # NumPy's own: within 2 ulp
 
 # %% [markdown]
-# The sines will fill the even columns, the cosines the odd ones. Down each column the
-# angle grows by a fixed step, fast in the first pair and slowly in the last.
+# 正弦将填入偶数列，余弦填入奇数列。沿着每一列往下，角度按固定步长增长：
+# 第一对列增长得快，最后一对列增长得慢。
 
 # %%
 sines = sin32(angles)
@@ -144,14 +139,14 @@ print(sines)
 print(cosines)
 
 # %% [markdown]
-# Both tables are `(10, 3)`, one column per pair, and their digits are the lecture's.
+# 两张表的形状都是 `(10, 3)`，每对列一列，其中的数字和讲义的一致。
 #
-# ## 4. Interleave: stack, then reshape
+# ## 4. 交错排列：先堆叠，再重塑形状
 #
-# Stacking the two tables on a new last axis gives shape `(10, 3, 2)`: position, pair,
-# then sine-or-cosine. Reshaping to `(10, 6)` reads that memory in row-major order, pair by
-# pair and sine before cosine, so the columns come out as
-# $\sin_0, \cos_0, \sin_1, \cos_1, \sin_2, \cos_2$. No index arithmetic needed.
+# 把两张表沿新的最后一个轴堆叠，得到形状 `(10, 3, 2)`：依次是位置、列对、
+# 正弦或余弦。重塑为 `(10, 6)` 时按行优先的顺序读取这块内存，即逐对读取、
+# 正弦在余弦之前，所以各列依次是
+# $\sin_0, \cos_0, \sin_1, \cos_1, \sin_2, \cos_2$。完全不需要计算索引。
 
 # %%
 stacked = np.stack([sines, cosines], axis=-1)
@@ -159,10 +154,9 @@ table = stacked.reshape(sequence_length, d_model)
 print(stacked.shape, "->", table.shape)
 
 # %% [markdown]
-# Here is the table exactly as the lecture printed it, and ours prints the very same text.
-# Comparing the printed text, digit for digit, is the strictest check its eight decimals
-# allow. (`posenc.interleave` is exactly the stack-and-reshape we just did; the
-# cross-checks at the end confirm it.)
+# 下面是讲义打印出的原样表格，我们的表打印出的文本与它一字不差。
+# 逐位比较打印文本，是八位小数所能允许的最严格的检查。（`posenc.interleave`
+# 做的正是我们刚才的“堆叠再重塑”；结尾的交叉检查会确认这一点。）
 
 # %%
 LECTURE_TABLE = np.array([
@@ -188,10 +182,9 @@ print(table)
 assert as_printed(table) == as_printed(LECTURE_TABLE), "the lecture's printout, digit for digit"
 
 # %% [markdown]
-# Then the package. `posenc` computes its angles in float64 and rounds only the final
-# values; our walk rounded its angles to float32 on the way. So the two can differ in the
-# last float32 digit, by at most $2^{-24} \approx 6.0 \times 10^{-8}$, which is one float32
-# step for values between 0.5 and 1.
+# 再来对照 `posenc` 包。`posenc` 用 float64 计算角度，只对最终结果舍入；
+# 而我们的步骤在中途就把角度舍入到了 float32。所以两者可能在 float32 的最后一位上不同，
+# 最多相差 $2^{-24} \approx 6.0 \times 10^{-8}$，这正是 0.5 到 1 之间 float32 的一个间隔。
 
 # %%
 reference = posenc.positional_encoding(sequence_length, d_model)
@@ -200,13 +193,13 @@ print(f"largest absolute difference: {largest:.1e}")
 assert largest <= 2.0**-24 == np.spacing(np.float32(0.5))
 
 # %% [markdown]
-# ## 5. The same steps as a class
+# ## 5. 把同样的步骤写成一个类
 #
-# The lecture ends by packaging its steps in a class that stores `sequence_length` and
-# `d_model` in `__init__`. But its `forward` never reads them back: it uses the notebook's
-# global `d_model` and `sequence_length`. The lecture only ever made the object with those
-# same two values, so its printout looked right. Here is the pattern in a few lines; asked
-# for 4 positions of width 8, it still returns the global 10 × 6 table.
+# 讲义最后把这些步骤封装成一个类，在 `__init__` 中保存 `sequence_length` 和
+# `d_model`。但它的 `forward` 从来不读取这两个属性，而是使用笔记本里的全局变量
+# `d_model` 和 `sequence_length`。讲义创建对象时用的恰好就是这两个值，
+# 所以打印结果看起来没问题。下面用几行代码重现这种写法：请求宽度为 8 的 4 个位置，
+# 它返回的仍然是全局的 10 × 6 的表。
 
 # %%
 class ReadsGlobals:
@@ -228,10 +221,9 @@ print("asked for (4, 8), got", wrong_size.shape)
 assert np.array_equal(wrong_size, table)  # the global 10 x 6 table
 
 # %% [markdown]
-# Our class reads only its own attributes. The denominators depend only on the width, so
-# they are computed when the object is made, and each call builds a table of the requested
-# length. An odd width has one more sine than cosines, so the last cosine column is simply
-# dropped, as the formula asks.
+# 我们的类只读取自己的属性。分母只取决于宽度，所以在创建对象时就算好，
+# 每次调用再构建所需长度的表。宽度为奇数时，正弦列比余弦列多一列，
+# 于是按照公式的要求，直接去掉最后一个余弦列即可。
 
 # %%
 class SinusoidalEncoding:
@@ -253,10 +245,9 @@ encoding = SinusoidalEncoding(d_model)
 assert as_printed(encoding(sequence_length)) == as_printed(LECTURE_TABLE)
 
 # %% [markdown]
-# It reproduces the lecture's table (checked above, digit for digit) and agrees with
-# `posenc` at other sizes too, odd widths included. A float32 angle carries a relative
-# rounding of about $10^{-7}$, so the absolute difference grows with the position; the
-# tolerance grows with the length to match.
+# 它重现了讲义的表（上面已逐位检查），在其他尺寸下（包括奇数宽度）也与 `posenc` 一致。
+# float32 角度带有约 $10^{-7}$ 的相对舍入误差，所以绝对误差随位置增大；
+# 容差也相应地随长度增大。
 
 # %%
 for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
@@ -266,14 +257,13 @@ for length, n_columns in [(10, 6), (10, 7), (10, 16), (50, 16), (128, 64)]:
     print(f"{length:4d} x {n_columns:2d}: largest difference {np.abs(ours - expected).max():.1e}")
 
 # %% [markdown]
-# ## 6. A second route: one rate per column
+# ## 6. 第二种做法：每列一个角速率
 #
-# The Chinese NumPy notes skip the separate sine and cosine tables. They give every column $k$ an
-# angle rate $1 / 10000^{2\lfloor k/2 \rfloor / d}$: integer division by two maps both
-# columns of a pair to the pair's even index, so rates come in equal twos, and the distinct
-# ones are `posenc.frequencies`. We use their example, 10 positions and width 16. Note the
-# dtype: an integer array divided by a float32 scalar is promoted to float64, so this route
-# computes in double precision whether it meant to or not.
+# 中文 NumPy 笔记没有分别构建正弦表和余弦表。它给每一列 $k$ 一个
+# 角速率 $1 / 10000^{2\lfloor k/2 \rfloor / d}$：整除 2 把一对列中的两列都映射到
+# 这一对的偶数索引上，所以角速率两两相等，其中互不相同的那些就是 `posenc.frequencies`。
+# 我们沿用笔记中的例子：10 个位置、宽度 16。注意数据类型：整数数组除以 float32 标量
+# 会被提升为 float64，所以无论本意如何，这种做法都是以双精度计算的。
 
 # %%
 width = 16
@@ -286,14 +276,12 @@ print(angle_rates)
 assert angle_rates.dtype == np.float64, "integers over a float32 scalar: float64"
 
 # %% [markdown]
-# Slicing with a step of two writes straight into alternate columns: `[:, 0::2]` are the
-# even columns, `[:, 1::2]` the odd ones. The table starts as zeros and is cast to float32
-# at the end.
+# 以步长 2 切片，可以直接写入交替列：`[:, 0::2]` 是偶数列，`[:, 1::2]` 是奇数列。
+# 表一开始全为零，最后转换为 float32。
 #
-# The notes then compared their table with a tolerance of $10^{-3}$ against a second table
-# built by the very same code. We compare two genuinely different computations instead: the
-# float32 class from section 5 and this float64 route. Rather than a grid of `True`, we
-# print the largest difference.
+# 笔记接着用 $10^{-3}$ 的容差，把这张表和由完全相同的代码构建的第二张表作比较。
+# 我们改为比较两种真正不同的计算：第 5 节的 float32 类和这里的 float64 做法。
+# 我们不打印全是 `True` 的网格，而是打印最大差值。
 
 # %%
 position_column = np.arange(sequence_length)[:, None]
@@ -313,19 +301,18 @@ print(f"largest difference {difference:.1e}, {tolerance / difference:,.0f} times
 assert difference < tolerance / 8000
 
 # %% [markdown]
-# About $1.2 \times 10^{-7}$: a few float32 steps, because the class rounds its angles to
-# float32 while this route rounds only its result (notebook 06 traces such last digits to
-# their source). That is more than 8,000 times inside the notes' tolerance. The strided
-# table also matches `posenc` and its `interleave` (see the cross-checks).
+# 约为 $1.2 \times 10^{-7}$：几个 float32 间隔。这是因为类把角度舍入到了 float32，
+# 而这种做法只对结果舍入（笔记本 06 会追溯这类末位数字的来源）。
+# 这比笔记中的容差还小 8,000 多倍。这张按步长切片写成的表也与 `posenc` 及其
+# `interleave` 一致（见交叉检查）。
 #
-# ## 7. Why these wavelengths: a geometric progression
+# ## 7. 为什么是这些波长：等比数列
 #
-# Column pair $i$ is a wave of wavelength $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
-# positions, sampled at whole positions. Each step to the next pair multiplies the
-# wavelength by the same factor, $10000^{2/d}$ (the two columns of a pair share theirs, so per column it is a staircase,
-# not a factor of $10000^{1/d}$). The shortest wavelength is $2\pi$, about six positions;
-# the longest is $2\pi \cdot 10000^{(d-2)/d}$, one factor $10000^{2/d}$ short of
-# $10000 \cdot 2\pi$.
+# 第 $i$ 对列是一个波长为 $\lambda_i = 2\pi / \omega_i = 2\pi \cdot 10000^{2i/d}$
+# 个位置的波，在整数位置上取样。每前进到下一对列，波长都乘以同一个因子
+# $10000^{2/d}$（一对中的两列共用同一个波长，所以逐列看是阶梯状的，
+# 而不是每列乘以 $10000^{1/d}$）。最短的波长是 $2\pi$，约六个位置；
+# 最长的是 $2\pi \cdot 10000^{(d-2)/d}$，比 $10000 \cdot 2\pi$ 差一个因子 $10000^{2/d}$。
 
 # %%
 wavelengths = 2 * np.pi / posenc.frequencies(width)
@@ -336,8 +323,8 @@ print(ratios.round(6), round(10000 ** (2 / width), 6))
 np.testing.assert_allclose(ratios, 10000 ** (2 / width), rtol=1e-12)
 
 # %% [markdown]
-# The last wavelength never reaches $10000 \cdot 2\pi$, but it gets closer as the model
-# widens, because the missing factor $10000^{-2/d}$ tends to one:
+# 最后一个波长永远达不到 $10000 \cdot 2\pi$，但模型越宽就越接近，
+# 因为缺少的因子 $10000^{-2/d}$ 趋于 1：
 
 # %%
 previous = 0.0
@@ -348,11 +335,10 @@ for d in (16, 64, 512, 4096):
     print(f"d_model={d:5d}  longest wavelength = {share:.4f} x 10000·2π")
 
 # %% [markdown]
-# A binary counter is the same idea in discrete form. Bit $k$ of a position flips every
-# $2^k$ steps and repeats every $2^{k+1}$: the low bit changes fastest, each higher bit half
-# as fast, a ratio of 2 between neighbours. The sinusoidal table swaps the on/off bits for
-# smooth waves and the ratio 2 for $10000^{2/d}$. Fast pairs tell neighbouring positions
-# apart, slow pairs tell far-apart ones apart.
+# 二进制计数器是同一思想的离散形式。位置的第 $k$ 位每 $2^k$ 步翻转一次、
+# 每 $2^{k+1}$ 步重复一次：最低位变化最快，每高一位慢一半，相邻两位之比为 2。
+# 正弦位置编码表把开/关的二进制位换成了平滑的波，把公比 2 换成了 $10000^{2/d}$。
+# 快的列对用来区分相邻的位置，慢的列对用来区分相距较远的位置。
 
 # %%
 counter = np.arange(16)
@@ -363,19 +349,17 @@ for k in range(4):
     assert np.array_equal(bits[: 16 - period, k], bits[period:, k]), f"bit {k} repeats every {period} steps"
 
 # %% [markdown]
-# A 4-bit counter repeats after 16 steps. The table never repeats a row. Positions are
-# whole numbers, and the sine and cosine of pair $i$ come back to the same values at
-# positions $p$ and $q$ only if $(p - q)\,\omega_i$ is a whole number of turns $2\pi k$,
-# that is, only if $\omega_i / 2\pi$ is a fraction. It never is: $\omega_i = 10000^{-2i/d}$, a
-# power of 10000 with a rational exponent, is an algebraic number, and $\pi$ is not
-# (Lindemann, 1882), so their ratio is never a fraction. So no column repeats
-# exactly, and the first pair alone (wavelength $2\pi$) already gives every position a
-# row of its own. It can come close: position 710 is $226\pi + 6.0 \times 10^{-5}$, 113
-# turns and a little, the nearest the first pair comes back to row 0 in the first 100,000
-# positions. (Over continuous positions the waves can line up: at $d = 8$ each wavelength
-# is exactly 10 times the one before, so all four repeat together after
-# $2\pi \cdot 1000$ positions, and neither that nor any multiple of it is a whole
-# number.) At the paper's width of 512 the slowest wave alone spans about 60,600 positions.
+# 4 位计数器在 16 步之后重复。而这张表的行永远不会重复。位置是整数，
+# 第 $i$ 对列的正弦和余弦要在位置 $p$ 和 $q$ 处取回相同的值，
+# 必须 $(p - q)\,\omega_i$ 恰好是整数圈 $2\pi k$，也就是说 $\omega_i / 2\pi$ 必须是分数。
+# 这永远不会发生：$\omega_i = 10000^{-2i/d}$ 是 10000 的有理数次幂，是代数数，
+# 而 $\pi$ 不是（Lindemann，1882），所以两者之比永远不是分数。因此没有哪一列会精确重复，
+# 仅第一对列（波长 $2\pi$）就已经让每个位置都有一行独属于自己的值。不过它可以非常接近：
+# 位置 710 等于 $226\pi + 6.0 \times 10^{-5}$，即 113 圈再多一点，
+# 这是前 100,000 个位置中第一对列最接近回到第 0 行的一次。
+# （若位置取连续值，这些波是可以对齐的：当 $d = 8$ 时，每个波长恰好是前一个的 10 倍，
+# 所以四个波在 $2\pi \cdot 1000$ 个位置之后一起重复，而这个数及其任何倍数都不是整数。）
+# 在论文所用的宽度 512 下，仅最慢的那个波就横跨约 60,600 个位置。
 
 # %%
 first_pair_turn = np.arange(1, 100_001) % (2 * np.pi)
@@ -387,9 +371,9 @@ print(np.round(posenc.encode([0, closest], 4), 4))
 assert closest == 710
 
 # %% [markdown]
-# Plotting the sine column of the first four pairs against position shows the same picture:
-# each wave is $10000^{2/16} \approx 3.16$ times longer than the one before. `posenc.encode`
-# accepts fractional positions, which lets us draw the waves as smooth curves.
+# 把前四对列的正弦列对位置作图，看到的是同一幅图景：
+# 每个波都比前一个长 $10000^{2/16} \approx 3.16$ 倍。`posenc.encode`
+# 接受小数位置，因此可以把这些波画成平滑曲线。
 
 # %%
 assert round(10000 ** (2 / width), 2) == 3.16
@@ -406,9 +390,9 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# A larger table as a heatmap: 128 positions by 64 columns. On the left, fast stripes; to
-# the right the columns change ever more slowly, until the last ones are almost constant
-# over these 128 positions: the last sine stays below 0.02, the last cosine above 0.9998.
+# 用热力图展示一张更大的表：128 个位置 × 64 列。左边是变化很快的条纹；
+# 越往右，各列变化越慢，直到最后几列在这 128 个位置上几乎不变：
+# 最后一个正弦列始终小于 0.02，最后一个余弦列始终大于 0.9998。
 
 # %%
 big = posenc.positional_encoding(128, 64)
@@ -422,14 +406,13 @@ fig.colorbar(image, ax=ax)
 plt.show()
 
 # %% [markdown]
-# ## 8. Why doesn't my table match? `posenc.diagnose`
+# ## 8. 我的表为什么对不上？`posenc.diagnose`
 #
-# When your numbers differ from the lecture's, the mistake is almost always one of a few:
-# sine and cosine swapped, the exponent taken per column instead of per pair, another base,
-# positions that start at 1. `posenc.diagnose` fits the formula to a table, each of those
-# mistakes included, and says in words which ones reproduce it. Below, one draft of the
-# lecture's table whose options each put one mistake in (the comment on a line says which
-# option changes it), diagnosed four times, once per mistake.
+# 当你的数字和讲义不一致时，错误几乎总是以下几种之一：
+# 正弦和余弦互换了、指数按列而不是按列对计算、用了别的底数、位置从 1 开始。
+# `posenc.diagnose` 会用公式（连同上述每一种错误）去拟合一张表，并用文字说明
+# 哪些能重现它。下面是讲义中那张表的一份草稿，它的每个选项都会引入一种错误
+# （行末的注释说明哪个选项改变了这一行），我们诊断四次，每次一种错误。
 
 # %%
 def draft_table(length, d_model, *, swap=False, per_column=False, base=10000, first=0):
@@ -457,9 +440,9 @@ for code, mistake in mistakes.items():
     print(found, end="\n\n")
 
 # %% [markdown]
-# A table that nothing in the catalog explains gets "unknown", never a guess: it says where
-# the table departs most from the paper's, by how much beyond the tolerance there, and how
-# far even the nearest explanation is. Here the draft's table plus a little noise.
+# 如果诊断目录中的任何解释都无法说明一张表，得到的结果是 "unknown"，绝不瞎猜：
+# 它会指出这张表在哪里偏离论文中的表最多、在那里超出容差多少，
+# 以及即使最接近的解释也差多远。下面是草稿的表加上一点噪声。
 
 # %%
 noisy = draft_table(10, 6) + np.random.default_rng(0).normal(0, 1e-3, (10, 6))
@@ -468,8 +451,8 @@ print(unexplained)
 assert unexplained.codes == ["unknown"]
 
 # %% [markdown]
-# It reads printed output too, as copied from a notebook: the text the lecture's `print`
-# showed (float32, eight decimals) is recognised as the paper's table.
+# 它也能读取从笔记本中复制的打印输出：讲义中 `print` 显示的文本
+# （float32，八位小数）会被识别为论文中的表。
 
 # %%
 with np.printoptions(precision=8, suppress=True):
@@ -478,33 +461,33 @@ print(printed[:60], "...")
 assert posenc.diagnose(printed).matches_paper
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - A sine and the cosine beside it share one denominator, $10000^{2i/d}$: one per pair,
-#   `[1, 21.54435, 464.15897]` at width 6 in float32.
-# - A `(length, 1)` column of positions over the `(d/2,)` denominators broadcasts to the
-#   `(length, d/2)` angles; sines and cosines of those, stacked on a last axis and reshaped,
-#   interleave into the table, which prints the lecture's eight decimals digit for digit.
-# - Writing into alternate columns (`table[:, 0::2] = ...`, `table[:, 1::2] = ...`) builds
-#   the same table; both routes and `posenc` agree to the last float32 digits (notebook 06
-#   says where those come from).
-# - A class that stores its sizes must also use them: the lecture's read the globals.
-# - The wavelengths $2\pi \cdot 10000^{2i/d}$ grow by the factor $10000^{2/d}$ from pair to
-#   pair, from $2\pi$ to just short of $10000 \cdot 2\pi$, like the bits of a counter, and no
-#   row ever repeats.
-# - `posenc.diagnose(table)` names the usual mistakes: sine and cosine swapped, the exponent
-#   per column, another base, positions from 1.
+# - 一个正弦和它旁边的余弦共用一个分母 $10000^{2i/d}$：每对列一个，
+#   宽度为 6、float32 时为 `[1, 21.54435, 464.15897]`。
+# - 形状为 `(length, 1)` 的位置列除以 `(d/2,)` 的分母，广播得到
+#   `(length, d/2)` 的角度；对它们取正弦和余弦，沿最后一个轴堆叠再重塑形状，
+#   就交错排列成了这张表，打印出的八位小数与讲义逐位一致。
+# - 写入交替列（`table[:, 0::2] = ...`、`table[:, 1::2] = ...`）能构建出同样的表；
+#   两种做法和 `posenc` 一致到 float32 的最后几位（笔记本 06
+#   会说明这些末位数字从何而来）。
+# - 一个类保存了自己的尺寸，就也要使用它们：讲义中的类读取的却是全局变量。
+# - 波长 $2\pi \cdot 10000^{2i/d}$ 从一对列到下一对列按因子 $10000^{2/d}$ 增长，
+#   从 $2\pi$ 一直到略小于 $10000 \cdot 2\pi$，就像计数器的各个二进制位，而且没有哪一行
+#   会重复。
+# - `posenc.diagnose(table)` 能说出常见的错误：正弦和余弦互换、指数按列计算、
+#   用了别的底数、位置从 1 开始。
 #
-# ## Exercises
+# ## 练习
 #
-# Each exercise ends with a check that says what is wrong. `nb01.<name>.hint()` gives a
-# nudge, and `nb01.<name>.solution()` prints the reference solution when you are stuck.
+# 每个练习最后都有一个检查，告诉你哪里不对。`nb01.<name>.hint()` 给出一点提示，
+# 卡住时 `nb01.<name>.solution()` 会打印参考答案。
 #
-# ### Exercise 1 · The denominators
+# ### 练习 1 · 分母
 #
-# Write `my_denominators(d_model)`: the denominators of the formula, one per pair of
-# columns, in float64. The draft below has one denominator per column; the check runs it
-# for an even and an odd width and says what is wrong.
+# 编写 `my_denominators(d_model)`：返回公式中的分母，每对列一个，
+# 使用 float64。下面的草稿每列一个分母；检查会分别以偶数宽度和奇数宽度运行它，
+# 并告诉你哪里不对。
 
 # %%
 from posenc.exercises import nb01
@@ -517,13 +500,12 @@ def my_denominators(d_model):
 nb01.denominators.check(my_denominators)
 
 # %% [markdown]
-# ### Exercise 2 · The whole table
+# ### 练习 2 · 整张表
 #
-# Complete `my_positional_encoding` so that it returns the paper's `(length, d_model)`
-# table; the draft below has one mistake. Two checks answer back: `nb01.table.check` runs
-# your function at two sizes, an odd width included, and `posenc.diagnose` says what your
-# table is, as in section 8. You are done when the first says "Correct!" and the second
-# "This is the paper's table."
+# 补全 `my_positional_encoding`，使它返回论文中形状为 `(length, d_model)` 的表；
+# 下面的草稿中有一处错误。有两个检查会给你反馈：`nb01.table.check` 以两种尺寸
+# （其中包括一个奇数宽度）运行你的函数，`posenc.diagnose` 则像第 8 节那样说明你的表是什么。
+# 当第一个检查判定正确、第二个确认这就是论文中的表时，你就完成了。
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -540,17 +522,16 @@ print(nb01.table.check(my_positional_encoding))
 print(posenc.diagnose(my_positional_encoding(10, 6)))
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The claims above, checked together: the denominators and angles against `posenc` (float32
-# precision, a few parts in $10^7$); the sine and cosine tables against the exact angles
-# (within $10^{-7}$); `posenc.interleave` is the stack-and-reshape; the class at another
-# size; the rates of the second route come in equal pairs and are `posenc.frequencies`;
-# the strided table against `posenc`; the shortest and longest wavelengths and, at
-# $d = 8$, a factor of exactly 10 between neighbours; a bit does not repeat after half its
-# period; position 710 is $226\pi + 6.0 \times 10^{-5}$; the slowest wave at width 512
-# spans about 60,600 positions; the draft without options is the paper's table; the noisy
-# table's nearest explanation is the paper itself.
+# 把上面的结论放在一起检查：分母和角度与 `posenc` 一致（float32 精度，
+# 相对差只有 $10^7$ 分之几）；正弦表和余弦表与精确角度的结果一致
+# （误差在 $10^{-7}$ 以内）；`posenc.interleave` 就是“堆叠再重塑”；类在另一种尺寸下也正确；
+# 第二种做法的角速率两两相等，且等于 `posenc.frequencies`；按步长切片写成的表与 `posenc`
+# 一致；最短和最长的波长，以及当 $d = 8$ 时相邻波长之比恰好为 10；
+# 一个二进制位在半个周期后不会重复；位置 710 等于 $226\pi + 6.0 \times 10^{-5}$；
+# 宽度 512 时最慢的波横跨约 60,600 个位置；不带选项的草稿就是论文中的表；
+# 带噪声的表最接近的解释就是论文本身。
 
 # %%
 np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)

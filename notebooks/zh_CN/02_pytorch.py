@@ -1,28 +1,27 @@
 # %% [markdown]
-# # 02 · Positional encoding in PyTorch
+# # 02 · 用 PyTorch 实现位置编码
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/02_pytorch.ipynb)
 #
-# **Question:** How do you build the Transformer's sinusoidal table out of PyTorch tensors, and how does a model add it to its embeddings?
+# **问题：** 怎样用 PyTorch 张量构建 Transformer 的正弦位置编码表？模型又是怎样把它加到嵌入上的？
 #
-# **You will be able to:**
+# **学完本节，你将能够：**
 #
-# - build the table step by step with torch operations and reproduce a lecture's printed numbers;
-# - write the module a model uses, `x + PE[:seq]` with the table kept as a buffer, and say why
-#   models scale their embeddings by $\sqrt{d_{\mathrm{model}}}$ first;
-# - use `posenc.torch.PositionalEncoding` in a model, and read what `posenc.diagnose` says about a table.
+# - 用 torch 运算一步步构建这张表，并重现一份讲义打印出的数字；
+# - 写出模型实际使用的模块：`x + PE[:seq]`，表作为缓冲区（buffer）保存；并说明为什么
+#   模型要先把嵌入乘以 $\sqrt{d_{\mathrm{model}}}$；
+# - 在模型中使用 `posenc.torch.PositionalEncoding`，并看懂 `posenc.diagnose` 对一张表的诊断。
 #
-# **Prerequisites:** notebook 01 · **Time:** about 50 minutes
+# **先修：** 笔记本 01 · **时间：** 约 50 分钟
 #
-# We build the sinusoidal table of the [Transformer](https://arxiv.org/abs/1706.03762) out of
-# plain tensor operations, one step at a time. We follow a lecture: an English Jupyter notebook
-# in PyTorch that walks the steps at `d_model = 64` for 10 positions, printing each intermediate
-# tensor, then packs them into an [`nn.Module`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
-# (PyTorch's base class for layers and models) whose `forward()` takes no input and prints the
-# 10 × 6 table at four decimals. After that we write the module a model actually uses (it adds
-# the table to the embeddings), see why models scale their embeddings first, and finally use
-# `posenc.torch.PositionalEncoding` the way a model does, on whichever device is available. The
-# closing cross-checks hold every intermediate result up against the `posenc` package.
+# 我们只用最基本的张量运算，一步一步构建 [Transformer](https://arxiv.org/abs/1706.03762)
+# 的正弦位置编码表。我们跟随一份讲义：一个用 PyTorch 写的英文 Jupyter 笔记本。
+# 它在 `d_model = 64`、10 个位置下逐步演示，打印每个中间张量，然后把这些步骤封装进一个
+# [`nn.Module`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
+# （PyTorch 中层和模型的基类），其 `forward()` 不接受输入，以四位小数打印出
+# 10 × 6 的表。之后我们会写出模型真正使用的模块（它把表加到嵌入上），
+# 看看模型为什么要先缩放嵌入，最后像模型那样使用 `posenc.torch.PositionalEncoding`，
+# 无论当前可用的是哪种设备。结尾的交叉检查会把每个中间结果都与 `posenc` 包对照。
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -38,10 +37,10 @@ import posenc
 posenc.set_language("zh_CN")
 
 # %% [markdown]
-# Tensors stay in torch's default float32, as in the lecture. `posenc` forms its angles in
-# float64 and rounds once at the end, so at these small positions the two routes differ
-# by a few parts in $10^7$ (measured below): `ATOL` is the tolerance for comparing them.
-# Figures are drawn inline whatever matplotlib backend the environment asks for.
+# 和讲义一样，张量保持 torch 默认的 float32。`posenc` 用 float64 计算角度，
+# 只在最后舍入一次，所以在这些较小的位置上，两种做法的相对差只有 $10^7$ 分之几
+# （下面会实际测量）：`ATOL` 就是比较两者时使用的容差。
+# 无论环境要求使用哪种 matplotlib 后端，图都直接显示在笔记本中。
 
 # %%
 # %matplotlib inline
@@ -57,10 +56,9 @@ np.set_printoptions(precision=4, suppress=True)
 ATOL = 1e-6
 
 # %% [markdown]
-# ## The formula
+# ## 公式
 #
-# Row `pos` of the table encodes position `pos`; its columns come in pairs, a sine and a
-# cosine of the same angle:
+# 表的第 `pos` 行编码位置 `pos`；它的列两两成对，是同一个角度的正弦和余弦：
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right),
@@ -68,14 +66,14 @@ ATOL = 1e-6
 # PE_{(pos,\,2i+1)} = \cos\left(\frac{pos}{10000^{2i/d_{\mathrm{model}}}}\right)
 # $$
 #
-# Indexed by column $j$ instead, an even $j$ divides by $10000^{j/d_{\mathrm{model}}}$ and an
-# odd $j$ by $10000^{(j-1)/d_{\mathrm{model}}}$. The walk below computes both and finds
-# them identical.
+# 如果改按列 $j$ 来索引，偶数 $j$ 除以 $10000^{j/d_{\mathrm{model}}}$，
+# 奇数 $j$ 除以 $10000^{(j-1)/d_{\mathrm{model}}}$。下面的演示会把两者都算出来，
+# 并发现它们完全相同。
 #
-# ## Step by step, with d_model = 64
+# ## 一步一步来，d_model = 64
 #
-# Ten positions and 64 columns: big enough to see the shapes, small enough to print a few
-# numbers. The even and odd column indices come first, 32 of each.
+# 10 个位置、64 列：大到足以看清形状，又小到能打印出一些数字。
+# 先列出偶数列和奇数列的索引，各 32 个。
 
 # %%
 d_model, length = 64, 10
@@ -85,9 +83,8 @@ print(tuple(even_cols.shape), even_cols[:4].numpy(), "...")
 print(tuple(odd_cols.shape), odd_cols[:4].numpy(), "...")
 
 # %% [markdown]
-# One denominator for each index of each set (a Python number raised to a
-# float32 tensor stays float32). The even and odd denominators come out identical, bit for bit:
-# subtracting one from an odd index lands on the even index before it.
+# 每组中的每个索引对应一个分母（Python 数字以 float32 张量为指数，结果仍是 float32）。
+# 偶数列和奇数列的分母逐位完全相同：奇数索引减一，正好落在它前面的偶数索引上。
 
 # %%
 den_even = 10000 ** (even_cols / d_model)
@@ -96,23 +93,22 @@ print(den_even.dtype, tuple(den_even.shape), den_even[:6].numpy().round(4))
 assert torch.equal(den_even, den_odd), "an odd column shares the denominator of the even column before it"
 
 # %% [markdown]
-# The first six, next to what the lecture printed: they agree to its five significant
-# figures, that is within half a unit of its last printed digit ($5 \times 10^{-5}$).
+# 前六个分母与讲义打印的值并列：它们在讲义给出的五位有效数字上一致，
+# 即与讲义最后一位打印数字相差不到半个单位（$5 \times 10^{-5}$）。
 
 # %%
 LECTURE_DEN_HEAD = np.array([1.0, 1.3335, 1.7783, 2.3714, 3.1623, 4.2170])
 np.testing.assert_allclose(den_even[:6].numpy(), LECTURE_DEN_HEAD, rtol=0, atol=5e-5)
 
 # %% [markdown]
-# So one vector of 32 serves both the sines and the cosines. (The lecture stored its
-# odd-index result under the even name by mistake; since the two are equal, nothing
-# downstream changed.)
+# 所以一个长度为 32 的向量就能同时供正弦和余弦使用。（讲义误把奇数索引的结果
+# 存到了偶数索引的变量名下；由于两者相等，后面的结果并没有受到影响。）
 #
-# Positions form a column, `(length, 1)`, so that dividing by the `(32,)` denominators
-# broadcasts into a `(length, 32)` grid of angles: one row per position, one column per
-# sine/cosine pair ([broadcasting](https://pytorch.org/docs/stable/notes/broadcasting.html)
-# stretches each size-1 axis to match the other). Row 1 of the sines is checked against the
-# lecture's printout (five significant figures).
+# 位置排成形状为 `(length, 1)` 的一列，这样除以形状为 `(32,)` 的分母时，
+# 就会广播成一个 `(length, 32)` 的角度网格：每个位置一行，每个正弦/余弦对一列
+# （[广播机制](https://pytorch.org/docs/stable/notes/broadcasting.html)
+# 会把每个大小为 1 的轴拉伸到与另一方相同）。正弦的第 1 行会与讲义的打印结果对照检查
+# （五位有效数字）。
 
 # %%
 den = den_even
@@ -127,13 +123,13 @@ LECTURE_SIN_ROW1_HEAD = np.array([0.84147, 0.68156, 0.53317, 0.40931, 0.31098, 0
 np.testing.assert_allclose(sin_part[1, :6].numpy(), LECTURE_SIN_ROW1_HEAD, rtol=0, atol=5e-6)
 
 # %% [markdown]
-# ### Interleaving
+# ### 交错排列
 #
-# The paper puts each cosine right after its sine. Stacking the two grids along a new last
-# axis makes `(length, 32, 2)`, where the last axis holds one (sin, cos) pair; merging the
-# last two axes then lays the pairs out side by side in 64 columns: the sines land in the
-# even columns, the cosines in the odd ones. `posenc.interleave` performs exactly this step,
-# and `posenc.torch.positional_encoding` builds the whole table in one call, within `ATOL`.
+# 论文把每个余弦紧接着放在它的正弦后面。把两个网格沿新的最后一个轴堆叠，
+# 得到 `(length, 32, 2)`，最后一个轴存放一对（sin, cos）；再把最后两个轴合并，
+# 这些对就并排放进 64 列中：正弦落在偶数列，余弦落在奇数列。
+# `posenc.interleave` 执行的正是这一步，而 `posenc.torch.positional_encoding`
+# 一次调用就能构建整张表，误差在 `ATOL` 以内。
 
 # %%
 pairs = torch.stack([sin_part, cos_part], dim=2)
@@ -145,9 +141,9 @@ print(f"largest difference from posenc: {(pe64 - posenc.torch.positional_encodin
 assert torch.equal(pe64[:, 0::2], sin_part) and torch.equal(pe64[:, 1::2], cos_part), "sines even, cosines odd"
 
 # %% [markdown]
-# Concatenating instead of stacking would put all 32 sines first and all cosines after:
-# the same columns in another order, a layout some libraries use. `posenc` calls it
-# `"sin_cos"`. Sorting each row shows the same 64 numbers in both tables.
+# 如果用拼接代替堆叠，就会先放全部 32 个正弦，再放全部余弦：
+# 列还是那些列，只是顺序不同，这是一些库采用的布局（列的顺序）。`posenc` 把它叫作
+# `"sin_cos"`。对每一行排序后可以看到，两张表中是同样的 64 个数。
 
 # %%
 concatenated = torch.cat([sin_part, cos_part], dim=1)
@@ -155,9 +151,9 @@ print(tuple(concatenated.shape), "same table:", torch.equal(concatenated, pe64))
 assert torch.equal(concatenated.sort(dim=1).values, pe64.sort(dim=1).values), "the same entries in every row"
 
 # %% [markdown]
-# Ten rows are a thin picture, so here is the same 64-wide table for 100 positions. The
-# left columns oscillate fast down the positions; further right the wavelengths grow
-# geometrically, until the last sine stays below 0.02 and the last cosine above 0.9999.
+# 10 行的图太单薄，所以下面画出同样宽度为 64 的表在 100 个位置上的样子。
+# 左边的列沿着位置快速振荡；越往右，波长按几何级数增长，
+# 直到最后一个正弦始终小于 0.02，最后一个余弦始终大于 0.9999。
 
 # %%
 big = posenc.torch.positional_encoding(100, d_model)
@@ -171,23 +167,22 @@ fig.colorbar(image, ax=ax)
 plt.show()
 
 # %% [markdown]
-# ## Our own module
+# ## 我们自己的模块
 #
-# The same steps fit in one `forward()`. Like the lecture's class, this module has no
-# input: it returns the `(max_sequence_length, d_model)` table.
+# 同样的步骤可以放进一个 `forward()` 中。和讲义的类一样，这个模块没有输入：
+# 它返回形状为 `(max_sequence_length, d_model)` 的表。
 #
-# The lecture's class assumes an even `d_model`. With an odd one, `arange(0, d_model, 2)`
-# still starts a pair at the last column, and every pair brings a sine *and* a cosine:
-# `d_model = 7` gives 4 pairs, 8 columns. The formula wants 7: its last column, $2i = 6$, is a
-# sine, and the cosine that would follow it does not exist. Our module drops that extra
-# cosine with one slice.
+# 讲义的类假定 `d_model` 是偶数。若是奇数，`arange(0, d_model, 2)`
+# 仍会在最后一列开始一对，而每一对都带来一个正弦*和*一个余弦：
+# `d_model = 7` 得到 4 对、8 列。而公式要求 7 列：最后一列 $2i = 6$ 是正弦，
+# 它后面本该跟着的余弦并不存在。我们的模块用一次切片去掉这个多出来的余弦。
 
 # %%
 pair_starts = torch.arange(0, 7, 2)  # the lecture's pairs at d_model = 7
 print(len(pair_starts), "pairs,", 2 * len(pair_starts), "columns")
 
 # %% [markdown]
-# The module:
+# 模块如下：
 
 # %%
 class SinusoidalTable(nn.Module):
@@ -210,15 +205,15 @@ class SinusoidalTable(nn.Module):
 assert torch.equal(SinusoidalTable(64, 10)(), pe64), "the d_model = 64 walk, bit for bit"
 
 # %% [markdown]
-# It reproduces the `d_model = 64` walk above exactly. At `d_model = 7` it gives seven
-# columns, the ones `posenc` gives:
+# 它精确地重现了上面 `d_model = 64` 的演示。在 `d_model = 7` 时它给出七列，
+# 与 `posenc` 给出的相同：
 
 # %%
 table7 = SinusoidalTable(7, 10)()
 print(tuple(table7.shape), f"largest difference from posenc: {(table7 - posenc.torch.positional_encoding(10, 7)).abs().max():.1e}")
 
 # %% [markdown]
-# The table the lecture printed used `d_model=6` and ten positions:
+# 讲义打印的那张表用的是 `d_model=6` 和 10 个位置：
 
 # %%
 table6 = SinusoidalTable(d_model=6, max_sequence_length=10)()
@@ -226,8 +221,7 @@ print(tuple(table6.shape))
 print(table6.numpy().round(4))
 
 # %% [markdown]
-# Here are the lecture's printed numbers. Our float32 values agree with them to within half
-# a unit of the fourth decimal.
+# 下面是讲义打印的数字。我们的 float32 值与它们的差距在第四位小数的半个单位以内。
 
 # %%
 LECTURE_TABLE_10x6 = np.array([
@@ -245,9 +239,8 @@ LECTURE_TABLE_10x6 = np.array([
 np.testing.assert_allclose(table6.numpy(), LECTURE_TABLE_10x6, rtol=0, atol=5e-5)
 
 # %% [markdown]
-# The lecture's class built its positions with an integer `arange`. Dividing an int64
-# tensor by a float32 one promotes the result to float32, and every integer below
-# $2^{24}$ converts exactly, so the integer positions give bit-for-bit the same table.
+# 讲义的类用整数 `arange` 生成位置。int64 张量除以 float32 张量，结果会被提升为
+# float32，而小于 $2^{24}$ 的整数都能精确转换，所以用整数位置得到的表逐位相同。
 
 # %%
 den6 = 10000 ** (torch.arange(0, 6, 2, dtype=torch.float32) / 6)
@@ -256,17 +249,17 @@ print(int_pos.dtype, "/", den6.dtype, "->", (int_pos / den6).dtype)
 assert torch.equal(int_pos / den6, int_pos.float() / den6)
 
 # %% [markdown]
-# `posenc.torch.positional_encoding` gives the same table:
+# `posenc.torch.positional_encoding` 给出同样的表：
 
 # %%
 print(f"largest difference: {(table6 - posenc.torch.positional_encoding(10, 6)).abs().max():.1e}")
 torch.testing.assert_close(table6, posenc.torch.positional_encoding(10, 6), rtol=0, atol=ATOL)
 
 # %% [markdown]
-# Each column is one sinusoid along the positions. Here are the sines of every fourth
-# pair, from our module at `d_model=64`: each wavelength is
-# $10000^{8/64} \approx 3.2$ times the one before, from $2\pi \approx 6.3$ positions up
-# to about 200. The table only samples whole positions, which is why column 0 looks jagged.
+# 每一列都是沿位置方向的一条正弦曲线。下面画出我们的模块在 `d_model=64` 时
+# 每隔四对取一对的正弦列：每个波长都是前一个的 $10000^{8/64} \approx 3.2$ 倍，
+# 从 $2\pi \approx 6.3$ 个位置一直增长到约 200 个位置。这张表只在整数位置上取样，
+# 所以第 0 列看起来呈锯齿状。
 
 # %%
 print(f"ratio {10000 ** (8 / 64):.1f}; wavelengths {2 * np.pi * 10000 ** (np.array([0, 8, 16, 24]) / 64)}")
@@ -280,17 +273,16 @@ ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
 plt.show()
 
 # %% [markdown]
-# ## In a model
+# ## 在模型中使用
 #
-# In a Transformer the table is added to the token embeddings before the first layer. The
-# lecture's module returns only the table; the module models use (the Annotated
-# Transformer's, PyTorch's examples') takes the embeddings `x` of shape
-# `(batch, seq, d_model)` and returns `dropout(x + PE[:seq])`
-# ([dropout](https://pytorch.org/docs/stable/generated/torch.nn.Dropout.html) zeroes random
-# entries while training). It computes the table once, for a longest length `max_len`, and
-# keeps it as a [*buffer*](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer):
-# a tensor that belongs to the module, moves with `.to(device)`, and is not a trained
-# parameter. By hand:
+# 在 Transformer 中，这张表在第一层之前被加到词元嵌入上。讲义的模块只返回这张表；
+# 而模型实际使用的模块（The Annotated Transformer 中的、PyTorch 示例中的）接受形状为
+# `(batch, seq, d_model)` 的嵌入 `x`，返回 `dropout(x + PE[:seq])`
+# （[dropout](https://pytorch.org/docs/stable/generated/torch.nn.Dropout.html)，即暂退法，
+# 在训练时随机把一些元素置零）。它只计算一次表，长度为最大长度 `max_len`，
+# 并把它保存为[*缓冲区*](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer)：
+# 一个属于该模块的张量，会随 `.to(device)` 一起移动，但不是需要训练的参数。
+# 手写如下：
 
 # %%
 class AddPositions(nn.Module):
@@ -313,8 +305,8 @@ with torch.no_grad():
 print([name for name, _ in ours.named_buffers()], tuple(ours.pe.shape))
 
 # %% [markdown]
-# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` is this module, packaged:
-# for the same input it returns the same output, up to the float32 rounding of our table.
+# `posenc.torch.PositionalEncoding(d_model, max_len, dropout=...)` 就是封装好的这个模块：
+# 对同样的输入，它返回同样的输出，差别只在于我们的表的 float32 舍入。
 
 # %%
 packaged = posenc.torch.PositionalEncoding(16, max_len=50, dropout=0.1).eval()
@@ -323,19 +315,18 @@ with torch.no_grad():
     torch.testing.assert_close(ours(x_check), packaged(x_check), rtol=0, atol=ATOL)
 
 # %% [markdown]
-# ### Why models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$
+# ### 为什么模型要把嵌入乘以 $\sqrt{d_{\mathrm{model}}}$
 #
-# The paper, and the Annotated Transformer after it, multiply the token embeddings by
-# $\sqrt{d_{\mathrm{model}}}$ before adding the table. The reason is size. Each row of the
-# table is $d_{\mathrm{model}}/2$ pairs with $\sin^2 + \cos^2 = 1$, so every row has norm
-# $\sqrt{d_{\mathrm{model}}/2}$: 16 at $d_{\mathrm{model}} = 512$. Embedding entries are
-# usually of size about $1/\sqrt{d_{\mathrm{model}}}$ (fairseq initialises them so; the paper
-# shares the embedding with the output layer, whose scores should stay of order one), so an
-# embedding row has norm about 1. Added as they are, the positions would outweigh the token
-# sixteen to one. Times $\sqrt{d_{\mathrm{model}}}$, an embedding row has norm about
-# $\sqrt{512} \approx 22.6$, the same order as the table's 16. (An
-# [`nn.Embedding`](https://pytorch.org/docs/stable/generated/torch.nn.Embedding.html) is a
-# table of one learned row per token id.)
+# 论文以及沿用它的 The Annotated Transformer 都在加上位置编码表之前，
+# 把词元嵌入乘以 $\sqrt{d_{\mathrm{model}}}$。原因在于大小。表的每一行由
+# $d_{\mathrm{model}}/2$ 对组成，每对满足 $\sin^2 + \cos^2 = 1$，所以每一行的范数都是
+# $\sqrt{d_{\mathrm{model}}/2}$：在 $d_{\mathrm{model}} = 512$ 时为 16。嵌入的元素通常
+# 大小约为 $1/\sqrt{d_{\mathrm{model}}}$（fairseq 就是这样初始化的；论文让嵌入与输出层
+# 共享权重，而输出层的得分应保持在 1 的量级），所以一个嵌入行的范数约为 1。
+# 如果直接相加，位置信息就会以十六比一的比例压过词元本身。乘以
+# $\sqrt{d_{\mathrm{model}}}$ 之后，嵌入行的范数约为 $\sqrt{512} \approx 22.6$，
+# 与表的 16 处于同一量级。（[`nn.Embedding`](https://pytorch.org/docs/stable/generated/torch.nn.Embedding.html)
+# 是一张表，每个词元 id 对应一行可学习的参数。）
 
 # %%
 d_big = 512
@@ -351,16 +342,16 @@ print(f"table rows against unscaled embeddings: {(table_norms / embedding_norms)
 torch.testing.assert_close(table_norms, torch.full((1000,), (d_big / 2) ** 0.5), rtol=1e-6, atol=0)
 
 # %% [markdown]
-# ### A toy model
+# ### 一个玩具模型
 #
-# The code runs unchanged on a GPU: pick the device once and move the model and the data
-# to it. Nothing printed below depends on which device was chosen.
+# 这段代码无需修改就能在 GPU 上运行：只要选定一次设备，再把模型和数据移过去。
+# 下面打印的内容都与选择了哪种设备无关。
 #
-# An embedding over a 20-token vocabulary, 16 wide, followed by the positional encoding
-# (this toy skips the scaling: PyTorch draws embedding entries with standard deviation 1,
-# rows of norm about 4, 3.6 on average for these 20, against the table's
-# $\sqrt{8} \approx 2.8$). Seeding before building it fixes the embedding weights; they are
-# created on the CPU and then moved, so they are the same on every device.
+# 一个词表大小为 20、宽度为 16 的嵌入层，后接位置编码
+# （这个玩具模型省略了缩放：PyTorch 以标准差 1 抽取嵌入元素，
+# 每行范数约为 4，这 20 行平均为 3.6，而表的每行范数为
+# $\sqrt{8} \approx 2.8$）。在构建模型之前设置随机种子，可以固定嵌入权重；
+# 它们先在 CPU 上创建，再移动过去，所以在每种设备上都相同。
 
 # %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -376,8 +367,8 @@ model.eval()
 print(f"embedding rows: norm {embed.weight.norm(dim=1).mean():.1f} on average; table rows: {8**0.5:.1f}")
 
 # %% [markdown]
-# A batch of two sequences of seven token ids, drawn from a seeded CPU generator for the
-# same reason:
+# 一个批量，包含两个各由七个词元 id 组成的序列，出于同样的原因，
+# 它们由一个设置了种子的 CPU 生成器抽取：
 
 # %%
 gen = torch.Generator().manual_seed(1)
@@ -390,8 +381,8 @@ with torch.no_grad():
 print("tokens", tuple(tokens.shape), "-> embeddings", tuple(x.shape), "-> output", tuple(y.shape))
 
 # %% [markdown]
-# In eval mode dropout does nothing, so the output minus the embeddings is the table
-# itself, the same rows for every sequence in the batch:
+# 在评估模式下 dropout 不起作用，所以输出减去嵌入就是这张表本身，
+# 批量中的每个序列得到的都是相同的行：
 
 # %%
 table = posenc.torch.positional_encoding(tokens.shape[1], width, device=device)
@@ -399,9 +390,8 @@ torch.testing.assert_close(y - x, table.expand_as(x), rtol=0, atol=ATOL)
 print((y - x)[0, :4, :6].cpu().numpy().round(4))
 
 # %% [markdown]
-# In training mode dropout zeroes each entry with probability 0.1 (here 18 of the 224) and
-# scales the rest by $1/0.9$, so that the expected value stays the same. Eval mode gives
-# the plain sum back.
+# 在训练模式下，dropout 以 0.1 的概率把每个元素置零（这里是 224 个中的 18 个），
+# 并把其余元素乘以 $1/0.9$，使期望值保持不变。评估模式下又得到普通的和。
 
 # %%
 model.train()
@@ -414,13 +404,13 @@ print(f"zeroed: {int((~kept).sum())} of {kept.numel()}")
 torch.testing.assert_close(y_train[kept], y[kept] / 0.9, rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
-# ### The table is a buffer, not a weight
+# ### 这张表是缓冲区，不是权重
 #
-# `pe` is registered as a non-persistent buffer: `.to(device)` moves it along with the
-# model, the optimizer never sees it (it is not a parameter), and `state_dict` leaves it
-# out ([`state_dict`](https://pytorch.org/tutorials/beginner/saving_loading_models.html) is
-# what a checkpoint saves). A checkpoint holds only the embedding weights, so it loads into a
-# model built with any `max_len`.
+# `pe` 被注册为非持久（non-persistent）缓冲区：`.to(device)` 会把它和模型一起移动，
+# 优化器看不到它（它不是参数），`state_dict` 也不包含它
+# （[`state_dict`](https://pytorch.org/tutorials/beginner/saving_loading_models.html)
+# 就是检查点所保存的内容）。检查点只保存嵌入权重，所以它可以加载到用任意 `max_len`
+# 构建的模型中。
 
 # %%
 print("buffers:", [name for name, _ in model.named_buffers()])
@@ -433,10 +423,10 @@ loaded = fresh.load_state_dict(model.state_dict())
 assert loaded.missing_keys == loaded.unexpected_keys == [], "nothing missing, nothing unexpected"
 
 # %% [markdown]
-# Without a GPU you can still watch a buffer move: the
-# [meta device](https://pytorch.org/docs/stable/meta.html) holds shapes and no data, and
-# `.to("meta")` moves a module there like any device. A tensor kept as a plain attribute
-# (`self.pe = table`) would stay behind.
+# 没有 GPU 也能观察缓冲区的移动：
+# [meta 设备](https://pytorch.org/docs/stable/meta.html)只保存形状、不保存数据，
+# `.to("meta")` 会像移到其他设备一样把模块移过去。而作为普通属性保存的张量
+# （`self.pe = table`）则会留在原地。
 
 # %%
 class TableAsAttribute(nn.Module):
@@ -449,10 +439,10 @@ print("buffer:", posenc.torch.PositionalEncoding(4, max_len=10).to("meta").pe.de
 print("plain attribute:", TableAsAttribute().to("meta").pe.device)
 
 # %% [markdown]
-# ### Longer than max_len
+# ### 比 max_len 更长时
 #
-# The formula is defined for any position, so a sequence longer than `max_len` need not
-# fail: the module recomputes its table at the new length, on the same device.
+# 公式对任意位置都有定义，所以比 `max_len` 更长的序列不必报错：
+# 模块会在同一设备上按新的长度重新计算它的表。
 
 # %%
 long_tokens = torch.randint(0, vocab_size, (2, 80), generator=gen).to(device)
@@ -466,13 +456,13 @@ print("on the embedding's device:", add_positions.pe.device == embed.weight.devi
 print("still out of state_dict:", list(model.state_dict()))
 
 # %% [markdown]
-# ## Why doesn't my table match? `posenc.diagnose`
+# ## 我的表为什么对不上？`posenc.diagnose`
 #
-# `posenc.diagnose` takes a table (a torch tensor here) and says what it is: the paper's
-# table, or which of the common mistakes reproduce it. Below, the exp/log route of the
-# [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) with three
-# switches, each putting one mistake in (the comment on a line says which switch changes it),
-# diagnosed once per mistake. Each diagnosis names the mistake it was given.
+# `posenc.diagnose` 接受一张表（这里是 torch 张量），并说明它是什么：
+# 是论文中的表，还是由哪些常见错误造成的。下面是
+# [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)
+# 中的 exp/log 做法，带三个开关，每个开关引入一种错误（行末的注释说明哪个开关改变了这一行），
+# 每种错误诊断一次。每次诊断都说出了所引入的那种错误。
 
 # %%
 import math
@@ -506,8 +496,8 @@ for code, mistake in mistakes.items():
     print(found, end="\n\n")
 
 # %% [markdown]
-# Mistakes combine, and `diagnose` names each one: a transposed table with the exponent
-# rounded down to zero.
+# 错误可以叠加，`diagnose` 会逐一指出：下面是一张转置了的表，
+# 同时指数被向下取整成了零。
 
 # %%
 found = posenc.diagnose(draft_table(10, 6, integer=True, transpose=True))
@@ -515,10 +505,9 @@ assert found.codes == ["transposed", "integer_division"]
 print(found)
 
 # %% [markdown]
-# A printed tensor works too, the way a notebook shows it: a long one is summarised to its
-# corners, so pass its shape. The first three and last three rows and columns of this
-# `(50, 64)` print are enough to see that the minus sign is missing, the same answer as
-# for the tensor itself.
+# 打印出来的张量也可以诊断，就像笔记本中显示的那样：长张量只会显示四个角的部分，
+# 所以要同时传入它的形状。这个 `(50, 64)` 打印结果中前三行、后三行以及前三列、后三列
+# 就足以看出漏掉了负号，与诊断张量本身得到的答案相同。
 
 # %%
 tensor = draft_table(50, 64, multiply=True)
@@ -530,42 +519,42 @@ assert found.codes == posenc.diagnose(tensor).codes == ["multiplied_not_divided"
 print(found)
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - The lecture's d_model=64 walk: denominators `(32,)`, equal for even and odd columns;
-#   positions `(10, 1)`; sines and cosines `(10, 32)`; stacked `(10, 32, 2)`; flattened
-#   `(10, 64)`. Each stage matches `posenc` to 1e-6 (the cross-checks below).
-# - Our `SinusoidalTable` reproduces the lecture's printed `(10, 6)` table at its four
-#   decimals and equals `posenc.torch.positional_encoding(10, 6)` to 1e-6. Unlike the
-#   lecture's class it gives an odd `d_model` its width (7 columns, not 8).
-# - `AddPositions`, the usual module written by hand, returns `dropout(x + PE[:seq])` from a
-#   buffer; models scale the embeddings by $\sqrt{d_{\mathrm{model}}}$ first, so that they
-#   are not drowned by the table's rows of norm $\sqrt{d_{\mathrm{model}}/2}$.
-# - `posenc.torch.PositionalEncoding` does the same as `AddPositions`. Its
-#   table is a non-persistent buffer that moves with `.to(device)` and stays out of
-#   checkpoints, and it grows when a sequence is longer than `max_len`.
-# - `posenc.diagnose` says what a table is, a tensor or its printed form: the paper's, or
-#   which mistakes (integer division, a lost minus sign, a transpose) reproduce it.
+# - 讲义中 d_model=64 的演示：分母 `(32,)`，偶数列与奇数列相同；
+#   位置 `(10, 1)`；正弦和余弦 `(10, 32)`；堆叠后 `(10, 32, 2)`；展平后
+#   `(10, 64)`。每一步都与 `posenc` 一致到 1e-6（见下面的交叉检查）。
+# - 我们的 `SinusoidalTable` 在四位小数上重现了讲义打印的 `(10, 6)` 表，
+#   并与 `posenc.torch.positional_encoding(10, 6)` 一致到 1e-6。与讲义的类不同，
+#   它对奇数的 `d_model` 给出正确的宽度（7 列，而不是 8 列）。
+# - `AddPositions` 是手写的常用模块，它从缓冲区中取表，返回 `dropout(x + PE[:seq])`；
+#   模型会先把嵌入乘以 $\sqrt{d_{\mathrm{model}}}$，以免被表中范数为
+#   $\sqrt{d_{\mathrm{model}}/2}$ 的行淹没。
+# - `posenc.torch.PositionalEncoding` 的作用与 `AddPositions` 相同。它的
+#   表是一个非持久缓冲区，会随 `.to(device)` 移动，不会存入
+#   检查点；当序列比 `max_len` 更长时，表会自动变长。
+# - `posenc.diagnose` 能说明一张表（张量或其打印形式）是什么：是论文中的表，还是
+#   由哪些错误（整数除法、丢掉的负号、转置）造成的。
 
 # %% [markdown]
-# ## Exercises
+# ## 练习
 #
-# Each exercise gives a draft with a mistake in it, then a check: run the check, read what it
-# says, fix the draft and run both cells again until it says "Correct!". The feedback stored
-# here is the one for the draft as given. Stuck? `nb02.NAME.hint()` gives a nudge and
-# `nb02.NAME.solution()` prints the reference code the check compares against (NAME is the
-# word before `.check`).
+# 每个练习先给出一份有错误的草稿，再给出一个检查：运行检查，读它的反馈，
+# 修改草稿，再把两个单元格重新运行，直到它判定你的答案正确为止。这里保存的反馈
+# 针对的是原样的草稿。卡住了？`nb02.NAME.hint()` 会给一点提示，
+# `nb02.NAME.solution()` 会打印检查所对照的参考代码（NAME 是 `.check`
+# 前面的那个词）。
 
 # %%
 from posenc.exercises import nb02
 
 # %% [markdown]
-# ### Exercise 1 · The Annotated Transformer's table, fixed
+# ### 练习 1 · 修正 The Annotated Transformer 的表
 #
-# Complete `my_positional_encoding(length, d_model)` so that it returns the paper's
-# `(length, d_model)` float32 table by the exp/log route, an odd `d_model` included (its last
-# column is a sine). The draft below has two problems; the check finds one at a time.
-# (`posenc.diagnose(my_positional_encoding(10, 6))` gives a second opinion.)
+# 补全 `my_positional_encoding(length, d_model)`，使它用 exp/log 做法返回论文中形状为
+# `(length, d_model)` 的 float32 表，包括 `d_model` 为奇数的情况（最后一列
+# 是正弦）。下面的草稿有两个问题；检查每次找出一个。
+# （`posenc.diagnose(my_positional_encoding(10, 6))` 可以提供第二种意见。）
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -581,12 +570,11 @@ def my_positional_encoding(length, d_model):
 nb02.table.check(my_positional_encoding)
 
 # %% [markdown]
-# ### Exercise 2 · The forward a model calls
+# ### 练习 2 · 模型所调用的 forward
 #
-# The lecture's `forward()` takes nothing and returns the table. A model calls its
-# positional encoding with the embeddings `x`, of shape `(batch, seq, d_model)`, and expects
-# `x` plus the table's first `seq` rows back. Fix `forward` below; the check builds your module
-# for two sizes and calls it on a batch.
+# 讲义的 `forward()` 不接受参数，直接返回这张表。而模型调用位置编码时会传入
+# 形状为 `(batch, seq, d_model)` 的嵌入 `x`，并期望得到 `x` 加上表的前 `seq` 行。
+# 修正下面的 `forward`；检查会以两种尺寸构建你的模块，并在一个批量上调用它。
 
 # %%
 class MyPositionalEncoding(nn.Module):
@@ -602,11 +590,11 @@ class MyPositionalEncoding(nn.Module):
 nb02.forward.check(MyPositionalEncoding)
 
 # %% [markdown]
-# ### Exercise 3 · The table that stays behind
+# ### 练习 3 · 被落下的表
 #
-# This module gives the right numbers on a CPU. On a GPU, after `model.to("cuda")`, its
-# forward fails: the embeddings are on the GPU, its table is not. Find why without a GPU
-# (move it to the meta device and look at `.pe.device`), fix `__init__` and check.
+# 这个模块在 CPU 上给出正确的数字。但在 GPU 上执行 `model.to("cuda")` 之后，
+# 它的 forward 会失败：嵌入在 GPU 上，它的表却不在。不用 GPU 也能找出原因
+# （把它移到 meta 设备，再看 `.pe.device`），然后修正 `__init__` 并检查。
 
 # %%
 class TableOnTheSide(nn.Module):
@@ -622,12 +610,11 @@ class TableOnTheSide(nn.Module):
 nb02.buffer.check(TableOnTheSide)
 
 # %% [markdown]
-# ### Exercise 4 · How loud is the table?
+# ### 练习 4 · 这张表有多“响”？
 #
-# A model of width `d_model = 768` draws its embedding entries with standard deviation
-# $1/\sqrt{768}$ and multiplies the embeddings by $\sqrt{768}$ before adding the table.
-# Predict, with pencil or Python, the ratio of a table row's norm to a scaled embedding row's
-# (typical) norm. The draft counts one unit of squared norm per column.
+# 一个宽度为 `d_model = 768` 的模型以标准差 $1/\sqrt{768}$ 抽取嵌入元素，
+# 并在加上表之前把嵌入乘以 $\sqrt{768}$。请用纸笔或 Python 预测：表中一行的范数
+# 与缩放后嵌入行的（典型）范数之比是多少。草稿按每列一个单位的平方范数来计算。
 
 # %%
 table_row = math.sqrt(768)  # one sin^2 or cos^2 per column?
@@ -638,11 +625,11 @@ ratio = table_row / scaled_embedding_row
 nb02.scale.check(ratio)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The batch of checks behind the sentences above, in one place: every step of the walk
-# against `posenc` (float64 references; `ATOL` covers float32 round-off at these small
-# positions), and the numbers the prose quotes.
+# 上文各句话背后的检查都集中在这里：演示的每一步都与 `posenc` 对照
+# （以 float64 为参照；`ATOL` 涵盖了这些较小位置上的 float32 舍入误差），
+# 以及正文引用的各个数字。
 
 # %%
 assert den_even.dtype == torch.float32

@@ -1,47 +1,45 @@
 # %% [markdown]
-# # 03 · Positional encoding in TensorFlow
+# # 03 · 用 TensorFlow 实现位置编码
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/03_tensorflow.ipynb)
 #
-# **Question:** How do three TensorFlow lectures build the sinusoidal table, and where does each one's table differ from the paper's?
+# **问题：** 三份 TensorFlow 讲义是怎样构建正弦位置编码表的？每一份的表与论文中的表有何不同？
 #
-# **You will be able to:**
+# **学完本节，你将能够：**
 #
-# - write a batch-aware TensorFlow function that adds the table to its input, and turn the
-#   lecture's cos|sin column order into the paper's with one column permutation;
-# - tell where the float32 exp/log route loses digits, and build the table with float64 angles;
-# - use `posenc.tensorflow.PositionalEncoding` in a Keras 3 model, and read `posenc.diagnose`'s verdict on a table.
+# - 编写一个支持批量的 TensorFlow 函数，把表加到输入上，并用一次列置换把
+#   讲义的 cos|sin 列顺序变成论文的顺序；
+# - 指出 float32 的 exp/log 做法在哪里损失了精度，并用 float64 角度构建这张表；
+# - 在 Keras 3 模型中使用 `posenc.tensorflow.PositionalEncoding`，并看懂 `posenc.diagnose` 对一张表的判定。
 #
-# **Prerequisites:** notebook 01 · **Time:** about 60 minutes
+# **先修：** 笔记本 01 · **时间：** 约 60 分钟
 #
-# Three lectures' routes to the sinusoidal table, rebuilt with TensorFlow 2 ops (eager, no
-# `tf.Session`):
+# 下面用 TensorFlow 2 的运算（即时执行，不用 `tf.Session`）重建三份讲义构建正弦位置编码表的做法：
 #
-# 1. a Portuguese Colab notebook (from a product-classification project) with a TensorFlow
-#    function that adds the table to its input; it prints a random `(2, 5, 2)` sample and
-#    the sum;
-# 2. Chinese notes in NumPy, with a TensorFlow cast at the end, that build a width-16 table
-#    column by column and print a grid of `True` from a tolerance check;
-# 3. an English blog tutorial whose TensorFlow 1 class builds the
-#    [Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)'s
-#    exp/log table in NumPy and prints its `(1, 20, 200)` summary through a `tf.Session`.
+# 1. 一个葡萄牙语 Colab 笔记本（来自一个商品分类项目），其中有一个 TensorFlow
+#    函数把表加到输入上；它打印一个随机的 `(2, 5, 2)` 样本以及相加的结果；
+# 2. 一份用 NumPy 写的中文学习笔记，最后用 TensorFlow 做类型转换，它逐列构建宽度为 16 的表，
+#    并通过容差检查打印出一个全是 `True` 的网格；
+# 3. 一篇英文博客教程，其中 TensorFlow 1 的类用 NumPy 构建
+#    [The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/) 中
+#    exp/log 做法的表，并通过 `tf.Session` 打印出它的 `(1, 20, 200)` 摘要。
 #
-# Each one is checked against the numbers its lecture printed and against `posenc`. At the
-# end we write the [Keras layer](https://keras.io/api/layers/base_layer/) of TensorFlow's own
-# [Transformer tutorial](https://www.tensorflow.org/text/tutorials/transformer) by hand, then
-# use `posenc.tensorflow.PositionalEncoding` in a small Keras 3 model.
+# 每一种做法都会与其讲义打印的数字以及 `posenc` 对照检查。最后，我们手写
+# TensorFlow 官方 [Transformer 教程](https://www.tensorflow.org/text/tutorials/transformer)中的
+# [Keras 层](https://keras.io/api/layers/base_layer/)，再在一个小型 Keras 3 模型中使用
+# `posenc.tensorflow.PositionalEncoding`。
 #
-# The formula from the paper: at position $pos$, column $2i$ holds a sine and column
-# $2i + 1$ a cosine of the same angle,
+# 论文中的公式：在位置 $pos$，第 $2i$ 列存放同一个角度的正弦，第
+# $2i + 1$ 列存放它的余弦，
 #
 # $$
 # PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
 # PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right).
 # $$
 #
-# Every route computes the angles $pos \cdot \omega_i$ with
-# $\omega_i = 10000^{-2i/d_{model}}$; they differ in how they get there and in where
-# they put the sines and the cosines.
+# 每种做法都计算角度 $pos \cdot \omega_i$，其中
+# $\omega_i = 10000^{-2i/d_{model}}$；它们的区别在于怎样算出这些角度，
+# 以及把正弦和余弦放在哪些列。
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -79,21 +77,20 @@ np.set_printoptions(precision=4, suppress=True)
 # %matplotlib inline
 
 # %% [markdown]
-# ## 1. A batch-aware function: positions by a running sum
+# ## 1. 支持批量的函数：用累加和得到位置
 #
-# The Portuguese notebook writes a function that takes embeddings `x` of shape
-# `(batch, seq, d_model)` and returns `x` plus the table. It needs no length argument:
-# a running sum of ones along the sequence axis, minus one, numbers the positions from 0
-# in every row of the batch.
+# 葡萄牙语笔记本写了一个函数，它接受形状为 `(batch, seq, d_model)` 的嵌入 `x`，
+# 返回 `x` 加上这张表。它不需要长度参数：沿序列轴对全 1 张量求累加和再减一，
+# 就能在批量的每一行中从 0 开始为位置编号。
 
 # %%
 positions = tf.cumsum(tf.ones((2, 5)), axis=1) - 1.0
 positions.numpy()
 
 # %% [markdown]
-# The angles are an outer product, positions of shape `(batch, seq, 1)` times
-# frequencies of shape `(1, d_model / 2)`; `tf.matmul` broadcasts over the batch axis.
-# Then the lecture concatenates the cosines and the sines. Our version:
+# 角度是一个外积：形状为 `(batch, seq, 1)` 的位置乘以
+# 形状为 `(1, d_model / 2)` 的频率；`tf.matmul` 会在批量轴上广播。
+# 然后讲义把余弦和正弦拼接起来。我们的版本：
 
 # %%
 def add_cos_sin_encoding(x, base=10000.0):
@@ -107,9 +104,9 @@ def add_cos_sin_encoding(x, base=10000.0):
 
 
 # %% [markdown]
-# The lecture ran its function on a random sample of shape `(2, 5, 2)`. An unseeded
-# `tf.random.uniform` will not give those numbers again, so the printed sample and the
-# printed result are copied here as constants.
+# 讲义在一个形状为 `(2, 5, 2)` 的随机样本上运行了它的函数。不设种子的
+# `tf.random.uniform` 不会再生成那些数，所以这里把打印出的样本和
+# 打印出的结果复制为常量。
 
 # %%
 lecture_sample = np.array([
@@ -127,11 +124,10 @@ lecture_output = np.array([
 ], dtype=np.float32)
 
 # %% [markdown]
-# How exact are those constants? NumPy printed at most 8 decimals. From 0.125 up,
-# neighbouring float32 values are more than $10^{-8}$ apart, so 8 decimals name exactly one
-# float32. Below 0.125 they need not: several float32 values can print the same digits,
-# and a constant is then only the one nearest to the print. Four of the 40 printed numbers
-# are that small:
+# 这些常量有多精确？NumPy 最多打印 8 位小数。从 0.125 往上，
+# 相邻 float32 值的间距大于 $10^{-8}$，所以 8 位小数恰好对应唯一一个 float32。
+# 小于 0.125 时就不一定了：几个 float32 值可能打印出相同的数字，
+# 这时常量只是离打印值最近的那一个。40 个打印的数中有四个这么小：
 
 # %%
 def printed(value):
@@ -154,11 +150,11 @@ for value in every_value:
 assert sum(same_print_count(v) > 1 for v in every_value) == sum(abs(every_value) < 0.125) == 4, "the ambiguous four are the small four"
 
 # %% [markdown]
-# With `d_model = 2` there is one frequency, $\omega_0 = 1$: column 0 gets $\cos(pos)$
-# and column 1 gets $\sin(pos)$, so row 0 of the output is the sample plus `(1, 0)`.
-# Our reproduction, printed the lecture's way, differs from its print in one entry:
-# batch 1, position 1, column 1, the sine. There $0.40101182 + \sin 1$ comes out
-# 1.2424828 here and 1.2424829 in the lecture.
+# 当 `d_model = 2` 时只有一个频率 $\omega_0 = 1$：第 0 列是 $\cos(pos)$，
+# 第 1 列是 $\sin(pos)$，所以输出的第 0 行是样本加上 `(1, 0)`。
+# 我们的重现按讲义的方式打印后，与讲义的打印结果只有一个元素不同：
+# 批量 1、位置 1、第 1 列，也就是正弦。在这里 $0.40101182 + \sin 1$ 我们得到
+# 1.2424828，讲义中是 1.2424829。
 
 # %%
 ours = add_cos_sin_encoding(tf.constant(lecture_sample)).numpy()
@@ -168,9 +164,9 @@ printed_differently = [i for i in np.ndindex(ours.shape) if printed(ours[i]) != 
 assert printed_differently == [(1, 1, 1)], "one of the 20 output entries prints differently"
 
 # %% [markdown]
-# A float32 sine of 1 one step higher in the lecture's run (0.841471 instead of
-# 0.84147096) gives its number, and leaves the other sum with $\sin 1$, 1.4347141, as both
-# print it.
+# 如果讲义运行时 1 的 float32 正弦值高了一个间隔（0.841471 而不是
+# 0.84147096），就正好得到它的数字；而另一个含 $\sin 1$ 的和 1.4347141 不受影响，
+# 两边打印的都是它。
 
 # %%
 sine_of_1 = np.float32(np.sin(1.0))
@@ -182,10 +178,9 @@ print("0.5932431 + either:", str(lecture_sample[0, 1, 1] + sine_of_1), str(lectu
 assert lecture_sample[1, 1, 1] + one_step_up == lecture_output[1, 1, 1], "the lecture's sum, to the last bit"
 
 # %% [markdown]
-# Compared as float32 numbers, two more entries are one unit in the last place (ulp: the
-# distance to the next float32) apart: cosines, in column 0, at batch 0 position 3 and batch
-# 1 position 2. Both are below 0.125, so the print cannot tell them apart, and ours prints
-# the same digits.
+# 按 float32 数值比较，还有两个元素相差一个末位单位（ulp：到下一个 float32 的
+# 距离）：都是第 0 列的余弦，位于批量 0 位置 3 和批量 1 位置 2。两者都小于 0.125，
+# 所以打印结果无法区分，我们的打印出相同的数字。
 
 # %%
 def ulps_apart(a, b):
@@ -198,12 +193,11 @@ differs = ulps_apart(ours, lecture_output)
 print("entries apart:", [tuple(map(int, i)) for i in np.argwhere(differs)], " by at most", differs.max(), "ulp")
 
 # %% [markdown]
-# Which entries are rounded the other way depends even on the shape of the tensor. TensorFlow's
-# float32 cosine of 2 is correctly rounded when the five positions form a tensor of their
-# own, and one ulp off inside the `(2, 5, 1)` tensor of angles the function builds: the
-# same number, a different result, only because of the tensor's shape. The lecture's run
-# was off in the same place: at batch 0, position 2, its print matches ours, not the sum
-# with the correctly rounded cosine.
+# 哪些元素会朝另一个方向舍入，甚至取决于张量的形状。TensorFlow 对 2 求
+# float32 余弦时，如果这五个位置单独组成一个张量，结果是正确舍入的；而在函数构建的
+# 形状为 `(2, 5, 1)` 的角度张量中，结果却差了一个 ulp：同一个数，不同的结果，
+# 原因仅仅是张量的形状。讲义运行时在同一处也有偏差：在批量 0、位置 2，
+# 它的打印结果与我们的一致，而不是与使用正确舍入余弦的和一致。
 
 # %%
 five = tf.range(5, dtype=tf.float32)
@@ -216,11 +210,11 @@ print("batch 0, position 2: lecture", printed(lecture_output[0, 2, 0]), " ours",
       " with the correct cosine", printed(with_correct_cosine))
 
 # %% [markdown]
-# ### The docstring and the table disagree
+# ### 文档字符串与表不一致
 #
-# The lecture's docstring quotes the paper (a sine at column `2i`), but the code puts
-# all the cosines first. Feeding zeros reads the table itself; `d_model = 8` makes the
-# order visible.
+# 讲义的文档字符串引用了论文（第 `2i` 列是正弦），但代码却把
+# 所有余弦放在前面。输入全零就能读出表本身；用 `d_model = 8` 可以把
+# 顺序看清楚。
 
 # %%
 length, d_model = 6, 8
@@ -228,7 +222,7 @@ cos_sin = add_cos_sin_encoding(tf.zeros((1, length, d_model)))[0].numpy()
 cos_sin
 
 # %% [markdown]
-# That is `posenc`'s `layout="cos_sin"`, and it is not the paper's interleaved table:
+# 这就是 `posenc` 的 `layout="cos_sin"`，而不是论文中交错排列的表：
 
 # %%
 paper = posenc.positional_encoding(length, d_model)
@@ -238,12 +232,12 @@ print(f"vs layout='interleaved': {np.abs(cos_sin - paper).max():.1e}")
 np.testing.assert_allclose(cos_sin, lecture_layout, atol=1e-6)
 
 # %% [markdown]
-# Yet it holds the same columns. The paper's column `2i` (the sine of pair `i`) is column
-# `d_model / 2 + i` of the cos|sin table, and its column `2i + 1` (the cosine) is column
-# `i`, so one fixed list of column indices turns one table into the other.
-# `posenc.column_order` describes each layout as an index into `concat([sin, cos])`;
-# undoing one and applying the other gives the same list. Picking the columns in that
-# order gives the paper's table:
+# 不过它包含的是同样的列。论文的第 `2i` 列（第 `i` 对的正弦）是 cos|sin 表的第
+# `d_model / 2 + i` 列，论文的第 `2i + 1` 列（余弦）是第 `i` 列，
+# 所以一个固定的列索引列表就能把一张表变成另一张。
+# `posenc.column_order` 把每种布局描述为对 `concat([sin, cos])` 的索引；
+# 撤销一种布局再应用另一种，得到的也是同一个列表。按这个顺序取列，
+# 就得到论文中的表：
 
 # %%
 half = d_model // 2
@@ -254,7 +248,7 @@ np.testing.assert_allclose(cos_sin[:, to_paper], paper, atol=1e-6)
 cos_sin[:, to_paper]
 
 # %% [markdown]
-# Picking columns is multiplying by a permutation matrix:
+# 取列就相当于乘以一个置换矩阵：
 
 # %%
 permutation = np.eye(d_model, dtype=np.float32)[:, to_paper]
@@ -262,15 +256,14 @@ np.testing.assert_allclose(cos_sin @ permutation, paper, atol=1e-6)
 print(permutation.astype(int))
 
 # %% [markdown]
-# Does that make the layout a matter of taste for a model? Not through one layer. The
-# table is added to the embeddings, and the sum travels through the whole network in the
-# *residual stream*: each block reads the stream (through a norm and a linear layer) and
-# adds its output back into it. A model built for one layout becomes the very same model
-# for the other when the permutation is applied to everything that touches the stream:
-# the embedding's columns, each norm's gain and bias, the rows of every matrix that reads
-# the stream and the columns of every matrix that writes to it. Permuting only the first
-# linear layer is not enough. A tiny model in NumPy (one residual block, then a norm and a
-# head) shows both.
+# 那么，对模型来说布局只是个人偏好的问题吗？只改一层是不行的。这张表
+# 被加到嵌入上，而这个和会通过*残差流*（residual stream）贯穿整个网络：
+# 每个块读取残差流（经过一个归一化层和一个线性层），再把自己的输出加回去。
+# 为一种布局构建的模型，只有在把置换应用到所有接触残差流的地方之后，才会变成
+# 与另一种布局完全等价的模型：嵌入的列、每个归一化层的增益和偏置、
+# 每个读取残差流的矩阵的行，以及每个写入残差流的矩阵的列。只置换第一个
+# 线性层是不够的。一个用 NumPy 写的小模型（一个残差块，再接一个归一化层和一个
+# 输出头）可以同时说明这两点。
 
 # %%
 def layer_norm(x, gain, bias):
@@ -310,17 +303,17 @@ print("every stream weight permuted: logits differ by less than 1e-12")
 print(f"only the first linear layer:  logits differ by {one_layer_gap:.1e}")
 
 # %% [markdown]
-# So the lecture's cos|sin function is a fine encoding in its own right: a model trained
-# with it is a permuted copy of one trained with the paper's table. The mistake is in the
-# docstring.
+# 所以讲义中 cos|sin 的函数本身是一种完全可行的编码：用它训练的模型，
+# 就是用论文中的表训练的模型经过置换后的副本。错误出在
+# 文档字符串上。
 
 # %% [markdown]
-# ## 2. Column by column: a rate for `j // 2`
+# ## 2. 逐列计算：按 `j // 2` 取角速率
 #
-# The Chinese notes give every column $j$ its own angle rate,
-# $10000^{-2\lfloor j/2 \rfloor / d_{model}}$, so columns `2i` and `2i + 1` share one.
-# Then they take the sine of the even columns and the cosine of the odd ones. Their
-# sizes: 10 positions, `d_model = 16`.
+# 中文学习笔记给每一列 $j$ 一个自己的角速率
+# $10000^{-2\lfloor j/2 \rfloor / d_{model}}$，所以第 `2i` 列和第 `2i + 1` 列共用一个。
+# 然后对偶数列取正弦，对奇数列取余弦。笔记中的
+# 尺寸：10 个位置，`d_model = 16`。
 
 # %%
 max_seq_len, d_model = 10, 16
@@ -330,10 +323,10 @@ assert (rates[0::2].numpy() == rates[1::2].numpy()).all(), "columns 2i and 2i + 
 rates.numpy()
 
 # %% [markdown]
-# The notes fill the even and the odd columns of a NumPy array by strided assignment.
-# TensorFlow tensors cannot be assigned to, so we take both functions of the whole
-# `(10, 16)` grid of angles and let `tf.where` pick by column parity. As a function, so
-# that section 3 can run it at another size:
+# 笔记用步长切片赋值的方式填充 NumPy 数组的偶数列和奇数列。
+# TensorFlow 张量不能被赋值，所以我们对整个 `(10, 16)` 角度网格
+# 同时求两个函数，再让 `tf.where` 按列的奇偶性选取。我们把它写成函数，
+# 以便第 3 节在另一种尺寸下运行它：
 
 # %%
 def column_parity_table(max_seq_len, d_model):
@@ -349,8 +342,8 @@ print(tuple(parity_table.shape), parity_table.dtype.name)
 parity_table.numpy()[:4]
 
 # %% [markdown]
-# The notes checked their table with a tolerance of `1e-3`. Against `posenc` (angles in
-# float64, one rounding at the end) this float32 route is much closer than that:
+# 笔记用 `1e-3` 的容差检查了它的表。与 `posenc`（用 float64 计算角度，
+# 最后舍入一次）相比，这种 float32 做法的误差要小得多：
 
 # %%
 parity_error = np.abs(parity_table.numpy() - posenc.positional_encoding(max_seq_len, d_model)).max()
@@ -358,23 +351,23 @@ print(f"largest difference: {parity_error:.1e}")
 assert parity_error < 1e-6
 
 # %% [markdown]
-# ## 3. The exp/log route, in TensorFlow 2
+# ## 3. TensorFlow 2 中的 exp/log 做法
 #
-# The English blog tutorial follows the Annotated Transformer and writes the frequencies
-# through `exp` and `log`, the same numbers as the power:
+# 那篇英文博客教程沿用 The Annotated Transformer 的写法，通过 `exp` 和 `log`
+# 计算频率，得到的数与幂运算相同：
 #
 # $$
 # \omega_i = \exp\!\left(-2i \cdot \frac{\ln 10000}{d_{model}}\right).
 # $$
 #
-# It built the table in NumPy and printed it through a TF 1 `tf.Session`. In TF 2 the
-# ops run eagerly and `.numpy()` reads the result. Its sizes: 20 positions,
-# `d_model = 200`, and a leading batch axis of 1.
+# 它用 NumPy 构建表，再通过 TF 1 的 `tf.Session` 打印出来。在 TF 2 中，
+# 运算是即时执行的，用 `.numpy()` 读取结果。它的尺寸：20 个位置、
+# `d_model = 200`，以及一个大小为 1 的前置批量轴。
 #
-# One thing not to copy: the tutorial calls its class a layer, and its `call` receives
-# the inputs, but `call` never adds the table to them. It builds the table and returns it
-# alone, whatever the inputs hold. A layer that encodes positions returns `x + PE`, as the
-# function of section 1 does (and section 4's layers).
+# 有一点不要照抄：教程把它的类称为一个层，它的 `call` 也接收了
+# 输入，但 `call` 从来没有把表加到输入上。无论输入是什么，它都只是构建表并
+# 单独返回。一个编码位置的层应该返回 `x + PE`，就像第 1 节的函数那样
+# （以及第 4 节中的层）。
 
 # %%
 def exp_log_angles(max_len, d_model):
@@ -393,9 +386,8 @@ def exp_log_table(max_len, d_model):
 
 
 # %% [markdown]
-# NumPy printed the lecture's table at 4 decimals in summarized form: rows 0, 1, 2 and
-# the last three, and of each the first three and the last three columns. Ours, cut the
-# same way:
+# NumPy 以 4 位小数、摘要形式打印了讲义的表：第 0、1、2 行和
+# 最后三行，每行只显示前三列和后三列。我们的表按同样方式截取：
 
 # %%
 exp_log_20x200 = exp_log_table(20, 200).numpy()
@@ -405,8 +397,8 @@ corners = exp_log_20x200[0][np.ix_(rows, cols)]
 corners
 
 # %% [markdown]
-# The lecture's printed corners, in the same arrangement. Each printed number is within
-# half a unit of the 4th decimal of ours:
+# 讲义打印出的四角部分，按同样的方式排列。每个打印的数都与我们的值
+# 相差不到第 4 位小数的半个单位：
 
 # %%
 lecture_corners = np.array([
@@ -421,9 +413,9 @@ print(f"largest difference: {np.abs(corners - lecture_corners).max():.1e}")
 assert np.abs(corners - lecture_corners).max() <= 0.5e-4
 
 # %% [markdown]
-# And the whole table matches `posenc`, though about ten times less closely than
-# section 2's table. Is the float32 `exp` to blame? No: section 2's power route, run at
-# this size, is off by about as much (within a factor of two).
+# 整张表也与 `posenc` 一致，不过误差大约是第 2 节那张表的十倍。
+# 是 float32 的 `exp` 造成的吗？不是：第 2 节的幂运算做法在这个尺寸下运行，
+# 误差也差不多（在两倍以内）。
 
 # %%
 reference = posenc.positional_encoding(20, 200)
@@ -433,15 +425,15 @@ print(f"exp/log route: {exp_log_error:.1e}   power route: {power_error:.1e}   (s
 assert 0.5 < exp_log_error / power_error < 2, "the two routes' errors within a factor of two"
 
 # %% [markdown]
-# The cause is the size of the angles. At `d_model = 200` the second frequency is
-# $10000^{-2/200} \approx 0.912$, so by position 19 the angle has grown to 17.3, and float32
-# values near 17 are $1.9 \times 10^{-6}$ apart. Rounding $pos \cdot \omega_i$ (and
-# $\omega_i$ itself) to float32 moves such an angle by up to about $10^{-6}$, and its sine and
-# cosine move with it. In section 2, with 10 positions and $\omega_1 \approx 0.316$ at
-# `d_model = 16`, every angle that is not a whole number stays below 2.9. The evidence:
-# the float32 angles are off by about $10^{-6}$; taking sine and cosine of those same angles
-# exactly (in float64) leaves the whole error; TensorFlow's float32 `sin` and `cos` add
-# less than $10^{-7}$; and the largest error sits in the last row.
+# 原因在于角度的大小。在 `d_model = 200` 时，第二个频率是
+# $10000^{-2/200} \approx 0.912$，所以到位置 19 时角度已增长到 17.3，而 17 附近的 float32
+# 值间距为 $1.9 \times 10^{-6}$。把 $pos \cdot \omega_i$（以及 $\omega_i$ 本身）舍入到
+# float32，会使这样的角度移动多达约 $10^{-6}$，它的正弦和余弦也随之移动。
+# 而在第 2 节中，10 个位置、`d_model = 16` 时 $\omega_1 \approx 0.316$，
+# 每个非整数的角度都小于 2.9。证据如下：
+# float32 角度的误差约为 $10^{-6}$；对这些同样的角度精确地（用 float64）求正弦和余弦，
+# 误差依然全部存在；TensorFlow 的 float32 `sin` 和 `cos` 带来的误差
+# 小于 $10^{-7}$；而最大误差出现在最后一行。
 
 # %%
 float32_angles = exp_log_angles(20, 200).numpy()
@@ -458,10 +450,10 @@ print(f"angles: {angle_error:.1e}   sin/cos exact on them: {exact_functions_erro
 assert angle_error < np.spacing(np.float32(17.3)), "each angle within one float32 step of the exact one"
 
 # %% [markdown]
-# The picture. Left: four sine columns over 100 positions; column $2i$ has wavelength
-# $2\pi \cdot 10000^{2i/d_{model}}$, here about 16, 40, 100 and 250 positions. Right: the lecture's
-# $20 \times 200$ table. The first columns change from row to row, the last ones hardly
-# at all (the last sine stays below 0.003, the last cosine above 0.99999).
+# 看图。左图：100 个位置上的四个正弦列；第 $2i$ 列的波长为
+# $2\pi \cdot 10000^{2i/d_{model}}$，这里分别约为 16、40、100 和 250 个位置。右图：讲义中
+# $20 \times 200$ 的表。前面的列逐行变化，最后几列则几乎
+# 不变（最后一个正弦始终小于 0.003，最后一个余弦始终大于 0.99999）。
 
 # %%
 wavelengths = 2 * np.pi * 10000 ** (np.array([20, 40, 60, 80]) / 200)
@@ -479,14 +471,14 @@ fig.colorbar(image, ax=right)
 plt.show()
 
 # %% [markdown]
-# ## 4. In a Keras model
+# ## 4. 在 Keras 模型中使用
 #
-# TensorFlow's own Transformer tutorial (on tensorflow.org) puts the encoding into a Keras
-# layer that does three things: it looks up the token embeddings, multiplies them by
-# $\sqrt{d_{model}}$ (so that they are not drowned by the table, whose rows have norm
-# $\sqrt{d_{model}/2}$; notebook 02 measures this), and adds the first `seq` rows of the
-# table. Its table puts all the sines first, then all the cosines (`posenc`'s
-# `layout="sin_cos"`), computed in float64 and cast to float32. Written by hand:
+# TensorFlow 官方的 Transformer 教程（位于 tensorflow.org）把编码放进一个 Keras
+# 层中，这个层做三件事：查找词元嵌入；把它们乘以
+# $\sqrt{d_{model}}$（以免被表淹没，表的每行范数为
+# $\sqrt{d_{model}/2}$；笔记本 02 对此做了测量）；再加上表的前 `seq` 行。
+# 它的表先放全部正弦、再放全部余弦（即 `posenc` 的
+# `layout="sin_cos"`），用 float64 计算后转换为 float32。手写如下：
 
 # %%
 class EmbedAndAddPositions(keras.layers.Layer):
@@ -516,10 +508,10 @@ np.testing.assert_allclose(embedded_by_hand - scaled, np.broadcast_to(
     posenc.positional_encoding(10, 16, layout="sin_cos"), (2, 10, 16)), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# The package splits that layer in two, so that the encoding can follow any embedding:
-# Keras's `Rescaling` layer multiplies by $\sqrt{d_{model}}$, and
-# `posenc.tensorflow.PositionalEncoding` adds the table, here in the tutorial's layout.
-# With the same embedding weights the two give the same output.
+# `posenc` 包把这个层拆成两部分，使编码可以接在任意嵌入之后：
+# Keras 的 `Rescaling` 层负责乘以 $\sqrt{d_{model}}$，
+# `posenc.tensorflow.PositionalEncoding` 负责加上表，这里采用教程的布局。
+# 在嵌入权重相同时，两者给出相同的输出。
 
 # %%
 packaged_in = keras.Input((None,), dtype="int32")
@@ -532,13 +524,13 @@ print(f"largest difference: {gap:.1e}")
 assert gap < 1e-6
 
 # %% [markdown]
-# ### A small model
+# ### 一个小模型
 #
-# `posenc.tensorflow.PositionalEncoding` is a Keras 3 layer: `call(x)` adds the first
-# `seq` rows of the table to `x` of shape `(batch, seq, d_model)`, then applies dropout.
-# Here it sits between an embedding and a dense head (this toy skips the scaling). The
-# sequence axis is `None`, so one model takes any length. Seeding Keras fixes the initial
-# weights.
+# `posenc.tensorflow.PositionalEncoding` 是一个 Keras 3 层：`call(x)` 把表的前
+# `seq` 行加到形状为 `(batch, seq, d_model)` 的 `x` 上，然后应用 dropout。
+# 这里它位于一个嵌入层和一个全连接输出头之间（这个玩具模型省略了缩放）。
+# 序列轴是 `None`，所以同一个模型可以接受任意长度。为 Keras 设置随机种子可以固定初始
+# 权重。
 
 # %%
 keras.utils.set_random_seed(0)
@@ -552,8 +544,8 @@ model = keras.Model(tokens_in, logits)
 [layer.name for layer in model.layers[1:]]
 
 # %% [markdown]
-# A batch of 2 sequences of 10 tokens. Outside training, dropout passes its input
-# through, so the output is deterministic.
+# 一个批量，包含 2 个由 10 个词元组成的序列。不在训练时，dropout 会让输入
+# 原样通过，所以输出是确定的。
 
 # %%
 tokens = np.random.default_rng(0).integers(0, vocab, size=(2, 10)).astype("int32")
@@ -563,8 +555,8 @@ print(out[0, :3])
 np.testing.assert_array_equal(model(tokens).numpy(), out)
 
 # %% [markdown]
-# The layer adds exactly the table: its output minus its input is
-# `posenc.tensorflow.positional_encoding(10, 16)`, which is NumPy `posenc`'s table too.
+# 这个层加上的恰好就是这张表：它的输出减去输入就是
+# `posenc.tensorflow.positional_encoding(10, 16)`，也就是 NumPy 版 `posenc` 的表。
 
 # %%
 x = model.get_layer("embedding")(tokens)
@@ -573,9 +565,9 @@ np.testing.assert_allclose(added[0], ptf.positional_encoding(10, d_model).numpy(
 added[0, :3]
 
 # %% [markdown]
-# Other lengths need no new model: 7 tokens, and 80, more than `max_len = 64` (the
-# layer computes the rows it lacks in the call). Inside a [`tf.function`](https://www.tensorflow.org/guide/function)
-# (a graph traced from the Python code) traced once for any length, the model gives the same numbers as eagerly.
+# 其他长度不需要新模型：7 个词元，以及比 `max_len = 64` 更长的 80 个词元（这个
+# 层会在调用时计算它缺少的行）。在一个 [`tf.function`](https://www.tensorflow.org/guide/function)
+# （从 Python 代码追踪得到的计算图）中，只追踪一次就能处理任意长度，模型给出的数与即时执行时相同。
 
 # %%
 @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
@@ -590,10 +582,10 @@ for n in [7, 10, 80]:
 assert predict.experimental_get_tracing_count() == 1, "one trace serves every length"
 
 # %% [markdown]
-# The layer is registered as a Keras serializable: its config holds its arguments (the
-# convention whole, base and layout included), and `from_config` rebuilds a layer that
-# gives the same output. So does the whole model: `keras.models.clone_model` rebuilds every
-# layer from its config, and we copy the weights over.
+# 这个层被注册为 Keras 可序列化对象：它的配置保存了它的参数（包括完整的
+# 约定，其中有底数和布局），`from_config` 能重建出一个输出
+# 相同的层。整个模型也是如此：`keras.models.clone_model` 根据配置重建每一个
+# 层，我们再把权重复制过去。
 
 # %%
 layer = model.get_layer("posenc")
@@ -609,12 +601,12 @@ np.testing.assert_array_equal(clone(tokens).numpy(), out)
 print(type(clone.get_layer("posenc")).__name__, clone(tokens).shape)
 
 # %% [markdown]
-# ## Why doesn't my table match? `posenc.diagnose`
+# ## 我的表为什么对不上？`posenc.diagnose`
 #
-# `posenc.diagnose` takes a table (a TF tensor here) and says what it is: the paper's table,
-# a known convention, or which of the common mistakes reproduce it. Below, the TF text
-# tutorial's route (all sines, then all cosines) with switches for the other ways it
-# reached learners, diagnosed once per switch.
+# `posenc.diagnose` 接受一张表（这里是 TF 张量），并说明它是什么：论文中的表、
+# 一种已知的约定，还是由哪些常见错误造成的。下面是 TF 文本
+# 教程的做法（先放全部正弦，再放全部余弦），带几个开关，对应它传到学习者手中时的
+# 其他几种写法，每个开关诊断一次。
 
 # %%
 import os
@@ -649,9 +641,9 @@ for name, (table, codes) in cases.items():
     print(f"{name}, shape {tuple(table.shape)}:\n{found}", end="\n\n")
 
 # %% [markdown]
-# The concatenated layout is a convention, not a mistake: the permutation the diagnosis
-# gives turns it into the paper's table. An odd depth is where it goes wrong: `tf.range(3.5)`
-# has four entries, so four sines and four cosines make eight columns for a depth of 7.
+# 拼接的布局是一种约定，而不是错误：诊断给出的置换可以把它
+# 变成论文中的表。奇数深度才是出错的地方：`tf.range(3.5)`
+# 有四个元素，所以四个正弦和四个余弦在深度为 7 时构成了八列。
 
 # %%
 perm = posenc.diagnose(draft_table(10, 8)).findings[1].details["permutation"]
@@ -660,9 +652,9 @@ np.testing.assert_allclose(tf.gather(draft_table(10, 8), perm, axis=1), draft_ta
 assert tf.range(3.5).shape == (4,)
 
 # %% [markdown]
-# At long lengths the float32 angles of this route drift from the exact values. That is
-# the paper's table all the same, and `diagnose` says how far and from which row: here
-# over 5000 positions.
+# 在较长的长度上，这种做法的 float32 角度会逐渐偏离精确值。但这
+# 仍然是论文中的表，`diagnose` 会说明偏离了多少、从哪一行开始：这里是
+# 5000 个位置的情况。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -674,9 +666,9 @@ drift = found.findings[1].details
 print(found.findings[1].message)
 
 # %% [markdown]
-# TensorFlow prints the shape with the tensor, so a copied output is enough even when it
-# is summarised to its corners: here a `(1, 20, 200)` table, the shape the exp/log lecture
-# printed, as a cell shows it.
+# TensorFlow 打印张量时会同时打印形状，所以即使输出被摘要成只显示四角，
+# 复制下来的输出也足够了：这里是一张 `(1, 20, 200)` 的表，正是 exp/log 讲义
+# 打印的形状，与单元格中显示的一样。
 
 # %%
 printed_table = repr(draft_table(20, 200, interleave=True)[None])
@@ -684,44 +676,43 @@ print(printed_table[:120], "...")
 assert "..." in printed_table and posenc.diagnose(printed_table).matches_paper
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - The Portuguese lecture's function numbers the positions with a running sum, so it needs
-#   no length argument. Its output reproduces the lecture's print in 19 of 20 entries; the
-#   20th is a last-digit difference that a float32 sine of 1 one step higher explains.
-# - Its table is `posenc`'s `layout="cos_sin"`, not the paper's, despite its docstring. The
-#   two hold the same columns: `cos_sin[:, to_paper]` is the paper's table. A model ports
-#   between the two layouts when every weight on the residual stream is permuted, not one layer.
-# - The Chinese notes' rate per column, $10000^{-2\lfloor j/2 \rfloor / d}$, with `tf.where`
-#   by parity, gives the paper's table within $10^{-6}$, far inside their $10^{-3}$ check.
-# - The exp/log route reproduces the blog's `(1, 20, 200)` corners to 4 decimals. Its error
-#   of about $10^{-6}$ comes from rounding the angles to float32, not from `exp`.
-# - TensorFlow's tutorial layer is `embedding * sqrt(d_model) + PE[:seq]`, sin|cos;
-#   `Rescaling` followed by `posenc.tensorflow.PositionalEncoding` gives the same output, for
-#   any length, inside a `tf.function` too, and the layer rebuilds from its config.
-# - `posenc.diagnose` calls the concatenated layout a convention (and gives the permutation),
-#   and names an odd depth's extra or missing column and the float32 drift of long tables.
+# - 葡萄牙语讲义的函数用累加和为位置编号，所以不需要
+#   长度参数。它的输出在 20 个元素中有 19 个与讲义的打印结果相同；
+#   第 20 个是末位数字的差异，可以用 1 的 float32 正弦值高了一个间隔来解释。
+# - 尽管文档字符串另有说法，它的表其实是 `posenc` 的 `layout="cos_sin"`，而不是论文中的表。
+#   两者包含相同的列：`cos_sin[:, to_paper]` 就是论文中的表。要让模型在两种布局之间
+#   移植，必须置换残差流上的每一个权重，而不是只置换一层。
+# - 中文学习笔记按列计算的角速率 $10000^{-2\lfloor j/2 \rfloor / d}$，配合按奇偶性
+#   选取的 `tf.where`，得到的表与论文中的表相差在 $10^{-6}$ 以内，远小于笔记中 $10^{-3}$ 的检查容差。
+# - exp/log 做法在 4 位小数上重现了博客中 `(1, 20, 200)` 表的四角。它约
+#   $10^{-6}$ 的误差来自把角度舍入到 float32，而不是来自 `exp`。
+# - TensorFlow 教程中的层是 `embedding * sqrt(d_model) + PE[:seq]`，布局为 sin|cos；
+#   `Rescaling` 后接 `posenc.tensorflow.PositionalEncoding` 给出相同的输出，
+#   适用于任意长度，在 `tf.function` 中也是如此，而且这个层可以根据配置重建。
+# - `posenc.diagnose` 把拼接的布局称为一种约定（并给出置换），
+#   还能指出奇数深度多出或缺少的列，以及长表中 float32 的漂移。
 
 # %% [markdown]
-# ## Exercises
+# ## 练习
 #
-# Each exercise gives a draft with a mistake in it, then a check: run the check, read what it
-# says, fix the draft and run both cells again until it says "Correct!". The feedback stored
-# here is the one for the draft as given. Stuck? `nb03.NAME.hint()` gives a nudge and
-# `nb03.NAME.solution()` prints the reference code the check compares against (NAME is the
-# word before `.check`).
+# 每个练习先给出一份有错误的草稿，再给出一个检查：运行检查，读它的反馈，
+# 修改草稿，再把两个单元格重新运行，直到它判定你的答案正确为止。这里保存的反馈
+# 针对的是原样的草稿。卡住了？`nb03.NAME.hint()` 会给一点提示，
+# `nb03.NAME.solution()` 会打印检查所对照的参考代码（NAME 是 `.check`
+# 前面的那个词）。
 
 # %%
 from posenc.exercises import nb03
 
 # %% [markdown]
-# ### Exercise 1 · The lecture's function, in the paper's layout
+# ### 练习 1 · 讲义的函数，改用论文的布局
 #
-# Write `add_paper_encoding(x)`: like section 1's `add_cos_sin_encoding`, it takes `x` of
-# shape `(batch, seq, d_model)` and numbers the positions with a running sum, but it adds the
-# paper's interleaved table. The draft swaps the two halves, sines first: is that enough?
-# When the columns are only out of order, the check says which of the paper's columns each of
-# yours holds.
+# 编写 `add_paper_encoding(x)`：和第 1 节的 `add_cos_sin_encoding` 一样，它接受
+# 形状为 `(batch, seq, d_model)` 的 `x`，用累加和为位置编号，但要加上
+# 论文中交错排列的表。草稿把两半互换了，正弦在前：这样就够了吗？
+# 如果只是列的顺序不对，检查会告诉你：你的每一列对应的是论文中的哪一列。
 
 # %%
 def add_paper_encoding(x, base=10000.0):
@@ -737,13 +728,13 @@ def add_paper_encoding(x, base=10000.0):
 nb03.interleaved.check(add_paper_encoding)
 
 # %% [markdown]
-# ### Exercise 2 · The exp/log route, in float64
+# ### 练习 2 · 用 float64 实现 exp/log 做法
 #
-# Section 3 found that the float32 angles carry the exp/log route's error. Make
-# `accurate_table(length, d_model)` compute everything in float64 and round to float32 once,
-# at the end: then every entry is within half a float32 step of the exact value. The draft
-# takes the positions in float64, yet the check finds it off at the lecture's size, and
-# more at 5000 positions. Why?
+# 第 3 节发现，exp/log 做法的误差来自 float32 角度。请让
+# `accurate_table(length, d_model)` 全部用 float64 计算，只在最后一次性舍入到 float32：
+# 这样每个元素与精确值的差距都在 float32 间隔的一半以内。草稿
+# 用 float64 表示位置，但检查仍发现它在讲义的尺寸下有偏差，而且
+# 在 5000 个位置时偏差更大。为什么？
 
 # %%
 def accurate_table(length, d_model):
@@ -758,12 +749,12 @@ def accurate_table(length, d_model):
 nb03.accurate.check(accurate_table)
 
 # %% [markdown]
-# ### Exercise 3 · Any width
+# ### 练习 3 · 任意宽度
 #
-# Complete `my_positional_encoding(length, d_model)` so that it returns the paper's
-# `(length, d_model)` table for every width, an odd one included (its last column is a
-# sine). The check tries `(10, 6)`, `(100, 64)` and `(10, 7)`; `posenc.diagnose` says what
-# the table of one size is.
+# 补全 `my_positional_encoding(length, d_model)`，使它对任意宽度（包括奇数宽度，
+# 此时最后一列是正弦）都返回论文中形状为 `(length, d_model)` 的表。
+# 检查会尝试 `(10, 6)`、`(100, 64)` 和 `(10, 7)`；`posenc.diagnose` 会说明
+# 其中一种尺寸的表是什么。
 
 # %%
 def my_positional_encoding(length, d_model):
@@ -779,9 +770,9 @@ print(nb03.odd_width.check(my_positional_encoding))
 print(posenc.diagnose(my_positional_encoding(10, 7)))
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The batch of checks behind the sentences above, in one place.
+# 上文各句话背后的检查都集中在这里。
 
 # %%
 # Section 1: what the prints show, as exact claims

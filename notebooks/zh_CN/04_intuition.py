@@ -1,24 +1,23 @@
 # %% [markdown]
-# # 04 · Why sines and cosines of geometric wavelengths work
+# # 04 · 波长成等比数列的正弦和余弦为什么管用
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/04_intuition.ipynb)
 #
-# **Question:** What makes a table of sines and cosines with geometrically spaced wavelengths a good code for positions, and when does it stop being one?
+# **问题：** 一张由正弦和余弦组成、波长按等比数列排布的表，为什么是一种好的位置编码？它又在什么时候不再好用？
 #
-# **You will be able to:**
-# - predict the wavelength of any pair of columns from `d_model` and the base;
-# - write the rotation that takes the encoding of position $p$ to that of $p + k$;
-# - tell when a base is too small for the positions you need, and find where rows start to look alike.
+# **学完本节，你将能够：**
+# - 根据 `d_model` 和底数（base）预测任意一对列的波长；
+# - 写出把位置 $p$ 的编码变成位置 $p + k$ 的编码的旋转；
+# - 判断一个底数对你需要的位置范围是否太小，并找出各行从哪里开始变得相似。
 #
-# **Prerequisites:** notebook 01 · **Time:** about 50 minutes
+# **先修：** 笔记本 01 · **时间：** 约 50 分钟
 #
-# Why sines *and* cosines? Why 10000? Why wavelengths spaced geometrically, and what makes
-# the table "positional" at all? The lecture notes answer in prose: the wavelengths run
-# from $2\pi$ to $10000 \cdot 2\pi$ in a geometric progression, short wavelengths carry local
-# position and long ones global position, like the bits of a binary counter;
-# [the paper](https://arxiv.org/abs/1706.03762) (section 3.5) adds that $PE(pos + k)$ is a
-# linear function of $PE(pos)$. Here each idea becomes a picture and a fact that a cell
-# checks, so this notebook fails if any sentence in it stops being true.
+# 为什么要用正弦*和*余弦？为什么是 10000？为什么波长要按等比数列排布？
+# 这张表又凭什么称得上是“位置的”？讲义用文字给出了回答：
+# 波长从 $2\pi$ 到 $10000 \cdot 2\pi$ 构成等比数列，短波长承载局部位置，长波长承载全局位置，
+# 就像二进制计数器的各个位；[论文](https://arxiv.org/abs/1706.03762)（第 3.5 节）还指出，
+# $PE(pos + k)$ 是 $PE(pos)$ 的线性函数。在这里，每个观点都变成一张图和一个由代码单元格检验的事实，
+# 所以只要其中任何一句话不再成立，这个笔记本就会运行失败。
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -34,10 +33,9 @@ import posenc
 posenc.set_language("zh_CN")
 
 # %% [markdown]
-# `posenc.plot` holds the figures (it imports matplotlib; `import posenc` alone does not).
-# We work in float64, whose round-off on these sums of a few dozen sines and cosines is
-# near $10^{-15}$, so the checks below can be tight: a tolerance of $10^{-12}$ or less
-# means "equal up to float64 round-off".
+# `posenc.plot` 负责画图（它会导入 matplotlib；只写 `import posenc` 则不会）。
+# 我们用 float64 计算：对这些由几十个正弦和余弦求和得到的量，它的舍入误差约为 $10^{-15}$，
+# 所以下面的检查可以设得很严：容差为 $10^{-12}$ 或更小，意思就是“在 float64 舍入误差范围内相等”。
 
 # %%
 # %matplotlib inline
@@ -61,14 +59,13 @@ def dot_by_offset(k, d_model, base=10000.0):
 
 
 # %% [markdown]
-# ## 1. The wavelengths form a geometric progression
+# ## 1. 波长构成等比数列
 #
-# Pair $i$ (columns $2i$ and $2i+1$) turns at $w_i = 10000^{-2i/d}$ radians per position, so
-# it repeats every $\lambda_i = 2\pi / w_i = 2\pi \cdot 10000^{2i/d}$ positions: its
-# *wavelength*. `posenc.wavelengths` returns them. Each is $10000^{2/d}$ times the one
-# before, a constant ratio: a
-# [geometric progression](https://en.wikipedia.org/wiki/Geometric_progression) that starts
-# at $2\pi$ and, with $d/2$ terms, stops one ratio short of $10000 \cdot 2\pi$.
+# 第 $i$ 对（第 $2i$ 列和第 $2i+1$ 列）每前进一个位置转过 $w_i = 10000^{-2i/d}$ 弧度，
+# 所以它每隔 $\lambda_i = 2\pi / w_i = 2\pi \cdot 10000^{2i/d}$ 个位置重复一次：这就是它的*波长*。
+# `posenc.wavelengths` 返回这些波长。每个波长都是前一个的 $10000^{2/d}$ 倍，公比恒定：
+# 这是一个[等比数列](https://en.wikipedia.org/wiki/Geometric_progression)，它从 $2\pi$ 开始，
+# 共 $d/2$ 项，最后一项比 $10000 \cdot 2\pi$ 差一个公比。
 
 # %%
 d_model = 64
@@ -79,11 +76,10 @@ print(f"ratio 10000^(2/{d_model}) = {ratio:.6f}")
 np.testing.assert_allclose(lengths[1:] / lengths[:-1], ratio, rtol=1e-13)  # one constant ratio
 
 # %% [markdown]
-# One lecture note gives the ratio as $10000^{1/d}$, counting every column. It is
-# $10000^{2/d}$: a sine and its cosine share one wavelength, so the wavelength only changes
-# every second column. The last wavelength falls short of $10000 \cdot 2\pi$ by that one
-# ratio, $10000^{-2/d}$, which tends to 1 as the model widens: at $d = 512$ the longest
-# wavelength is 0.9647 of $10000 \cdot 2\pi$, "nearly" all of it.
+# 有一份讲义把公比写成 $10000^{1/d}$，那是把每一列都算了进去。实际上公比是 $10000^{2/d}$：
+# 一个正弦和它的余弦共用同一个波长，所以波长每隔两列才变一次。
+# 最后一个波长与 $10000 \cdot 2\pi$ 正好差这一个公比，即后者乘以 $10000^{-2/d}$；
+# 模型越宽，这个因子越接近 1：在 $d = 512$ 时，最长波长是 $10000 \cdot 2\pi$ 的 0.9647，“几乎”就是全部。
 
 # %%
 shares = {d: posenc.wavelengths(d)[-1] / (10000 * 2 * np.pi) for d in (16, 64, 512, 4096)}
@@ -92,17 +88,16 @@ for d, share in shares.items():
 assert all(np.isclose(share, 10000 ** (-2 / d)) for d, share in shares.items())  # one ratio short
 
 # %% [markdown]
-# On a log scale a geometric progression is a straight line. Each dot is one column of the
-# $d=64$ table; a sine and the cosine beside it sit at the same height. The dashed lines
-# are $2\pi$ and $10000 \cdot 2\pi$.
+# 在对数坐标下，等比数列是一条直线。每个点对应 $d=64$ 的表中的一列；
+# 一个正弦和它旁边的余弦处在同一高度。两条虚线分别是 $2\pi$ 和 $10000 \cdot 2\pi$。
 
 # %%
 posenc.plot.wavelengths(d_model)
 plt.show()
 
 # %% [markdown]
-# The same fact seen in the columns themselves: sine columns of pairs 0, 2 and 4 over 100
-# positions, each $10000^{4/64} \approx 1.78$ times longer than the one before.
+# 同一个事实也能直接在列上看到：下面是第 0、2、4 对的正弦列在 100 个位置上的图像，
+# 每一条的波长都是前一条的 $10000^{4/64} \approx 1.78$ 倍。
 
 # %%
 assert round(lengths[2] / lengths[0], 2) == 1.78  # 10000^(4/64)
@@ -111,11 +106,10 @@ posenc.plot.columns(wide, [0, 4, 8], title="sine columns of pairs 0, 2, 4 (d_mod
 plt.show()
 
 # %% [markdown]
-# ## 2. Like a binary counter, and not quite
+# ## 2. 像二进制计数器，又不完全像
 #
-# Write the positions 0 … 255 in binary, least significant bit first, next to a
-# sinusoidal table of 16 columns. In both, the leftmost column changes fastest and each
-# column further right changes more slowly.
+# 把位置 0 … 255 写成二进制（最低位在前），放在一张 16 列的正弦位置编码表旁边。
+# 两者都是最左边的列变化最快，越往右的列变化越慢。
 
 # %%
 positions = np.arange(256)
@@ -129,9 +123,8 @@ posenc.plot.heatmap(small, right, title="sinusoidal table, d_model = 16")
 plt.show()
 
 # %% [markdown]
-# **What is alike.** Bit $j$ repeats every $2^{j+1}$ positions, so the periods grow
-# geometrically with ratio 2; the sinusoidal pairs repeat every $\lambda_i$, ratio
-# $10000^{2/16} \approx 3.16$.
+# **相似之处。** 第 $j$ 位每隔 $2^{j+1}$ 个位置重复一次，所以周期按公比 2 等比增长；
+# 正弦表的各对每隔 $\lambda_i$ 个位置重复一次，公比为 $10000^{2/16} \approx 3.16$。
 
 # %%
 bit_periods = 2 ** (np.arange(8) + 1)
@@ -141,10 +134,9 @@ print("wave periods:", small_lengths.round(1))
 assert round(small_lengths[1] / small_lengths[0], 2) == 3.16  # 10000^(2/16)
 
 # %% [markdown]
-# Fast columns tell neighbours apart, slow columns tell far-apart positions apart, and
-# together they give every position its own row. For example, positions 0 and 44 agree in
-# the first pair to 0.02 (44 is within 0.02 of $7 \cdot 2\pi$) and are told apart by the
-# slower pairs, as 0 and 2 agree in bit 0 and differ in bit 1.
+# 快的列区分相邻的位置，慢的列区分相距很远的位置，合在一起，每个位置就有了自己独有的一行。
+# 例如，位置 0 和 44 在第一对上只相差 0.02（44 与 $7 \cdot 2\pi$ 相差不到 0.02），
+# 要靠更慢的几对才能区分开；这就像 0 和 2 的第 0 位相同、第 1 位不同。
 
 # %%
 first_pair = np.linalg.norm(small[44, :2] - small[0, :2])
@@ -154,19 +146,17 @@ print(f"44 - 7·2π = {44 - 7 * 2 * np.pi:.4f}; rows 0 and 44: {first_pair:.4f} 
 assert round(first_pair, 2) == 0.02
 
 # %% [markdown]
-# **What is not.**
+# **不同之处。**
 #
-# - The counter wraps: after 256 steps position 256 reads exactly like position 0. The
-#   waves never bring a row back exactly: the first pair turns one radian per position, so
-#   row $p$ equals row 0 only if $p$ is a whole multiple of $2\pi$, and no whole number
-#   $p > 0$ is one, since $\pi$ is irrational. (How close rows can come is section 3.)
-# - A step of one is not always the same size in binary: 127 → 128 flips all eight bits,
-#   128 → 129 flips one. Between sinusoidal rows, one step is the same distance everywhere
-#   (to float64 round-off), and so is every step of $k$ (section 5 says why).
-# - Binary rows have different lengths (the count of ones); every sinusoidal row has the
-#   same length (section 3).
-# - Bits are 0 or 1 and exist for whole positions only; the waves are smooth, lie in
-#   $[-1, 1]$, and are defined between positions too.
+# - 计数器会回绕：走完 256 步后，位置 256 读起来和位置 0 完全一样。而波永远不会让某一行
+#   精确地重现：第一对每个位置转 1 弧度，所以第 $p$ 行等于第 0 行，当且仅当 $p$ 是 $2\pi$ 的整数倍，
+#   而由于 $\pi$ 是无理数，没有任何整数 $p > 0$ 满足这一点。（各行最多能接近到什么程度，见第 3 节。）
+# - 在二进制中，前进一步的“大小”并不总是一样：127 → 128 翻转了全部八个位，
+#   128 → 129 只翻转一个。而在正弦表的各行之间，前进一步的距离处处相同
+#   （在 float64 舍入误差范围内），前进 $k$ 步也是如此（原因见第 5 节）。
+# - 二进制的各行长度不同（取决于 1 的个数）；正弦表的每一行长度都相同（第 3 节）。
+# - 位只能是 0 或 1，而且只在整数位置上有定义；波是光滑的，取值在 $[-1, 1]$ 之内，
+#   在位置与位置之间也有定义。
 
 # %%
 flips = np.sum(bits[1:] != bits[:-1], axis=1)  # bits changed by n -> n + 1
@@ -176,11 +166,11 @@ print(f"distance of one sinusoidal step: {steps.min():.9f} to {steps.max():.9f}"
 assert np.ptp(steps) < 1e-12  # the same everywhere, to float64 round-off
 
 # %% [markdown]
-# ## 3. Every row has the same length, and no two rows are equal
+# ## 3. 每一行长度相同，且没有两行相等
 #
-# Each pair contributes $\sin^2 + \cos^2 = 1$ to the squared length of a row, so for an even
-# $d$ every row has norm exactly $\sqrt{d/2}$, at every position, in every layout. Here
-# 100 000 positions of the $d = 64$ table, all of norm $\sqrt{32}$:
+# 每一对给一行的长度平方贡献 $\sin^2 + \cos^2 = 1$，所以当 $d$ 为偶数时，
+# 每一行的范数都恰好是 $\sqrt{d/2}$，无论在哪个位置、用哪种布局。
+# 下面是 $d = 64$ 的表中的 100 000 个位置，范数全都是 $\sqrt{32}$：
 
 # %%
 long = table(100_000, d_model)
@@ -189,9 +179,9 @@ print(f"norms from {norms.min():.10f} to {norms.max():.10f}; sqrt(32) = {np.sqrt
 np.testing.assert_allclose(norms, np.sqrt(d_model / 2), rtol=1e-13)
 
 # %% [markdown]
-# With an odd $d$ the last sine has no cosine partner and the squared norm is
-# $(d-1)/2 + \sin^2(p\,w_{\text{last}})$: it moves between $(d-1)/2$ and $(d+1)/2$. For
-# $d = 7$ over 25 000 positions (about 1.5 turns of the lone sine), from 3 to 4:
+# 当 $d$ 为奇数时，最后一个正弦没有配对的余弦，范数的平方是
+# $(d-1)/2 + \sin^2(p\,w_{\text{last}})$：它在 $(d-1)/2$ 和 $(d+1)/2$ 之间变化。
+# 对 $d = 7$，在 25 000 个位置上（那个落单的正弦大约转了 1.5 圈），它从 3 变到 4：
 
 # %%
 odd = table(25_000, 7)
@@ -201,8 +191,8 @@ print(f"d_model=7: squared norms from {squared.min():.6f} to {squared.max():.6f}
 np.testing.assert_allclose(squared, 3 + np.sin(np.arange(25_000) * last_rate) ** 2, atol=1e-12)
 
 # %% [markdown]
-# Rows are distinct. For 2000 positions we can compare every row with every other one.
-# The closest pair is as close as *neighbouring* positions, $|p - q| = 1$:
+# 各行互不相同。对 2000 个位置，我们可以把每一行和其他每一行都比较一遍。
+# 距离最近的一对恰好是*相邻*的位置，即 $|p - q| = 1$：
 
 # %%
 block = long[:2000]
@@ -214,9 +204,9 @@ print(f"closest pair among 2000 positions: {distances.min():.4f} apart, position
 assert abs(p - q) == 1
 
 # %% [markdown]
-# For longer ranges we use a fact shown in section 5: the distance between rows $p$ and
-# $p + k$ depends on $k$ only, $\lVert PE(p+k) - PE(p) \rVert^2 = 2\sum_i (1 - \cos k w_i)$.
-# We check that formula on the 2000 rows above:
+# 对更大的范围，我们借助第 5 节给出的一个事实：第 $p$ 行与第 $p + k$ 行之间的距离只取决于 $k$，
+# $\lVert PE(p+k) - PE(p) \rVert^2 = 2\sum_i (1 - \cos k w_i)$。
+# 我们先在上面那 2000 行上检验这个公式：
 
 # %%
 def distance_by_offset(k, d_model, base=10000.0):
@@ -227,8 +217,7 @@ offsets = np.abs(np.subtract.outer(np.arange(2000), np.arange(2000)))
 np.testing.assert_allclose(distances[offsets > 0], distance_by_offset(offsets[offsets > 0], d_model), atol=1e-9)
 
 # %% [markdown]
-# then use it for offsets up to 100 000: no other position comes within the distance of a
-# neighbour.
+# 然后用它检查直到 100 000 的偏移量：没有任何其他位置落在相邻位置的距离之内。
 
 # %%
 far = distance_by_offset(np.arange(1, 100_000), d_model)
@@ -236,10 +225,9 @@ print(f"offsets 1..99999: distance to the neighbour {far[0]:.4f}; smallest beyon
 assert far[1:].min() > far[0]
 
 # %% [markdown]
-# ## 4. Shifting a position is a rotation
+# ## 4. 平移位置就是旋转
 #
-# Angle addition turns $PE(p)$ into $PE(p + k)$ pair by pair, with coefficients that
-# depend on $k$ but not on $p$:
+# 利用两角和公式，可以逐对地把 $PE(p)$ 变成 $PE(p + k)$，所用的系数只取决于 $k$，与 $p$ 无关：
 #
 # $$
 # \begin{pmatrix}\sin (p+k)w_i \\ \cos (p+k)w_i\end{pmatrix}
@@ -247,11 +235,11 @@ assert far[1:].min() > far[0]
 #   \begin{pmatrix}\sin p w_i \\ \cos p w_i\end{pmatrix}.
 # $$
 #
-# `posenc.shift_matrix(k, d_model)` puts these $2 \times 2$ rotations on the diagonal: the
-# matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for column vectors, so a table of rows shifts
-# as `table @ M.T`. Here is $M_5$ for $d = 16$: block diagonal; block $i$ turns by the
-# angle $5 w_i$, smaller and smaller down the diagonal, so the last blocks are nearly the
-# identity (the last turns by $5 \cdot 10000^{-14/16} \approx 0.0016$ radians).
+# `posenc.shift_matrix(k, d_model)` 把这些 $2 \times 2$ 旋转放在对角线上，得到矩阵 $M_k$：
+# 对列向量有 $PE(p+k) = M_k\,PE(p)$，所以由行组成的表平移时写作 `table @ M.T`。
+# 下面是 $d = 16$ 时的 $M_5$：它是分块对角矩阵；第 $i$ 块转过的角度为 $5 w_i$，
+# 沿对角线往下越来越小，所以最后几块几乎就是单位矩阵
+# （最后一块只转了 $5 \cdot 10000^{-14/16} \approx 0.0016$ 弧度）。
 
 # %%
 m5 = posenc.shift_matrix(5, 16)
@@ -263,11 +251,10 @@ print(f"angle of the last block: {np.arctan2(m5[-2, -1], m5[-1, -1]):.4f} radian
 np.testing.assert_allclose(m5[:2, :2], [[np.cos(5), np.sin(5)], [-np.sin(5), np.cos(5)]], rtol=1e-15)
 
 # %% [markdown]
-# The identity holds for whole, negative and fractional offsets, at small and large
-# positions, in every layout (the other layouts permute rows and columns of $M_k$ the same
-# way they permute the table's columns). The largest error over all of them stays below
-# $10^{-10}$: at position 123 456 the angles are near $10^5$ radians, and float64 rounds
-# an angle that size to about $10^{-11}$.
+# 这个恒等式对整数、负数和小数的偏移量都成立，无论位置大小，也无论哪种布局
+# （其他布局对 $M_k$ 的行和列所做的置换，与它们对表的列所做的置换相同）。
+# 在所有这些情况中，最大误差都低于 $10^{-10}$：在位置 123 456 处，角度接近 $10^5$ 弧度，
+# 而 float64 对这么大的角度的舍入误差约为 $10^{-11}$。
 
 # %%
 starts = np.array([0.0, 1.0, 17.0, 250.5, 9999.0, 123456.0])
@@ -284,8 +271,8 @@ print({layout: bool(error < 1e-10) for layout, error in errors.items()})
 assert max(errors.values()) < 1e-10
 
 # %% [markdown]
-# Shifts compose like rotations: $M_j M_k = M_{j+k}$, $M_{-k} = M_k^\top$, and every $M_k$
-# is orthogonal, which is another way of saying every row has the same length.
+# 平移的复合与旋转一样：$M_j M_k = M_{j+k}$，$M_{-k} = M_k^\top$，并且每个 $M_k$
+# 都是正交矩阵——这不过是“每一行长度相同”的另一种说法。
 
 # %%
 m3, m7 = posenc.shift_matrix(3, d_model), posenc.shift_matrix(7, d_model)
@@ -298,9 +285,8 @@ print({claim: bool(gap < 1e-14) for claim, gap in gaps.items()})
 assert max(gaps.values()) < 1e-14  # float64 round-off of 2 x 2 products
 
 # %% [markdown]
-# **This is why both sines and cosines.** With sines alone, $\sin(p + k)w$ needs
-# $\cos p w$, which the row would not hold. An odd width has exactly that problem in its
-# last column, and `shift_matrix` refuses it:
+# **这就是为什么既要正弦也要余弦。** 如果只有正弦，计算 $\sin(p + k)w$ 需要
+# $\cos p w$，而行里并没有它。奇数宽度在最后一列恰好就有这个问题，所以 `shift_matrix` 拒绝处理它：
 
 # %%
 try:
@@ -309,11 +295,10 @@ except ValueError as error:
     print("ValueError:", error)
 
 # %% [markdown]
-# No matrix at all does the job there. The lone sine of $d = 7$ has wavelength
-# $2\pi \cdot 10000^{6/7} \approx 16\,856$ positions; we fit the best least-squares linear
-# map from $PE(p)$ to $PE(p+5)$ over 25 000 positions, about 1.5 of its turns. It gets the
-# six paired columns right to float64 round-off (below $10^{-9}$) and misses the lone last
-# sine by 0.0019.
+# 在这种情况下，任何矩阵都做不到。$d = 7$ 时落单的正弦的波长为
+# $2\pi \cdot 10000^{6/7} \approx 16\,856$ 个位置；我们在 25 000 个位置上（约为它的 1.5 圈）
+# 用最小二乘法拟合从 $PE(p)$ 到 $PE(p+5)$ 的最佳线性映射。它对六个成对的列的拟合
+# 达到了 float64 舍入误差的精度（低于 $10^{-9}$），但对最后那个落单的正弦偏差了 0.0019。
 
 # %%
 lone = posenc.wavelengths(7)[-1]
@@ -326,12 +311,11 @@ print("largest misfit per column:", residual.round(4))
 assert residual[:6].max() < 1e-9 and round(residual[6], 4) == 0.0019
 
 # %% [markdown]
-# ## 5. The dot product of two positions depends only on their offset
+# ## 5. 两个位置的点积只取决于它们的偏移量
 #
-# Multiply the rotation out: $PE(p) \cdot PE(p+k) = \sum_i \cos(k\,w_i)$. No $p$ in it, so
-# the similarity of two positions is a function of their offset alone. It is symmetric,
-# $f(-k) = f(k)$, because cosine is even; it is largest, $d/2$, at $k = 0$. The matrix of
-# all dot products has constant bands parallel to its diagonal:
+# 把旋转乘开：$PE(p) \cdot PE(p+k) = \sum_i \cos(k\,w_i)$。式子里没有 $p$，
+# 所以两个位置的相似度只是它们的偏移量的函数。它是对称的，$f(-k) = f(k)$，因为余弦是偶函数；
+# 它在 $k = 0$ 处最大，等于 $d/2$。由所有点积组成的矩阵中，平行于对角线的每条带上数值恒定：
 
 # %%
 rows = table(200, d_model)
@@ -343,8 +327,8 @@ k_of = np.abs(np.subtract.outer(np.arange(200), np.arange(200)))
 np.testing.assert_allclose(gram, dot_by_offset(k_of, d_model), atol=1e-12)  # depends on |q - p| only
 
 # %% [markdown]
-# Against the offset, measured from three different positions the curves coincide. The
-# dot product falls as $|k|$ grows, but not monotonically: the fast pairs add ripples.
+# 以偏移量为横轴，从三个不同位置出发测得的曲线彼此重合。点积随 $|k|$ 增大而下降，
+# 但并非单调下降：快的列对带来了波纹。
 
 # %%
 posenc.plot.dot_by_offset(rows, positions=(0, 60, 120), title="d_model = 64")
@@ -357,9 +341,9 @@ print(f"first offsets where f rises again: {rises[:3]}; {rises.size} rises below
 assert rises.size > 0
 
 # %% [markdown]
-# Averaged over each octave of offsets, $2^m \le k < 2^{m+1}$, it does fall, octave after
-# octave up to $k = 1024$, and even the peaks of the ripples fall up to $k = 4096$; further
-# out the slowest pairs turn back and the peaks rise again (section 6).
+# 在每个倍频程（偏移量翻一倍的区间）$2^m \le k < 2^{m+1}$ 上取平均，它确实在下降：
+# 直到 $k = 1024$ 都是一个倍频程比一个低，甚至波纹的峰值直到 $k = 4096$ 也都在下降；
+# 再往外，最慢的几对转了回来，峰值又重新上升（第 6 节）。
 
 # %%
 octaves = [f[2**m : 2 ** (m + 1)] for m in range(1, 16)]
@@ -370,16 +354,15 @@ print("peak over k in [2^m, 2^(m+1)), m = 1..15:", peaks.round(1))
 assert np.all(np.diff(means[:9]) < 0)  # falls octave after octave up to k = 1024
 
 # %% [markdown]
-# ## 6. What goes wrong
+# ## 6. 哪里会出问题
 #
-# **A too-small base.** The longest wavelength is below $2\pi \cdot \text{base}$. With
-# base 10 and $d = 64$ it is 58 positions, so in a sequence of a few hundred tokens every
-# pair has turned many times, and no pair changes slowly enough to say "far" or "farther".
-# The dot product, divided by its value at 0, falls from 1 to about 0 within 5 positions
-# ($-0.01$ at $k = 5$) and then only wobbles around 0 (never beyond $\pm 0.33$ up to
-# $k = 1023$; its mean over each octave of $k$ rounds to $\pm 0.00$ from $k = 64$ on). The
-# position 300 away looks more similar (0.07) than the one 10 away ($-0.19$). With base
-# 10000 the octave means fall steadily over the same range.
+# **底数太小。** 最长波长小于 $2\pi \cdot \text{base}$。当底数为 10、$d = 64$ 时，
+# 最长波长只有 58 个位置，所以在几百个词元（token）的序列中，每一对都已经转了很多圈，
+# 没有哪一对变化得足够慢，能表达“远”或“更远”。点积除以它在 0 处的值之后，
+# 在 5 个位置之内就从 1 降到约 0（$k = 5$ 时为 $-0.01$），之后只在 0 附近摆动
+# （直到 $k = 1023$ 都不超过 $\pm 0.33$；从 $k = 64$ 起，它在 $k$ 的每个倍频程上的平均值
+# 四舍五入后为 $\pm 0.00$）。相距 300 的位置看起来（0.07）反而比相距 10 的位置（$-0.19$）更相似。
+# 而底数为 10000 时，在同样的范围内，各倍频程的平均值稳步下降。
 
 # %%
 k = np.arange(1024)
@@ -405,14 +388,12 @@ print("mean per octave, base 10000:", paper_means.round(2))
 assert round(small_base[300], 2) == 0.07 and round(small_base[10], 2) == -0.19
 
 # %% [markdown]
-# **Positions past the longest wavelength.** The slowest pair is a clock hand that turns
-# once per longest wavelength. Its angle alone reads the position exactly up to that
-# wavelength, and then it wraps around: $p$ and $p + \lambda_{\max}$ look the same in the
-# slowest pair, and the same is true of every pair at its own wavelength. Beyond the
-# longest wavelength, only the combination of pairs still tells positions apart, and with
-# few pairs that combination can come arbitrarily close to repeating: two far-apart
-# positions then look almost alike. We call that *aliasing*. Take $d = 8$ with base 100:
-# $\lambda_{\max} \approx 199$.
+# **超出最长波长的位置。** 最慢的一对就像一根时钟指针，每经过一个最长波长转一圈。
+# 单凭它的角度，就能在这个波长之内精确读出位置，之后它就会回绕：$p$ 和 $p + \lambda_{\max}$
+# 在最慢的一对上看起来一样，其他每一对在各自的波长上也是如此。超出最长波长之后，
+# 只有各对的组合还能区分位置；而如果对数很少，这个组合可能任意接近于重复：
+# 这时两个相距很远的位置看起来几乎一样。我们称之为*混叠*（aliasing）。
+# 以 $d = 8$、底数 100 为例：$\lambda_{\max} \approx 199$。
 
 # %%
 d_few, base_few = 8, 100.0
@@ -425,11 +406,10 @@ print(f"longest wavelength: {longest:.2f}; the slowest pair reads 150 as {readou
 np.testing.assert_allclose(readout, np.mod(ps, longest), atol=1e-9)  # position modulo the wavelength
 
 # %% [markdown]
-# Distance from position $p$ to $p + k$, against $k$: inside the longest wavelength (left of
-# the dashed line) every other position is farther away than the neighbour $p + 1$ (grey
-# line); past it, some positions come closer than the neighbour, and far out, at
-# $k = 792\,184$, one is almost identical to $p$ (0.022 away, against 1.015 for the
-# neighbour): aliasing.
+# 从位置 $p$ 到 $p + k$ 的距离随 $k$ 的变化：在最长波长之内（虚线左侧），
+# 其他每个位置都比相邻位置 $p + 1$（灰线）更远；超过它之后，有些位置比相邻位置还近；
+# 在很远的地方，$k = 792\,184$ 处，有一个位置几乎与 $p$ 完全相同
+# （距离 0.022，而相邻位置的距离是 1.015）：这就是混叠。
 
 # %%
 few = distance_by_offset(np.arange(1_000_000), d_few, base_few)
@@ -450,23 +430,21 @@ print(f"nearest of all below 10^6: {few[1:].min():.3f}, at k = {few[1:].argmin()
 assert inside.min() > few[1] and closer[0] > longest
 
 # %% [markdown]
-# The base 10000 and $d = 64$ keep this far away: their longest wavelength is 47 117
-# positions, and section 3 found no offset below 100 000 closer than the neighbour.
-# (Whole positions are also close enough together to follow every single column: the
-# fastest turns 1 radian per position, less than half a turn, whatever the base, so from
-# one position to the next no column can skip a turn unseen.)
+# 底数 10000 加上 $d = 64$，能让这种情况离得很远：它们的最长波长是 47 117 个位置，
+# 而第 3 节在 100 000 以内没有找到任何比相邻位置更近的偏移量。
+# （整数位置之间也足够密，能跟上每一列：无论底数是多少，最快的一列每个位置只转 1 弧度，
+# 不到半圈，所以从一个位置到下一个位置，没有哪一列能悄悄多转一圈而不被察觉。）
 
 # %%
 print(f"longest wavelength, d_model = 64, base 10000: {posenc.wavelengths(d_model)[-1]:.0f}")
 assert round(posenc.wavelengths(d_model)[-1]) == 47117
 
 # %% [markdown]
-# ## 7. How d_model and base change the picture
+# ## 7. d_model 和底数如何改变图像
 #
-# Small multiples: the first 100 positions of the table, for three widths across and
-# three bases down. A larger base stretches every wavelength but the first (the left
-# edge is always $\sin p$, $\cos p$), so more of the table stays nearly constant; a larger
-# width fills the same range of wavelengths more densely.
+# 小多图（small multiples）：表的前 100 个位置，横向是三种宽度，纵向是三种底数。
+# 更大的底数会拉长除第一个以外的所有波长（最左边总是 $\sin p$、$\cos p$），
+# 所以表中更多的部分几乎保持不变；更大的宽度则把同一个波长范围填得更密。
 
 # %%
 widths, bases = [16, 64, 256], [100.0, 10000.0, 1e6]
@@ -474,8 +452,7 @@ posenc.plot.grid(100, widths, bases)
 plt.show()
 
 # %% [markdown]
-# "Nearly constant", measured: the share of columns that change by less than 0.1 over the
-# 100 positions grows with the base, at every width.
+# 把“几乎不变”量化：在 100 个位置上变化小于 0.1 的列所占的比例，在每种宽度下都随底数增大而增大。
 
 # %%
 still = np.array([[np.mean(np.ptp(table(100, d, b), axis=0) < 0.1) for d in widths] for b in bases])
@@ -485,9 +462,9 @@ print(still.round(2))
 assert np.all(np.diff(still, axis=0) > 0)  # a larger base: more of the table nearly constant
 
 # %% [markdown]
-# The same grid for the dot product against the offset, scaled so that it starts at 1.
-# Its width grows with the base: we measure it as the first offset where it falls below
-# one half. For the two larger bases it grows with the width too.
+# 同样的网格，这次画的是点积随偏移量的变化，并缩放到从 1 开始。
+# 它的宽度随底数增大：我们用它第一次降到一半以下时的偏移量来衡量宽度。
+# 对两个较大的底数，它也随宽度增大。
 
 # %%
 posenc.plot.grid(501, widths, bases, kind="offset")
@@ -501,9 +478,8 @@ print(half_widths)
 assert np.all(np.diff(half_widths, axis=0) > 0)  # wider with a larger base, at every width
 
 # %% [markdown]
-# `posenc.plot.grid` takes any widths and bases; one panel for a width and base not shown
-# above is one call, here $d = 32$ with base 500, the longest wavelength of which is
-# $2\pi \cdot 500^{30/32} \approx 2130$ positions:
+# `posenc.plot.grid` 接受任意的宽度和底数；上面没有画出的宽度和底数，只要一次调用就能画出一个面板，
+# 这里是 $d = 32$、底数 500，它的最长波长为 $2\pi \cdot 500^{30/32} \approx 2130$ 个位置：
 
 # %%
 fig = posenc.plot.grid(100, [32], [500.0])
@@ -511,44 +487,42 @@ plt.show()
 assert round(posenc.wavelengths(32, 500.0)[-1]) == 2130
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - **Geometric wavelengths.** Pair $i$ repeats every $\lambda_i = 2\pi \cdot
-#   \text{base}^{2i/d}$ positions; each wavelength is $\text{base}^{2/d}$ times the one
-#   before, from $2\pi$ to one ratio short of $2\pi \cdot \text{base}$.
-# - **A binary counter, nearly.** Both run from fast columns to slow ones; bits repeat
-#   exactly and their steps differ in size, waves never repeat and every step of $k$ has
-#   the same size.
-# - **Equal lengths.** $\lVert PE(p) \rVert = \sqrt{d/2}$ for even $d$; for odd $d$ the
-#   squared norm is $(d-1)/2 + \sin^2(p\,w_{\text{last}})$.
-# - **Distinct rows.** No two of 100 000 positions coincide at $d = 64$; the nearest row
-#   is always the neighbour.
-# - **Relative position is a rotation.** $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal
-#   rotations by $k w_i$, in every layout; no linear map exists for the lone sine of an
-#   odd width, which is why the table needs cosines as well as sines.
-# - **Similarity depends on the offset only.** $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$:
-#   symmetric, largest at 0, falling with ripples.
-# - **Failure modes.** A small base flattens the similarity into noise; past the longest
-#   wavelength, far-apart positions can come closer than neighbours (aliasing).
-# - **The two knobs.** A larger base widens the similarity and stills more columns; a
-#   larger width fills the range of wavelengths more densely.
+# - **等比的波长。** 第 $i$ 对每隔 $\lambda_i = 2\pi \cdot
+#   \text{base}^{2i/d}$ 个位置重复一次；每个波长是前一个的 $\text{base}^{2/d}$ 倍，
+#   从 $2\pi$ 开始，到比 $2\pi \cdot \text{base}$ 差一个公比为止。
+# - **差不多是二进制计数器。** 两者都从快的列排到慢的列；位会精确地重复，每一步的大小不同；
+#   波永远不会重复，每个 $k$ 步的大小都相同。
+# - **长度相等。** 对偶数 $d$，$\lVert PE(p) \rVert = \sqrt{d/2}$；对奇数 $d$，
+#   范数的平方为 $(d-1)/2 + \sin^2(p\,w_{\text{last}})$。
+# - **各行互异。** 在 $d = 64$ 时，100 000 个位置中没有任何两个重合；
+#   离某一行最近的，总是相邻位置的那一行。
+# - **相对位置就是旋转。** $PE(p+k) = M_k\,PE(p)$，其中 $M_k$ 是按 $k w_i$ 旋转的分块对角矩阵，
+#   对每种布局都成立；对奇数宽度中落单的正弦，不存在这样的线性映射，
+#   这就是表中既需要正弦也需要余弦的原因。
+# - **相似度只取决于偏移量。** $PE(p)\cdot PE(p+k) = \sum_i \cos k w_i$：
+#   对称，在 0 处最大，带着波纹下降。
+# - **失效模式。** 底数太小会把相似度压平成噪声；超过最长波长后，
+#   相距很远的位置可能比相邻位置还近（混叠）。
+# - **两个旋钮。** 更大的底数让相似度曲线更宽，并让更多的列几乎不动；
+#   更大的宽度把波长范围填得更密。
 #
-# The property tests in `tests/test_intuition.py` check the same facts for random widths
-# (odd ones too), bases, layouts and positions up to a million.
+# `tests/test_intuition.py` 中的性质测试（property tests）对随机的宽度（包括奇数宽度）、底数、
+# 布局以及直到一百万的位置，检验了同样的事实。
 
 # %% [markdown]
-# ## Exercises
+# ## 练习
 #
-# Each exercise gives you a draft and a check that says what is wrong with it. The drafts
-# stored here each hold one typical mistake; fix it and run the check again until it says
-# "Correct!". When stuck, `nb04.<exercise>.hint()` gives a nudge and
-# `nb04.<exercise>.solution()` prints the reference code.
+# 每个练习都给你一份草稿和一个检查，检查会告诉你草稿哪里不对。这里给出的每份草稿都含有一个典型错误；
+# 改正它，再运行检查，直到它显示“正确！”。卡住时，`nb04.<exercise>.hint()` 会给你一点提示，
+# `nb04.<exercise>.solution()` 会打印参考答案的代码。
 #
-# ### Exercise 1 · Predict a wavelength
+# ### 练习 1 · 预测波长
 #
-# Before you write code, predict: for $d = 16$ and base 10000, how many positions does
-# pair 3 (columns 6 and 7) take for one full turn? Then complete `wavelength(i, d_model,
-# base)`; the check tries several pairs, widths and bases.
+# 写代码之前先预测一下：当 $d = 16$、底数为 10000 时，第 3 对（第 6 列和第 7 列）
+# 转完整整一圈需要多少个位置？然后补全 `wavelength(i, d_model,
+# base)`；检查会尝试多种列对、宽度和底数。
 
 # %%
 from posenc.exercises import nb04
@@ -561,12 +535,12 @@ def wavelength(i, d_model, base):
 nb04.wavelength.check(wavelength)
 
 # %% [markdown]
-# ### Exercise 2 · The rotation that shifts a pair
+# ### 练习 2 · 平移一对列的旋转
 #
-# Build the $2 \times 2$ matrix that takes pair $i$ of $PE(p)$, the vector
-# $(\sin p w_i, \cos p w_i)$, to the same pair of $PE(p + k)$, for base 10000. The draft
-# below uses the rotation matrix from a textbook. (`posenc.shift_matrix` has the answer on
-# its diagonal; work it out from angle addition instead.)
+# 构造一个 $2 \times 2$ 矩阵，把 $PE(p)$ 的第 $i$ 对，即向量
+# $(\sin p w_i, \cos p w_i)$，变成 $PE(p + k)$ 的同一对，底数取 10000。
+# 下面的草稿用的是教科书里的旋转矩阵。（`posenc.shift_matrix` 的对角线上就有答案；
+# 但请你改用两角和公式自己推出来。）
 
 # %%
 def rotation(k, i, d_model):
@@ -578,13 +552,12 @@ def rotation(k, i, d_model):
 nb04.rotation.check(rotation)
 
 # %% [markdown]
-# ### Exercise 3 · Where a too-small base starts to alias
+# ### 练习 3 · 太小的底数从哪里开始混叠
 #
-# Section 6 found, for $d = 8$ and base 100, offsets $k$ where $PE(p + k)$ is closer to
-# $PE(p)$ than the neighbour $PE(p + 1)$ is. Write `first_alias(d_model, base)`: the
-# smallest such $k \ge 2$ (search $k$ below $10^6$ with `distance_by_offset` from section
-# 3). Is it before or after the longest wavelength? The check tries a few widths and small
-# bases.
+# 第 6 节对 $d = 8$、底数 100 找到了一些偏移量 $k$，使 $PE(p + k)$ 比相邻的 $PE(p + 1)$
+# 离 $PE(p)$ 更近。写出 `first_alias(d_model, base)`：返回满足条件的最小的 $k \ge 2$
+# （用第 3 节的 `distance_by_offset` 在 $10^6$ 以下搜索 $k$）。它在最长波长之前还是之后？
+# 检查会尝试几种宽度和较小的底数。
 
 # %%
 def first_alias(d_model, base):
@@ -595,10 +568,10 @@ def first_alias(d_model, base):
 nb04.first_alias.check(first_alias)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The batch of checks behind the sentences above, in one place (each comment names the
-# claim; tolerances of $10^{-12}$ and below are float64 round-off).
+# 上面各句话背后的检查，都集中在这里（每条注释都写明了它对应的论断；
+# $10^{-12}$ 及以下的容差对应 float64 舍入误差）。
 
 # %%
 # 1. The progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.

@@ -1,25 +1,24 @@
 # %% [markdown]
-# # 05 · One encoding, eleven conventions: how projects' sinusoidal tables differ
+# # 05 · 同一种编码，十一种约定：各个项目的正弦位置编码表有何不同
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/05_conventions.ipynb)
 #
-# **Question:** Why do two projects' sinusoidal tables disagree, and how can you tell which convention a table follows?
+# **问题：** 为什么两个项目的正弦位置编码表对不上？怎样判断一张表遵循的是哪种约定？
 #
-# **You will be able to:**
-# - name the two things conventions change, the column layout and the frequencies, and read both off a table;
-# - move a table, and a trained model, from one layout to another with a column permutation;
-# - compute the "h-1" frequencies and say how far they are from the paper's;
-# - let `posenc.identify` name the convention of a table, and check your own reading against it.
+# **学完本节，你将能够：**
+# - 说出各种约定改变的两样东西——列的布局和频率，并从一张表中把两者读出来；
+# - 用一个列置换把一张表以及一个训练好的模型从一种布局迁移到另一种布局；
+# - 计算“h-1”频率，并说出它们与论文中的频率相差多少；
+# - 让 `posenc.identify` 说出一张表的约定，并用它来核对你自己的判断。
 #
-# **Prerequisites:** notebooks 01 and 04 · **Time:** about 50 minutes
+# **先修：** 笔记本 01 和 04 · **时间：** 约 50 分钟
 #
-# The sinusoidal encoding ships in many variants; `posenc` reproduces eleven of them. Some
-# put all the sines first, some use slightly different frequencies, some pad odd widths with
-# zeros, one zeroes a padding row. Port a checkpoint or read two tutorials and the numbers
-# disagree. This notebook lines the variants up, measures how far apart they are, shows
-# that a layout change is a permutation of the columns, which a trained model absorbs when
-# its embedding and the weights that read and write the same features are permuted alike,
-# and lets `posenc.identify` say which convention a table follows.
+# 正弦位置编码有许多变体；`posenc` 复现了其中的十一种。有的把所有正弦放在前面，
+# 有的用的频率略有不同，有的在宽度为奇数时补零，还有一种把填充（padding）位置那一行置零。
+# 移植一个检查点（checkpoint），或者对照两篇教程读一读，就会发现数字对不上。
+# 本笔记本把这些变体摆在一起，度量它们相差多远；说明改变布局就是对列做一次置换，
+# 只要把训练好的模型的嵌入，以及读写同一组特征的那些权重一起做同样的置换，模型就能完全吸收这个变化；
+# 最后让 `posenc.identify` 告诉我们一张表遵循的是哪种约定。
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -45,10 +44,10 @@ import posenc.plot
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]
-# ## The zoo
+# ## 各家约定一览
 #
-# A *convention* here is one project's way of writing the table; `posenc` has one preset
-# per convention, and `list_conventions` says where each comes from.
+# 这里说的*约定*，是指某个项目写出这张表的方式；`posenc` 为每种约定提供一个预设（preset），
+# `list_conventions` 会说明每个预设的出处。
 
 # %%
 for preset in posenc.list_conventions():
@@ -56,11 +55,10 @@ for preset in posenc.list_conventions():
 assert len(posenc.list_conventions()) == 11
 
 # %% [markdown]
-# Side by side, 100 positions of a 64-wide table. The paper's table is *interleaved*
-# (notebook 01): sine and cosine alternate, which shows as fine stripes. The other five
-# are *concatenated*: all the sines, then all the cosines (the layout "sin_cos"), which
-# shows as two blocks. (diffusers' `flip_sin_to_cos=True` puts the cosines first:
-# "cos_sin".)
+# 下面并排显示一张宽 64 的表的 100 个位置。论文中的表是*交错*的（笔记本 01）：
+# 正弦和余弦交替出现，看起来是细细的条纹。另外五张是*拼接*的：先是所有正弦，再是所有余弦
+# （布局“sin_cos”），看起来是两大块。（diffusers 的 `flip_sin_to_cos=True` 把余弦放在前面：
+# 即“cos_sin”。）
 
 # %%
 shown = ["paper", "hf-marian", "tensor2tensor", "fairseq", "whisper", "diffusers"]
@@ -72,7 +70,7 @@ plt.show()
 assert [posenc.conventions.resolve(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
 
 # %% [markdown]
-# Many names write the same numbers. Grouping the presets by their table at width 64:
+# 许多名字写出的是相同的数字。把宽度为 64 时表相同的预设归为一组：
 
 # %%
 groups = {}
@@ -85,8 +83,7 @@ for _, names in groups.values():
 assert len(groups) == 4
 
 # %% [markdown]
-# Four tables. The first three differ in the layout (interleaved or sines first) and in the
-# frequencies (the paper's or "h-1", below):
+# 一共四张表。前三张在布局（交错，或正弦在前）和频率（论文的频率，或下文的“h-1”）上有所不同：
 
 # %%
 heads = {name: posenc.conventions.resolve(name) for name in groups}
@@ -94,8 +91,8 @@ for name, head in heads.items():
     print(f"{name:14} layout {head.layout:12} frequencies {head.rule}")
 
 # %% [markdown]
-# and fairseq differs from tensor2tensor only in row 1: fairseq gives padding tokens the
-# position id `padding_idx` (1 by default) and sets that row to zeros:
+# 而 fairseq 与 tensor2tensor 只在第 1 行不同：fairseq 给填充词元分配位置编号 `padding_idx`
+# （默认为 1），并把那一行置零：
 
 # %%
 t2t = posenc.positional_encoding(50, 64, convention="tensor2tensor")
@@ -104,14 +101,13 @@ print("rows that differ:", np.flatnonzero((t2t != fairseq).any(axis=1)).tolist()
 assert not fairseq[1].any()  # all zeros
 
 # %% [markdown]
-# ## The frequency gap: paper versus "h-1"
+# ## 频率差异：论文与“h-1”
 #
-# The paper uses $w_j = 10000^{-2j/d}$ for pair $j = 0, \dots, h - 1$ with $h = d/2$;
-# tensor2tensor (and fairseq, Whisper, diffusers by default) uses
-# $w_j = 10000^{-j/(h-1)}$, so that the lowest frequency is exactly $10^{-4}$. We call
-# that rule "h-1" after its denominator. It is a different function, not a rounding
-# difference: at $d = 512$ the paper's lowest frequency is $1.0366 \cdot 10^{-4}$, and the
-# two differ by up to 3.5 %, at the lowest frequency, $j = 255$.
+# 论文对第 $j = 0, \dots, h - 1$ 对使用 $w_j = 10000^{-2j/d}$，其中 $h = d/2$；
+# tensor2tensor（以及默认设置下的 fairseq、Whisper、diffusers）使用
+# $w_j = 10000^{-j/(h-1)}$，使最低频率恰好为 $10^{-4}$。我们按它的分母把这条规则称为“h-1”。
+# 这是一个不同的函数，而不是舍入上的差别：在 $d = 512$ 时，论文的最低频率是 $1.0366 \cdot 10^{-4}$，
+# 两者最多相差 3.5 %，出现在最低频率处，即 $j = 255$。
 
 # %%
 d_model = 512
@@ -134,8 +130,8 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Both are geometric sequences starting at 1, so "h-1" is the paper's formula with another
-# base, $10000^{h/(h-1)}$, about 10 367.8 at $d = 512$:
+# 两者都是从 1 开始的等比数列，所以“h-1”就是换了一个底数的论文公式，底数为
+# $10000^{h/(h-1)}$，在 $d = 512$ 时约为 10 367.8：
 
 # %%
 h = d_model // 2
@@ -144,9 +140,8 @@ print(f"10000^(h/(h-1)) = {same_base:.1f}")
 np.testing.assert_allclose(posenc.conventions.resolve("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
 
 # %% [markdown]
-# Small as 3.5 % looks, over 5000 positions the lowest pairs of the two tables drift
-# completely apart: the largest difference between them is 2.00, a sine at $+1$ in one
-# table and $-1$ in the other.
+# 3.5 % 看起来很小，但在 5000 个位置上，两张表的最低频的几对会完全错开：
+# 它们之间的最大差值是 2.00，即同一个正弦在一张表里是 $+1$，在另一张表里是 $-1$。
 
 # %%
 far = np.abs(
@@ -156,10 +151,10 @@ print(f"largest difference over 5000 positions: {far:.2f}")
 assert round(far, 2) == 2.0
 
 # %% [markdown]
-# ## A layout is a permutation
+# ## 布局就是置换
 #
-# `layout_permutation` gives the index array that takes one layout to another. For $d = 8$,
-# interleaved $(s_0, c_0, s_1, c_1, \dots)$ to all-sines-first:
+# `layout_permutation` 给出把一种布局变成另一种布局的索引数组。对 $d = 8$，
+# 从交错布局 $(s_0, c_0, s_1, c_1, \dots)$ 变成所有正弦在前：
 
 # %%
 perm = posenc.layout_permutation(8, "interleaved", "sin_cos")
@@ -168,23 +163,18 @@ interleaved = posenc.positional_encoding(20, 8)
 assert np.array_equal(interleaved[:, perm], posenc.positional_encoding(20, 8, layout="sin_cos"))
 
 # %% [markdown]
-# So a model trained with one layout can be moved to another exactly, but not by fixing one
-# layer. The table is added to the token embeddings, and the sum travels through the whole
-# model in the
-# [*residual stream*](https://transformer-circuits.pub/2021/framework/index.html#residual-comms):
-# every block reads it and adds its output back to it. A permutation of the table's columns
-# is a permutation of that stream, so everything that touches the stream must be permuted
-# the same way: the embedding's columns, the input axis of every weight that reads the
-# stream, the output axis (and bias) of every weight that writes to it, and the scale and
-# shift of every layer norm (a layer norm averages over all features, so it does not care
-# about their order). Weights inside a block, such as the attention heads' own axes or the
-# feed-forward's hidden units, stay as they are.
+# 所以，用一种布局训练的模型可以被精确地迁移到另一种布局，但只改一层是做不到的。
+# 位置编码表被加到词元嵌入上，这个和在
+# [*残差流*（residual stream）](https://transformer-circuits.pub/2021/framework/index.html#residual-comms)
+# 中流经整个模型：每个块都读取它，再把自己的输出加回去。对表的列做置换，就是对这条残差流做置换，
+# 所以凡是接触残差流的东西都必须以同样的方式置换：嵌入的列、每个读取残差流的权重的输入轴、
+# 每个写入残差流的权重的输出轴（以及偏置），还有每个层归一化（layer norm）的缩放和平移参数
+# （层归一化在所有特征上求平均，所以不在乎它们的顺序）。块内部的权重，
+# 例如各注意力头自己的轴或前馈网络的隐藏单元，则保持不变。
 #
-# We train the small model of notebook 07 (token embedding, the sinusoidal table, one
-# Transformer encoder layer, a linear head) on its task from `posenc.lessons`, copying
-# the previous token, with the interleaved table, then move it to the sin_cos table. It
-# learns the task: more than 90 % of the held-out tokens right, where guessing among the
-# 16 tokens would get one in 16.
+# 我们用交错的表训练笔记本 07 中的小模型（词元嵌入、正弦位置编码表、一个 Transformer 编码器层、
+# 一个线性输出头），任务来自 `posenc.lessons`：复制前一个词元；然后把它迁移到 sin_cos 的表上。
+# 它学会了这个任务：在留出的测试词元上，正确率超过 90 %，而在 16 个词元中随机猜测只能猜对 16 个中的 1 个。
 
 # %%
 import torch
@@ -216,12 +206,12 @@ def held_out_accuracy(model):
 assert VOCAB == 16 and held_out_accuracy(model) > 0.9
 
 # %% [markdown]
-# The port: every parameter named after what it does to the stream. In PyTorch's encoder
-# layer `self_attn.in_proj_weight` and `linear1.weight` read the stream (input axis, the
-# last), `self_attn.out_proj` and `linear2` write to it (output axis, the first, and their
-# biases), `norm1` and `norm2` act on it; the embedding's rows are vectors in the stream
-# and the head reads it. In float64 the ported model's logits on 1000 test sequences equal
-# the trained model's to $10^{-12}$ (the sums add the same terms in another order).
+# 迁移的做法：每个参数都按它对残差流做了什么来归类。在 PyTorch 的编码器层中，
+# `self_attn.in_proj_weight` 和 `linear1.weight` 读取残差流（输入轴，即最后一个轴），
+# `self_attn.out_proj` 和 `linear2` 写入残差流（输出轴，即第一个轴，以及它们的偏置），
+# `norm1` 和 `norm2` 作用于残差流；嵌入的行是残差流中的向量，输出头读取残差流。
+# 在 float64 下，迁移后的模型在 1000 个测试序列上的 logits 与训练好的模型一致，误差在 $10^{-12}$ 以内
+# （求和时加的是相同的项，只是顺序不同）。
 
 # %%
 READS = {"2.self_attn.in_proj_weight", "2.linear1.weight", "3.weight"}  # [:, perm]
@@ -255,10 +245,9 @@ print("logits agree to 1e-12:", largest < 1e-12)
 assert largest < 1e-12 and torch.equal(logits.argmax(-1), ported_logits.argmax(-1))
 
 # %% [markdown]
-# (The table itself is not in the state: `PositionalEncoding` keeps it as a non-persistent
-# buffer, built for its own layout.) Permuting the table alone, or the table and the
-# embedding but nothing after it, breaks the trained model; the accuracy on copying the
-# previous token falls far below what it was:
+# （表本身不在模型的状态里：`PositionalEncoding` 把它保存为非持久化的缓冲区，按自己的布局构建。）
+# 只置换表，或者只置换表和嵌入而不动后面的部分，都会破坏训练好的模型；
+# 复制前一个词元的正确率会远远低于原来的水平：
 
 # %%
 table_only = tiny_transformer("sin_cos").double()
@@ -276,10 +265,9 @@ accuracies = {name: held_out_accuracy(m) for name, m in
 print("   ".join(f"{name}: {value:.2f}" for name, value in accuracies.items()))
 
 # %% [markdown]
-# The exact values depend on the platform's round-off in training; what they show is
-# checked here: the ported model is exactly as accurate as the trained one (its logits
-# agree to $10^{-12}$, above), and each partial port gets fewer than half as many tokens
-# right as the trained model.
+# 确切的数值取决于训练时所在平台的舍入误差；这些数值所说明的事情在这里检查：
+# 迁移后的模型与训练好的模型正确率完全相同（如上所示，它们的 logits 一致到 $10^{-12}$），
+# 而每种只迁移一部分的做法，答对的词元数都不到训练好的模型的一半。
 
 # %%
 partial_ports = [accuracies["table only"], accuracies["table and embedding"]]
@@ -288,10 +276,10 @@ print("ported as accurate as trained:", accuracies["ported"] == accuracies["trai
 assert accuracies["ported"] == accuracies["trained"] and max(partial_ports) < accuracies["trained"] / 2
 
 # %% [markdown]
-# ## Odd widths
+# ## 奇数宽度
 #
-# The formula defines every column of an odd width (the last one is a sine), but sources
-# differ: three pad with a zero column, and two refuse. Width 7, last column, first 4 rows:
+# 公式对奇数宽度的每一列都有定义（最后一列是正弦），但各个来源的做法不同：
+# 三个补一列零，两个直接拒绝。下面是宽度 7 时最后一列的前 4 行：
 
 # %%
 padded, refused = [], []
@@ -306,10 +294,9 @@ for preset in posenc.list_conventions():
 assert len(padded) == 3 and len(refused) == 2
 
 # %% [markdown]
-# hf-marian (and the April 2019 TensorFlow tutorial) end on a column near 1, a cosine:
-# their layout puts all sines first, and the sines take $\lceil 7/2 \rceil = 4$ columns,
-# the cosines the remaining 3. The last column is then the cosine of pair 2, of frequency
-# $10000^{-4/7}$, and the lone sine of pair 3 sits in column 3.
+# hf-marian（以及 2019 年 4 月的 TensorFlow 教程）最后一列接近 1，是一个余弦：
+# 它们的布局把所有正弦放在前面，正弦占 $\lceil 7/2 \rceil = 4$ 列，余弦占剩下的 3 列。
+# 于是最后一列是第 2 对的余弦，频率为 $10000^{-4/7}$，而第 3 对那个落单的正弦位于第 3 列。
 
 # %%
 marian = posenc.positional_encoding(4, 7, convention="hf-marian")
@@ -318,13 +305,12 @@ expected = np.stack([np.sin(p * 10000 ** (-6 / 7)), np.cos(p * 10000 ** (-4 / 7)
 np.testing.assert_allclose(marian[:, [3, 6]], expected, atol=1e-7)  # float32 rounding
 
 # %% [markdown]
-# ## Which convention is this table?
+# ## 这张表是哪种约定？
 #
-# `identify` fits every preset to a table (its base from the lowest frequency, its offset
-# from the first row) and keeps those that rebuild it within float32 error (its
-# `tolerance`). Here it reads tables made with non-default options; for each we print the
-# name and the parameters found, and check that the name is the source's and that those
-# parameters rebuild the table.
+# `identify` 用每个预设去拟合一张表（由最低频率得到底数，由第一行得到偏移），
+# 保留那些能在 float32 误差（即它的 `tolerance`）之内重建这张表的预设。
+# 这里它读取的是用非默认选项生成的表；对每张表，我们打印出识别出的名字和参数，
+# 并检查名字是否就是表的出处，以及这些参数能否重建这张表。
 
 # %%
 examples = [
@@ -346,17 +332,16 @@ for name, options in examples:
     assert found.name == name and np.abs(rebuilt - made).max() <= found.tolerance
 
 # %% [markdown]
-# Several presets write the same numbers (the default "paper" table is also "hf-xlm",
-# "keras-hub" and "tf-tutorial-2019"), and most tables can be rebuilt by several presets
-# once their parameters are changed. `identify` ranks first the presets whose *source* can
-# write the table through its own options: keras-hub takes `max_wavelength`, the paper has
-# no such option, so the table above is "keras-hub" alone, not "paper with base 500".
+# 有几个预设写出的数字相同（默认的“paper”表同时也是“hf-xlm”、“keras-hub”和“tf-tutorial-2019”），
+# 而且只要修改参数，大多数表都能由好几个预设重建。`identify` 会把这样的预设排在前面：
+# 它们的*出处*能通过自己的选项写出这张表。keras-hub 接受 `max_wavelength`，而论文没有这样的选项，
+# 所以上面那张表只是“keras-hub”，而不是“底数为 500 的 paper”。
 #
-# Stable Diffusion's timestep embedding (`flip_sin_to_cos=True, downscale_freq_shift=0`)
-# shows why that matters. Its frequencies $10000^{-j/h}$ are the paper's, in cos_sin order.
-# Each of the seven paper-rule presets rebuilds it with `layout="cos_sin"` (an earlier
-# `identify` named "paper" and listed all seven as matches), but none of their sources
-# writes that layout; diffusers writes it with its own options, and is the one named:
+# Stable Diffusion 的时间步嵌入（`flip_sin_to_cos=True, downscale_freq_shift=0`）说明了这一点为什么重要。
+# 它的频率 $10000^{-j/h}$ 就是论文的频率，只是按 cos_sin 的顺序排列。
+# 七个采用论文规则的预设，每一个都能用 `layout="cos_sin"` 重建它（早先版本的 `identify`
+# 给出的名字是“paper”，并把这七个都列为匹配），但它们的出处都不会写出这种布局；
+# diffusers 用自己的选项就能写出它，所以被选中的是 diffusers：
 
 # %%
 sd = posenc.positional_encoding(200, 64, convention="diffusers", flip_sin_to_cos=True, downscale_freq_shift=0)
@@ -366,8 +351,7 @@ print(f"layout {found.convention.layout}, rule {found.convention.rule}, shift {f
 assert found.matches == ("diffusers",)
 
 # %% [markdown]
-# And it says "none" when nothing fits: a random table, or a real one with one column nudged
-# by 0.01.
+# 如果什么都不匹配，它就回答“none”：比如一张随机的表，或者一张真实的表，但其中一列被挪动了 0.01。
 
 # %%
 rng = np.random.default_rng(0)
@@ -379,40 +363,33 @@ for table in (rng.uniform(-1, 1, size=(200, 64)), nudged):
     assert found.name is None and found.matches == () and found.max_deviation > found.tolerance
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - **Two things vary.** Conventions differ in the *layout* of the columns (the paper's
-#   interleaved sine, cosine, sine, ...; or all sines then all cosines, sin_cos, or the
-#   reverse, cos_sin) and in the *frequencies* (the paper's $10000^{-2j/d}$, or "h-1",
-#   $10000^{-j/(h-1)}$); a few also pad odd widths with zeros or zero a padding row.
-# - **Eleven presets, four tables.** At width 64 the eleven presets write only four
-#   different tables; many names are the same numbers.
-# - **"h-1" is another function.** It is the paper's formula with base
-#   $10000^{h/(h-1)}$ (10 367.8 at $d = 512$): up to 3.5 % off in frequency, and after
-#   5000 positions its slow pairs are completely out of step with the paper's.
-# - **A layout is a permutation.** `layout_permutation` maps one layout onto another; its
-#   inverse maps back. A trained model moves to another layout exactly when the embedding
-#   and every weight, bias and norm on the residual stream are permuted alike; permuting
-#   the table alone breaks it.
-# - **Odd widths** are where sources disagree most: a lone sine, a zero column, or an error.
-# - **`posenc.identify`** names the convention of a table and the parameters that rebuild
-#   it, prefers the source that writes the table with its own options, and answers "none"
-#   when nothing fits.
+# - **有两样东西会变。** 各种约定的区别在于列的*布局*（论文的交错排列：正弦、余弦、正弦……；
+#   或者先放所有正弦再放所有余弦，即 sin_cos；或者反过来，即 cos_sin）和*频率*
+#   （论文的 $10000^{-2j/d}$，或者“h-1”的 $10000^{-j/(h-1)}$）；少数约定还会在宽度为奇数时补零，或把填充行置零。
+# - **十一个预设，四张表。** 在宽度 64 下，十一个预设只写出四张不同的表；许多名字对应的是相同的数字。
+# - **“h-1”是另一个函数。** 它就是底数为 $10000^{h/(h-1)}$ 的论文公式
+#   （在 $d = 512$ 时为 10 367.8）：频率最多相差 3.5 %，5000 个位置之后，它的慢的几对与论文的完全错开。
+# - **布局就是置换。** `layout_permutation` 把一种布局映射到另一种；它的逆置换再映射回来。
+#   只有把嵌入以及残差流上的每个权重、偏置和归一化参数都做同样的置换，
+#   训练好的模型才能被精确地迁移到另一种布局；只置换表会把模型破坏掉。
+# - **奇数宽度**是各来源分歧最大的地方：一个落单的正弦、一列零，或者直接报错。
+# - **`posenc.identify`** 能说出一张表的约定以及重建它的参数；它优先选择能用自己的选项写出这张表的出处，
+#   什么都不匹配时回答“none”。
 
 # %% [markdown]
-# ## Exercises
+# ## 练习
 #
-# Each exercise gives you a draft and a check that says what is wrong with it. The drafts
-# stored here each hold one typical mistake; fix it and run the check again until it says
-# "Correct!". When stuck, `nb05.<exercise>.hint()` gives a nudge and
-# `nb05.<exercise>.solution()` prints the reference code.
+# 每个练习都给你一份草稿和一个检查，检查会告诉你草稿哪里不对。这里给出的每份草稿都含有一个典型错误；
+# 改正它，再运行检查，直到它显示“正确！”。卡住时，`nb05.<exercise>.hint()` 会给你一点提示，
+# `nb05.<exercise>.solution()` 会打印参考答案的代码。
 #
-# ### Exercise 1 · Bring a project's table to the paper's layout
+# ### 练习 1 · 把某个项目的表转换成论文的布局
 #
-# `nb05.theirs` is Whisper's table for 6 positions and width 8 (`sinusoids(6, 8)`).
-# Rearrange its columns into the paper's interleaved layout $(s_0, c_0, s_1, c_1, \dots)$
-# with `posenc.layout_permutation`. (The frequencies stay Whisper's: this is about the
-# layout only.)
+# `nb05.theirs` 是 Whisper 的表，6 个位置、宽度 8（`sinusoids(6, 8)`）。
+# 用 `posenc.layout_permutation` 把它的列重新排成论文的交错布局 $(s_0, c_0, s_1, c_1, \dots)$。
+# （频率仍然是 Whisper 的：这里只关心布局。）
 
 # %%
 from posenc.exercises import nb05
@@ -425,13 +402,12 @@ mine = theirs[:, posenc.layout_permutation(8, "interleaved", "sin_cos")]
 nb05.to_paper_layout.check(mine)
 
 # %% [markdown]
-# ### Exercise 2 · Name the convention of a table
+# ### 练习 2 · 说出一张表的约定
 #
-# `nb05.mystery` is a table from some project, 20 positions by 16 columns. Its first rows
-# are below. Read the layout off row 0, look at the other rows, and name the preset that
-# writes it (a name from `posenc.conventions.NAMES`). The check compares the table your
-# preset writes with the mystery table and says what differs; `posenc.identify` is the
-# referee, once you have made up your mind.
+# `nb05.mystery` 是来自某个项目的一张表，20 个位置、16 列。下面是它的前几行。
+# 从第 0 行读出布局，再看看其他行，然后说出写出这张表的预设（取自 `posenc.conventions.NAMES` 的一个名字）。
+# 检查会把你的预设写出的表与这张神秘的表相比较，并告诉你哪里不同；
+# 等你拿定主意之后，可以用 `posenc.identify` 当裁判。
 
 # %%
 print(nb05.mystery[:3].round(2))
@@ -441,12 +417,12 @@ my_answer = "tensor2tensor"
 nb05.convention.check(my_answer)
 
 # %% [markdown]
-# ### Exercise 3 · The "h-1" frequencies
+# ### 练习 3 · “h-1”频率
 #
-# Write `h1_frequencies(d_model)`: the $h = d/2$ frequencies of the "h-1" rule,
-# $w_j = \exp(-j \ln 10000 / (h - 1))$. The draft below divides by the wrong thing. When
-# the check says "Correct!", compare your frequencies at $d = 512$ with the paper's
-# (`paper_w` above) and find the 3.5 % gap again.
+# 写出 `h1_frequencies(d_model)`：按“h-1”规则得到的 $h = d/2$ 个频率，
+# $w_j = \exp(-j \ln 10000 / (h - 1))$。下面的草稿除错了数。
+# 等检查显示“正确！”之后，把你在 $d = 512$ 时的频率与论文的频率（上面的 `paper_w`）比较一下，
+# 再次找到那 3.5 % 的差异。
 
 # %%
 def h1_frequencies(d_model):
@@ -457,9 +433,9 @@ def h1_frequencies(d_model):
 nb05.h1_frequencies.check(h1_frequencies)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The batch of checks behind the sentences above, in one place.
+# 上面各句话背后的检查，都集中在这里。
 
 # %%
 # The zoo: diffusers' flip puts the cosines first; the three tables that differ in layout and rule.

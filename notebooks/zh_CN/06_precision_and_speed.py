@@ -1,24 +1,23 @@
 # %% [markdown]
-# # 06 · How accurate and how fast: the table at large positions, float32 against posenc
+# # 06 · 有多准、有多快：大位置处的表，float32 与 posenc 的对比
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/06_precision_and_speed.ipynb)
 #
-# Long-context models use positions of $10^5$ to $10^7$. The lectures build the table in
-# float32, and there the angle $pos / 10000^{2i/d}$ is already wrong before the sine is
-# taken. Notebook 01 found its float32 table a few "last digits" away from `posenc`; here we
-# make that phrase precise, build an exact reference to measure against, watch the error
-# grow with the position, see where it comes from and how `posenc` avoids it, and time what
-# the accurate table costs.
+# 长上下文模型会用到 $10^5$ 到 $10^7$ 的位置。讲义用 float32 构建这张表，
+# 而在 float32 下，角度 $pos / 10000^{2i/d}$ 在取正弦之前就已经错了。
+# 笔记本 01 发现它的 float32 表与 `posenc` 相差几个“末位数字”；在这里，我们把这个说法变得精确：
+# 构建一个精确的参考值来做比较，观察误差如何随位置增长，弄清误差从何而来、`posenc` 如何避免它，
+# 并测一测精确的表要付出多少时间代价。
 #
-# **Question:** How wrong is a float32 sinusoidal table at large positions, why, and what does an accurate one cost?
+# **问题：** 在大位置处，float32 的正弦位置编码表错得有多厉害？为什么？精确的表又要付出什么代价？
 #
-# **You will be able to:**
-# - measure a float32 error in ulps (steps between neighbouring floats) against a high-precision `mpmath` reference;
-# - predict the error of a float32 angle from the float32 step near it;
-# - compute an accurate float32 entry at any position by reducing the angle in float64 first;
-# - time table builders fairly, and tell when precision matters (training against serving, half precision, long contexts).
+# **学完本节，你将能够：**
+# - 以高精度的 `mpmath` 结果为参考，用 ulp（相邻浮点数之间的步长）来度量 float32 的误差；
+# - 根据 float32 角度附近的 float32 步长，预测这个角度的误差；
+# - 先在 float64 中对角度做约简，从而在任意位置算出精确的 float32 元素；
+# - 公平地为构建表的各种方法计时，并判断何时精度要紧（训练与推理部署、半精度、长上下文）。
 #
-# **Prerequisites:** notebook 01 · **Time:** about 45 minutes
+# **先修：** 笔记本 01 · **时间：** 约 45 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -44,17 +43,16 @@ import numpy as np
 import posenc
 
 # %% [markdown]
-# ## 1. The step between neighbouring floats: the ulp
+# ## 1. 相邻浮点数之间的步长：ulp
 #
-# A float32 holds a number as 24 significant bits times a power of two (the
-# [IEEE 754 single format](https://en.wikipedia.org/wiki/Single-precision_floating-point_format)).
-# So the float32 numbers are not evenly spread: between 1 and 2 they are $2^{-23} \approx
-# 1.2 \cdot 10^{-7}$ apart, between 2 and 4 twice that, and the step doubles at every power
-# of two. The step at a number is called its *unit in the last place*, or
-# [ulp](https://en.wikipedia.org/wiki/Unit_in_the_last_place); `np.spacing(x)` returns it
-# (the distance from `x` to the next float of its type, away from zero). float64 has 53
-# significant bits, so its steps are $2^{29} \approx 5 \cdot 10^8$ times finer. Rounding a
-# result to the nearest float moves it by at most half a step.
+# 一个 float32 把数表示为 24 个有效位乘以 2 的幂（即
+# [IEEE 754 单精度格式](https://en.wikipedia.org/wiki/Single-precision_floating-point_format)）。
+# 所以 float32 数的分布并不均匀：在 1 和 2 之间，它们相隔 $2^{-23} \approx
+# 1.2 \cdot 10^{-7}$，在 2 和 4 之间，间隔是它的两倍，每经过一个 2 的幂，步长就翻一倍。
+# 一个数处的步长称为它的*末位单位*（unit in the last place），简称
+# [ulp](https://en.wikipedia.org/wiki/Unit_in_the_last_place)；`np.spacing(x)` 返回它
+# （从 `x` 到同类型的下一个浮点数的距离，方向远离零）。float64 有 53 个有效位，
+# 所以它的步长要细 $2^{29} \approx 5 \cdot 10^8$ 倍。把一个结果舍入到最近的浮点数，最多使它移动半个步长。
 
 # %%
 for value in [1, 100, 32767, 1e5, 1e7]:
@@ -62,13 +60,12 @@ for value in [1, 100, 32767, 1e5, 1e7]:
 assert all(np.spacing(np.float32(2.0**k)) == 2.0 ** (k - 23) for k in range(-20, 30))  # doubles at each power of 2
 
 # %% [markdown]
-# Near 32767 float32 numbers are $2^{-9} \approx 0.002$ apart, near $10^7$ a whole 1 apart:
-# an angle that large, stored in float32, can be off by half that step, however carefully it
-# was computed.
+# 在 32767 附近，float32 数相隔 $2^{-9} \approx 0.002$；在 $10^7$ 附近，则相隔整整 1：
+# 这么大的角度存成 float32 后，无论计算得多么仔细，都可能偏差半个步长。
 #
-# Errors between two float32 numbers are best counted in these steps. Positive float32
-# numbers are ordered like their bit patterns read as integers, so the number of steps
-# between two of them (of the same sign) is the difference of those integers:
+# 两个 float32 数之间的误差，最好用这种步长来计数。正的 float32 数的大小顺序，
+# 与把它们的位模式当作整数读出时的顺序相同，所以两个（同号的）float32 数之间相隔的步数，
+# 就是这两个整数之差：
 
 # %%
 def ulps_apart(a, b):
@@ -82,18 +79,16 @@ print(ulps_apart(one, one + np.spacing(one)), ulps_apart(one, np.float32(1.00000
 assert ulps_apart(one, np.float32(1.0000005)) == 4  # 5e-7 above 1 is 4 steps of 1.2e-7, rounded
 
 # %% [markdown]
-# ## 2. An exact reference: mpmath
+# ## 2. 精确的参考值：mpmath
 #
-# To measure an error we need the true value. [mpmath](https://mpmath.org) computes with as
-# many digits as we ask for. With 30 significant decimal digits (`mpmath.workdps(30)`) it
-# forms the angle $pos / 10000^{2i/d}$ and takes its sine. Even at position $10^7$ that
-# angle is right to about $10^{-23}$ (30 digits of a number near $10^7$), and so is its sine:
-# ten million times finer than float64's step just below 1, $2^{-53} \approx 1.1 \cdot
-# 10^{-16}$. Rounded to float64, the result is the float64 nearest the true sine, as good
-# as "exact" for everything below. Rounded to float32 it is the *correctly rounded* float32
-# sine, the best a float32 can hold (we round through float64, which gives the same float32
-# unless the sine lies extraordinarily close to halfway between two float32 numbers).
-# Here is $\sin 1$:
+# 要度量误差，我们需要真实值。[mpmath](https://mpmath.org) 可以按我们要求的位数进行计算。
+# 用 30 位有效十进制数字（`mpmath.workdps(30)`），它先算出角度 $pos / 10000^{2i/d}$，再取正弦。
+# 即使在位置 $10^7$，这个角度也精确到约 $10^{-23}$（一个 $10^7$ 附近的数的 30 位数字），
+# 它的正弦也是如此：这比 float64 在略小于 1 处的步长 $2^{-53} \approx 1.1 \cdot
+# 10^{-16}$ 还要细一千万倍。把结果舍入到 float64，得到的就是最接近真实正弦的 float64，
+# 对下面的一切而言都相当于“精确”。把它舍入到 float32，得到的就是*正确舍入*的 float32 正弦，
+# 也就是 float32 所能表示的最佳值（我们经由 float64 进行舍入，这会得到同一个 float32，
+# 除非这个正弦极其接近两个 float32 数的正中间）。下面是 $\sin 1$：
 
 # %%
 with mpmath.workdps(30):
@@ -103,13 +98,11 @@ print(f"as float64 {float(true_sine)!r}, as float32 {np.float32(float(true_sine)
 print(f"float32 step there {np.spacing(np.float32(0.84)):.1e}")
 
 # %% [markdown]
-# NumPy's float32 `np.sin` is not always correctly rounded: it is a fast vectorised
-# approximation (and so is `np.cos`), allowed by NumPy's own tests to be up to 2 ulp off,
-# and which inputs it misses depends on the CPU. Over the 60 sines and cosines of notebook 01's
-# $10 \times 6$ table (the float32 angles of the lecture), it stays within those 2 ulp of the
-# correctly rounded values from mpmath. That is the "last digit" story of notebook 01: at
-# small positions a float32 table can be wrong only by its final rounding, a step or two,
-# about $10^{-7}$.
+# NumPy 的 float32 `np.sin` 并不总是正确舍入的：它是一个快速的向量化近似（`np.cos` 也一样），
+# NumPy 自己的测试允许它偏差至多 2 ulp，而它在哪些输入上出偏差则取决于 CPU。
+# 在笔记本 01 那张 $10 \times 6$ 的表的 60 个正弦和余弦上（讲义中的 float32 角度），
+# 它与 mpmath 给出的正确舍入值的差距都在这 2 ulp 之内。这就是笔记本 01 中“末位数字”的来龙去脉：
+# 在小位置处，float32 表只可能在最后一次舍入上出错，相差一两个步长，约为 $10^{-7}$。
 
 # %%
 lecture_angles = np.arange(10, dtype=np.float32)[:, None] / np.power(10000, np.arange(0, 6, 2, dtype=np.float32) / 6)
@@ -120,9 +113,9 @@ for numpy_function, mpmath_function in [(np.sin, mpmath.sin), (np.cos, mpmath.co
     assert ulps_apart(numpy_function(lecture_angles), correctly_rounded).max() <= 2, f"{numpy_function.__name__}: 2 ulp"
 
 # %% [markdown]
-# For the rest of the notebook, the reference is a row of sines at a $d_{model} = 512$ table's
-# position, sampled every 16th column pair (16 pairs), each the float64 rounding of the
-# 30-digit value. Position 1 starts with $\sin 1$ again:
+# 在本笔记本的其余部分，参考值是 $d_{model} = 512$ 的表在某个位置上的一行正弦，
+# 每隔 16 个列对取一个（共 16 对），每个值都是 30 位数值舍入到 float64 的结果。
+# 位置 1 同样以 $\sin 1$ 开头：
 
 # %%
 d_model = 512
@@ -138,11 +131,10 @@ def exact_sines(position):
 print(len(pairs), exact_sines(1)[:3].round(8))
 
 # %% [markdown]
-# ## 3. The float32 route against posenc
+# ## 3. float32 路线与 posenc 的对比
 #
-# The lectures' route divides float32 positions by float32 denominators and takes the
-# sine in float32. We measure both it and `posenc.encode` at 25 positions from 10 to
-# $10^7$, as the largest error over the sampled sines.
+# 讲义的路线是用 float32 的位置除以 float32 的分母，再在 float32 中取正弦。
+# 我们在从 10 到 $10^7$ 的 25 个位置上度量它和 `posenc.encode`，取所抽样的正弦中的最大误差。
 
 # %%
 def float32_route(position):
@@ -167,12 +159,11 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# From position 1000 on, the route's error grows in proportion to the position: on the
-# log-log plot it is a straight line of slope 1 (a least-squares fit gives a slope within
-# 0.1 of 1). It passes $10^{-3}$ from $10^5$ on and $10^{-2}$ from $10^6$ on. posenc stays
-# within $2 \cdot 10^{-7}$ everywhere, the bound that `posenc.encode` guarantees for float32
-# output (its reduction of the angle to a half turn is proved in the docstring of
-# `posenc/_rotation.py`); below that bound its error is only the final rounding to float32.
+# 从位置 1000 起，这条路线的误差与位置成正比地增长：在双对数坐标图上，它是一条斜率为 1 的直线
+# （最小二乘拟合得到的斜率与 1 相差不到 0.1）。从 $10^5$ 起误差超过 $10^{-3}$，从 $10^6$ 起超过 $10^{-2}$。
+# posenc 处处都保持在 $2 \cdot 10^{-7}$ 之内，这是 `posenc.encode` 对 float32 输出所保证的误差界
+# （它把角度约简到半圈以内的做法，在 `posenc/_rotation.py` 的文档字符串中有证明）；
+# 在这个界之内，它的误差只来自最后一次舍入到 float32。
 
 # %%
 grown = positions >= 1000
@@ -181,18 +172,16 @@ print(f"slope of log(error) against log(position), from 1000 on: {slope:.1f}")
 assert abs(slope - 1) < 0.1, "error proportional to the position"
 
 # %% [markdown]
-# ## 4. Why: the angle is rounded on a coarse grid
+# ## 4. 原因：角度在粗糙的网格上被舍入
 #
-# Take position 32767. The angle $32767 / 1$ of the first column pair is a whole number
-# below $2^{24}$, exact in float32. The others are not: their denominators $10000^{2i/d}$
-# are rounded to float32 first, and the quotient $32767 / 10000^{2i/d}$ is rounded again, to
-# the float32 grid, whose step for quotients between 16384 and 32768 is $2^{-9}$ (section 1).
-# Rounding to the nearest grid point moves an angle by up to half a step, $2^{-10} \approx
-# 0.001$. The rounded denominator moves it by up to 0.0012 more, even when it is the float32
-# nearest the exact one (the best float32 can hold). And the sine of an angle off by $\delta$
-# is off by up to $\delta$ (the slope of $\sin$ is at most 1). So the sines at position 32767
-# can be off by about $2 \cdot 10^{-3}$ before `np.sin` does anything, ten thousand times the
-# final rounding of section 2.
+# 以位置 32767 为例。第一个列对的角度 $32767 / 1$ 是一个小于 $2^{24}$ 的整数，在 float32 中是精确的。
+# 其他的则不然：它们的分母 $10000^{2i/d}$ 先被舍入到 float32，商 $32767 / 10000^{2i/d}$
+# 又被舍入到 float32 网格上，而对 16384 到 32768 之间的商，网格的步长是 $2^{-9}$（第 1 节）。
+# 舍入到最近的网格点，会使角度移动至多半个步长，即 $2^{-10} \approx
+# 0.001$。被舍入的分母又会使它再移动至多 0.0012，即便这个分母已经是最接近精确值的 float32
+# （float32 所能表示的最佳值）。而一个偏差为 $\delta$ 的角度，其正弦的偏差至多为 $\delta$
+# （$\sin$ 的斜率至多为 1）。所以在 `np.sin` 做任何事情之前，位置 32767 处的正弦就可能偏差约 $2 \cdot 10^{-3}$，
+# 是第 2 节中最后一次舍入的一万倍。
 
 # %%
 exact_denominators = 10000.0 ** (np.arange(0, d_model, 2) / d_model)
@@ -212,13 +201,12 @@ print(f"largest move of an angle at position 32767: by the quotient's rounding {
 assert quotient_rounding.max() <= 2**-10, "at most half a float32 step near 32767"
 
 # %% [markdown]
-# The lectures' float32 `np.power` lands within one float32 step of those denominators, but
-# which neighbour it returns depends on the CPU: where the CPU has AVX-512, NumPy takes a
-# faster, slightly less exact path. A denominator one step off moves the angle further, by
-# up to 0.003 in all. So the float32 route's errors further down depend a little on the CPU,
-# and where they do we state the range that holds either way. float64, in contrast, has a
-# step of $2^{-29} \approx 2 \cdot 10^{-9}$ near $10^7$ (section 1): an angle formed in
-# float64 is good enough for float32 output at every position here.
+# 讲义中 float32 的 `np.power` 得到的值与这些分母相差不超过一个 float32 步长，
+# 但它返回的是哪一个相邻值，则取决于 CPU：在支持 AVX-512 的 CPU 上，NumPy 会走一条更快、
+# 但精确度稍差的路径。一个偏离了一个步长的分母会让角度移动得更多，总共可达 0.003。
+# 所以下文中 float32 路线的误差会因 CPU 而略有不同；凡是这种地方，我们都给出对两种情况都成立的范围。
+# 相比之下，float64 在 $10^7$ 附近的步长是 $2^{-29} \approx 2 \cdot 10^{-9}$（第 1 节）：
+# 在 float64 中算出的角度，对这里的每个位置来说，都足以得到精确的 float32 输出。
 
 # %%
 denominators32 = np.power(10000, np.arange(0, d_model, 2, dtype=np.float32) / d_model)  # the lectures'
@@ -226,26 +214,23 @@ steps_apart = ulps_apart(denominators32, rounded_denominators)
 assert steps_apart.max() <= 1 and denominator_shift(denominators32).max() < 0.003, "one step off at most, 0.003 at most"
 
 # %% [markdown]
-# ## 5. How posenc avoids it
+# ## 5. posenc 如何避免它
 #
-# The simplest fix, which exercise 2 asks you to write: form the angle in float64, *reduce*
-# it (take its remainder modulo $2\pi$, which leaves the sine unchanged) while still in
-# float64, and only then round the small angle to float32. posenc goes further, with two
-# ideas (see `posenc/_rotation.py`):
+# 最简单的修正（练习 2 会让你写出来）是：在 float64 中算出角度，趁还在 float64 中时对它做*约简*
+# （取它对 $2\pi$ 的余数，正弦保持不变），然后才把这个小角度舍入到 float32。
+# posenc 更进一步，用了两个想法（见 `posenc/_rotation.py`）：
 #
-# 1. **The angle in more than float64.** The frequency $w$ is kept as two float64 numbers
-#    and $p \cdot w$ as $\theta_{hi} + \theta_{lo}$, the exact rounding error of the product
-#    recovered by [Dekker's method](https://en.wikipedia.org/wiki/2Sum); then
-#    $\sin\theta \approx \sin\theta_{hi} + \theta_{lo}\cos\theta_{hi}$.
-#    float64 output is within $10^{-15}$ of the exact sines at every position above, $10^7$
-#    included (checked below).
-# 2. **A table is a product of rotations.** $PE(p + k)$ is $PE(p)$ turned by the fixed angle
-#    $k\,w$ in every pair:
-#    $\sin(a + b) = \sin a \cos b + \cos a \sin b$, $\cos(a + b) = \cos a \cos b - \sin a \sin b$.
-#    With $p = qB + r$, all $L$ rows come from $B$ accurate rows and $L / B$ accurate steps,
-#    one complex multiply per pair.
+# 1. **比 float64 更精确的角度。** 频率 $w$ 被存为两个 float64 数，
+#    $p \cdot w$ 则表示为 $\theta_{hi} + \theta_{lo}$，后一项是乘积的精确舍入误差，
+#    用 [Dekker 方法](https://en.wikipedia.org/wiki/2Sum) 恢复出来；然后
+#    $\sin\theta \approx \sin\theta_{hi} + \theta_{lo}\cos\theta_{hi}$。
+#    在上面的每个位置上（包括 $10^7$），float64 输出与精确正弦的差距都在 $10^{-15}$ 之内（下面会检查）。
+# 2. **表是旋转的乘积。** $PE(p + k)$ 就是把 $PE(p)$ 的每一对都转过固定的角度 $k\,w$：
+#    $\sin(a + b) = \sin a \cos b + \cos a \sin b$，$\cos(a + b) = \cos a \cos b - \sin a \sin b$。
+#    令 $p = qB + r$，全部 $L$ 行就可以由 $B$ 个精确的行和 $L / B$ 个精确的步长得到，
+#    每一对只需一次复数乘法。
 #
-# The rotation at work, on float64 rows from `posenc.encode`: PE(p + k) is PE(p) turned by k.
+# 旋转的实际效果，用 `posenc.encode` 给出的 float64 行来演示：PE(p + k) 就是 PE(p) 转过 k。
 
 # %%
 p, k = 1_000_000, 37
@@ -256,17 +241,17 @@ print(f"largest difference between PE(p) turned by k and PE(p + k): {np.abs(turn
 np.testing.assert_allclose(turned, rows[2], rtol=0, atol=1e-14)
 
 # %% [markdown]
-# Idea 1, at every position from 10 to $10^7$:
+# 想法 1，在从 10 到 $10^7$ 的每个位置上：
 
 # %%
 float64_error = max(np.abs(posenc.encode([p], d_model, dtype=np.float64)[0, 2 * pairs] - exact[p]).max() for p in positions)
 assert float64_error < 1e-15, f"float64 output off by {float64_error:.1e}"
 
 # %% [markdown]
-# In float32 each of the four factors, two products and the sum is rounded once, which
-# bounds the error by $(2\sqrt{2} + 3) \cdot 2^{-25} < 1.74 \cdot 10^{-7}$ (a little more, under
-# $2 \cdot 10^{-7}$, if a value next to 1 rounds up past it). A whole
-# $32768 \times 512$ table, sampled against the exact reference:
+# 在 float32 中，四个因子、两个乘积和一个和各被舍入一次，因此误差的上界是
+# $(2\sqrt{2} + 3) \cdot 2^{-25} < 1.74 \cdot 10^{-7}$（如果某个紧挨着 1 的值向上舍入越过了 1，
+# 会稍大一些，但仍低于 $2 \cdot 10^{-7}$）。下面是一整张
+# $32768 \times 512$ 的表，抽样与精确参考值对比：
 
 # %%
 table = posenc.positional_encoding(32768, d_model)
@@ -276,16 +261,16 @@ print(f"largest error in the sampled rows: {table_error:.0e}")
 assert (2 * np.sqrt(2) + 3) * 2**-25 < 1.74e-7 and table_error <= 2e-7
 
 # %% [markdown]
-# ## 6. Speed
+# ## 6. 速度
 #
-# Building the table means writing it to memory, so the yardstick is allocating and filling
-# an array of the same shape. `make bench` compares all routes in NumPy, PyTorch and
-# TensorFlow; here the NumPy routes at the same $32768 \times 512$, median of 9 runs (timings
-# vary from machine to machine and run to run; a fresh 64 MiB array also pays for its pages).
-# `posenc.torch` and `posenc.tensorflow` build their tables with the same NumPy code and
-# take its memory over without a copy (`torch.from_numpy`, DLPack).
-# Arbitrary positions (`posenc.encode`, a $64 \times 512$ batch of positions below 32768)
-# are timed against the naive routes that take sin and cos of a float32 or float64 angle.
+# 构建表就意味着把它写入内存，所以衡量标准是分配并填充一个同样形状的数组。
+# `make bench` 比较了 NumPy、PyTorch 和 TensorFlow 中的所有路线；这里只比较 NumPy 的路线，
+# 规模同样是 $32768 \times 512$，取 9 次运行的中位数（计时因机器而异，每次运行也不同；
+# 一个新分配的 64 MiB 数组还要为它的内存页付出代价）。
+# `posenc.torch` 和 `posenc.tensorflow` 用同样的 NumPy 代码构建表，并且不经复制就接管其内存
+# （`torch.from_numpy`、DLPack）。
+# 对任意位置（`posenc.encode`，一批 $64 \times 512$ 个小于 32768 的位置），
+# 我们将它与朴素路线比较计时，朴素路线直接对 float32 或 float64 的角度取 sin 和 cos。
 
 # %%
 length = 32768
@@ -322,8 +307,7 @@ encode_routes = {
 
 
 # %% [markdown]
-# The routes take turns (round robin), so a busy moment of the machine slows every route
-# alike; the first round only warms up.
+# 各条路线轮流执行（轮询，round robin），这样机器某一时刻的繁忙会同等地拖慢每条路线；第一轮只用于预热。
 
 # %%
 def median_ms(routes, repeats=9):
@@ -346,18 +330,17 @@ for name, ms in encode_medians.items():
     print(f"encode, {name:<14} {ms:7.2f} ms  {ms / encode_medians['naive float32']:5.2f} x naive float32")
 
 # %% [markdown]
-# The accurate table is not bought with time. In the run stored here posenc built it faster
-# than the lectures' float32 route, in about the time of allocating and filling the array;
-# your numbers will differ. The check below claims only that posenc takes less than twice
-# the float32 route's time: a generous bound, so that another CPU, or a busy moment, does
-# not fail it.
+# 精确的表并不是用时间换来的。在这里保存的那次运行中，posenc 构建表比讲义的 float32 路线更快，
+# 所用时间大约与分配并填充数组相当；你得到的数字会有所不同。下面的检查只断言
+# posenc 所用的时间少于 float32 路线的两倍：这是一个宽松的界，这样换一个 CPU，
+# 或者碰上机器繁忙的时刻，检查也不会失败。
 
 # %%
 assert medians["posenc"] < 2 * medians["float32 route"], medians
 
 # %% [markdown]
-# The same batch in PyTorch (eager) and in TensorFlow inside `tf.function`, where a training
-# step runs. Each framework's `encode` is timed against that framework's naive float32 route.
+# 同一批位置，在 PyTorch（eager 模式）中，以及在 TensorFlow 的 `tf.function` 内部
+# （训练步骤就在那里运行）。每个框架的 `encode` 都与该框架自己的朴素 float32 路线比较计时。
 
 # %%
 import os
@@ -402,7 +385,7 @@ for name, ms in framework_medians.items():
     print(f"encode, {name:<26} {ms:7.2f} ms  {ms / naive:5.2f} x naive float32")
 
 # %% [markdown]
-# What the timings do not show: at the table's last row only posenc is accurate;
+# 计时没有显示出来的是：在表的最后一行，只有 posenc 是精确的；
 
 # %%
 last = length - 1
@@ -412,8 +395,8 @@ for name, error in errors.items():
 assert errors["posenc"] < 2e-7 < 1e-4 < errors["float32 route"]
 
 # %% [markdown]
-# and at the batch's largest position the naive float32 routes are off in every framework,
-# while posenc is as accurate as float64 sines.
+# 而在这批位置中最大的那个位置上，朴素的 float32 路线在每个框架中都有偏差，
+# 而 posenc 与 float64 正弦一样精确。
 
 # %%
 largest = np.unravel_index(np.argmax(batch), batch.shape)
@@ -425,15 +408,14 @@ print(f"at position {batch[largest]:.0f} of the batch:",
 assert all((error < 2e-7) == ("float32" not in name) for name, error in batch_errors.items())
 
 # %% [markdown]
-# ## 7. When precision matters in practice
+# ## 7. 实践中何时精度要紧
 #
-# A few $10^{-3}$ sounds small next to values of size 1. It matters when something
-# compares the table against itself at another precision, or against nearby positions. The
-# slowest pair of a $d = 512$ table turns by $w_{255} \approx 1.04 \cdot 10^{-4}$ radians per
-# position, so its values change by at most that much from one position to the next.
+# 与大小为 1 的值相比，几个 $10^{-3}$ 听起来很小。但如果有什么东西要把这张表与另一种精度下的它自己比较，
+# 或者与相邻位置比较，这就很要紧了。$d = 512$ 的表中最慢的一对，每个位置只转
+# $w_{255} \approx 1.04 \cdot 10^{-4}$ 弧度，所以从一个位置到下一个位置，它的值最多只变化这么多。
 #
-# Some of the numbers below depend on the CPU's float32 power (section 4); for those we
-# print the range that holds either way, and `within` checks that the value is inside it.
+# 下面有些数字取决于 CPU 上 float32 的幂运算（第 4 节）；对这些数字，我们打印出对两种情况都成立的范围，
+# 并用 `within` 检查数值落在这个范围之内。
 
 # %%
 def within(value, low, high):
@@ -443,13 +425,11 @@ def within(value, low, high):
 
 
 # %% [markdown]
-# **A table built differently at training and at inference.** A model learns the table it
-# was trained with. Serve it with a table built another way (the lectures' float32 code in
-# training, an accurate table or another framework's in serving, or the reverse) and every
-# row is off by the gap between the two. Over the first 512 positions that gap is below
-# $10^{-4}$, smaller than one position's step in the slowest pair; over 5000 positions it
-# is 3 to $7 \cdot 10^{-4}$ and over 32 768 from $1.5$ to $4 \cdot 10^{-3}$, more than ten
-# positions' worth of the slow pairs' movement.
+# **训练和推理时用不同方法构建的表。** 模型学到的是训练时所用的那张表。
+# 如果推理部署时用另一种方法构建的表（训练时用讲义的 float32 代码，部署时用精确的表或另一个框架的表，
+# 或者反过来），那么每一行都会偏差两张表之间的差距。在前 512 个位置上，这个差距低于
+# $10^{-4}$，小于最慢的一对在一个位置上的步长；在 5000 个位置上，它是 3 到 $7 \cdot 10^{-4}$，
+# 在 32 768 个位置上则是 $1.5$ 到 $4 \cdot 10^{-3}$，超过慢的几对在十个位置上的变化量。
 
 # %%
 slowest = 10000.0 ** (-(d_model - 2) / d_model)
@@ -467,10 +447,9 @@ print("largest gap, float32 route vs accurate table, over",
 assert gaps[512] < slowest and gaps[32768] > 10 * slowest
 
 # %% [markdown]
-# **Half-precision tables.** float16 holds whole numbers exactly only up to 2048, bfloat16
-# only up to 256 (8 significant bits). A table *computed* in bfloat16 merges positions
-# before any sine is taken: of positions 0 to 999, only 507 remain distinct, so about half
-# the rows are copies of a neighbour.
+# **半精度的表。** float16 只能精确表示到 2048 为止的整数，bfloat16 只能到 256（8 个有效位）。
+# 在 bfloat16 中*计算*的表，在取任何正弦之前就已经把位置合并了：位置 0 到 999 中，
+# 只有 507 个仍互不相同，所以大约一半的行是相邻行的复制品。
 
 # %%
 bf16_positions = torch.arange(1000).to(torch.bfloat16)
@@ -478,10 +457,10 @@ print(f"distinct bfloat16 positions among 0..999: {len(torch.unique(bf16_positio
 assert len(torch.unique(bf16_positions)) == 507
 
 # %% [markdown]
-# Compute in float32 or float64 and cast at the end, as `posenc.torch` does for
-# `dtype=torch.bfloat16`: then the only loss is the cast, up to half a step next to 1,
-# $2^{-12} \approx 2.4 \cdot 10^{-4}$ per entry for float16 and $2^{-9} \approx 2.0 \cdot
-# 10^{-3}$ for bfloat16, and all 1000 rows stay distinct.
+# 先在 float32 或 float64 中计算，最后再转换类型，就像 `posenc.torch` 对
+# `dtype=torch.bfloat16` 所做的那样：这样唯一的损失就是类型转换，至多为 1 附近的半个步长，
+# 即每个元素对 float16 是 $2^{-12} \approx 2.4 \cdot 10^{-4}$，对 bfloat16 是 $2^{-9} \approx 2.0 \cdot
+# 10^{-3}$，而且全部 1000 行都保持互不相同。
 
 # %%
 bf16_table = posenc.torch.positional_encoding(1000, d_model, dtype=torch.bfloat16)
@@ -489,11 +468,10 @@ print(f"distinct rows of the bfloat16 table: {len(torch.unique(bf16_table, dim=0
 assert len(torch.unique(bf16_table, dim=0)) == 1000
 
 # %% [markdown]
-# **Long contexts.** The float32 route gets the angle $p \cdot w$ with a relative error of
-# about $10^{-7}$ (from $5 \cdot 10^{-8}$ to $1.5 \cdot 10^{-7}$, by CPU); divided by the
-# frequency, that is an error in the *position* the row describes, and it grows with $p$:
-# under 0.001 of a position at 5000, 0.05 to 0.15 at $10^6$ and 0.8 to 1.5, about a whole
-# position, at $10^7$, where neighbouring rows blur.
+# **长上下文。** float32 路线得到的角度 $p \cdot w$ 的相对误差约为 $10^{-7}$
+# （视 CPU 而定，从 $5 \cdot 10^{-8}$ 到 $1.5 \cdot 10^{-7}$）；除以频率之后，它就是这一行所描述的*位置*的误差，
+# 并且随 $p$ 增长：在 5000 处不到 0.001 个位置，在 $10^6$ 处为 0.05 到 0.15，
+# 在 $10^7$ 处为 0.8 到 1.5，大约整整一个位置，此时相邻的行已经模糊难辨。
 
 # %%
 frequencies = 1 / exact_denominators
@@ -504,9 +482,8 @@ print("largest position error of the float32 route:",
 assert all(5e-8 < e / p < 1.5e-7 for p, e in position_error.items()), "relative error of the angle, by CPU"
 
 # %% [markdown]
-# Past $2^{24} = 16\,777\,216$ float32 cannot even hold the positions (the float32 step there
-# is 2): $2^{24} + 1$ rounds to $2^{24}$, and two rows come out identical. posenc takes the
-# positions as integers (or float64) and keeps them apart.
+# 超过 $2^{24} = 16\,777\,216$ 之后，float32 甚至无法表示这些位置（那里 float32 的步长是 2）：
+# $2^{24} + 1$ 会被舍入为 $2^{24}$，两行就变得完全相同。posenc 以整数（或 float64）接收位置，使它们保持不同。
 
 # %%
 beyond = posenc.encode(np.array([2**24, 2**24 + 1]), d_model, dtype=np.float64)
@@ -515,40 +492,35 @@ print(f"float32(2**24 + 1) == 2**24: {np.float32(2**24 + 1) == np.float32(2**24)
 assert np.abs(beyond[0] - beyond[1]).max() > 0.5
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - An **ulp** is the step between neighbouring floats (`np.spacing`). float32's is $2^{-23}$
-#   next to 1 and doubles at every power of two: $2^{-9} \approx 0.002$ near 32767, 1 near
-#   $10^7$. Rounding to the nearest float costs at most half a step.
-# - **mpmath** at 30 digits gives an exact reference. Against it, NumPy's float32 sine is
-#   within 2 ulp of the correctly rounded value: at small positions a float32 table is off
-#   only in its last digit.
-# - The lectures' **float32 route** rounds the *angle* to the float32 grid before any sine is
-#   taken, so its error grows in proportion to the position: above $10^{-3}$ from $10^5$ and
-#   above $10^{-2}$ from $10^6$. Form the angle in float64 (posenc: beyond float64), reduce it,
-#   and only then round: posenc stays within $2 \cdot 10^{-7}$ in float32 and $10^{-15}$ in
-#   float64, at every position up to $10^7$.
-# - $PE(p + k)$ is $PE(p)$ turned by $k\,w$ in every pair; posenc builds tables from such
-#   rotations, in less than twice the float32 route's time (faster, in the run stored here).
-# - Precision matters when training and serving build the table differently (a gap of up to
-#   $4 \cdot 10^{-3}$ over 32 768 positions, over ten times the slowest pair's step), in half
-#   precision (compute in float32 and cast last: bfloat16 positions leave only 507 of 1000
-#   distinct), and in long contexts (a position error of about 1 at $10^7$; float32 cannot
-#   tell $2^{24}$ from $2^{24} + 1$).
+# - **ulp** 是相邻浮点数之间的步长（`np.spacing`）。float32 的 ulp 在 1 附近是 $2^{-23}$，
+#   每经过一个 2 的幂就翻一倍：在 32767 附近是 $2^{-9} \approx 0.002$，在 $10^7$ 附近是 1。
+#   舍入到最近的浮点数，最多损失半个步长。
+# - 30 位精度的 **mpmath** 给出精确的参考值。与之相比，NumPy 的 float32 正弦与正确舍入值的差距
+#   在 2 ulp 之内：在小位置处，float32 表只在末位数字上有偏差。
+# - 讲义的 **float32 路线**在取任何正弦之前就把*角度*舍入到 float32 网格上，所以它的误差与位置成正比地增长：
+#   从 $10^5$ 起超过 $10^{-3}$，从 $10^6$ 起超过 $10^{-2}$。在 float64 中算出角度（posenc 则超越 float64），
+#   先约简，然后才舍入：这样 posenc 在直到 $10^7$ 的每个位置上，float32 误差都在 $2 \cdot 10^{-7}$ 之内，
+#   float64 误差在 $10^{-15}$ 之内。
+# - $PE(p + k)$ 就是把 $PE(p)$ 的每一对都转过 $k\,w$；posenc 用这样的旋转来构建表，
+#   所用时间少于 float32 路线的两倍（在这里保存的那次运行中甚至更快）。
+# - 以下情况精度很要紧：训练和推理部署用不同的方法构建表（在 32 768 个位置上差距可达
+#   $4 \cdot 10^{-3}$，超过最慢的一对步长的十倍）；半精度（先用 float32 计算，最后再转换类型：
+#   bfloat16 的位置在 1000 个中只剩 507 个互不相同）；长上下文（在 $10^7$ 处位置误差约为 1；
+#   float32 无法区分 $2^{24}$ 和 $2^{24} + 1$）。
 #
-# ## Exercises
+# ## 练习
 #
-# Each check answers "Correct!" or says what is wrong. When stuck, `nb06.angle_step.hint()`
-# gives a nudge and `nb06.angle_step.solution()` prints the reference code (the same for
-# `accurate_sine`).
+# 每个检查要么回答“正确！”，要么说明哪里不对。卡住时，`nb06.angle_step.hint()`
+# 会给你一点提示，`nb06.angle_step.solution()` 会打印参考答案的代码（`accurate_sine` 也一样）。
 #
-# ### Exercise 1 · The float32 step near an angle
+# ### 练习 1 · 一个角度附近的 float32 步长
 #
-# Pair `pair` of a `d_model`-wide table turns position `position` into the angle
-# `position / 10000 ** (2 * pair / d_model)`. Write `angle_step(position, pair, d_model)`
-# that returns two numbers: the float32 step (ulp) at that angle, and the largest error that
-# storing the angle in float32 puts into its sine. The draft below has one mistake; the check
-# runs it at four positions and says what is wrong.
+# 宽度为 `d_model` 的表中的第 `pair` 对，把位置 `position` 变成角度
+# `position / 10000 ** (2 * pair / d_model)`。写出 `angle_step(position, pair, d_model)`，
+# 让它返回两个数：这个角度处的 float32 步长（ulp），以及把角度存为 float32 给它的正弦带来的最大误差。
+# 下面的草稿有一处错误；检查会在四个位置上运行它，并告诉你哪里不对。
 
 # %%
 from posenc.exercises import nb06
@@ -564,13 +536,12 @@ def angle_step(position, pair, d_model):
 nb06.angle_step.check(angle_step)
 
 # %% [markdown]
-# ### Exercise 2 · An accurate float32 sine at a large position
+# ### 练习 2 · 大位置处精确的 float32 正弦
 #
-# Write `accurate_sine(position, pair, d_model)`: the float32 value of column `2 * pair` at
-# that position, accurate to about $10^{-7}$ even at position $10^7$, by forming the angle in
-# float64 and reducing it (section 5) before anything is rounded to float32. The check
-# compares it with the reference solution, which agrees with `posenc.encode` to within
-# $3 \cdot 10^{-7}$ (see the cross-checks). The draft below forgets one step.
+# 写出 `accurate_sine(position, pair, d_model)`：该位置上第 `2 * pair` 列的 float32 值，
+# 即使在位置 $10^7$ 也精确到约 $10^{-7}$。做法是：在 float64 中算出角度并对它做约简（第 5 节），
+# 然后才把任何东西舍入到 float32。检查会把它与参考答案比较，参考答案与 `posenc.encode` 的差距在
+# $3 \cdot 10^{-7}$ 之内（见交叉检查）。下面的草稿漏掉了一步。
 
 # %%
 def accurate_sine(position, pair, d_model):
@@ -582,9 +553,9 @@ def accurate_sine(position, pair, d_model):
 nb06.accurate_sine.check(accurate_sine)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The remaining claims of the text, checked in one place.
+# 正文中其余的论断，集中在这里检查。
 
 # %%
 # Section 1: float64's steps are 2**29 times finer than float32's; 2**-9 near 32767, 2**-29 near 1e7.

@@ -1,24 +1,22 @@
 # %% [markdown]
-# # 07 · The sinusoidal encoding inside a tiny Transformer, trained in PyTorch and Keras
+# # 07 · 小型 Transformer 中的正弦位置编码：在 PyTorch 和 Keras 中训练
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/07_in_a_transformer.ipynb)
 #
-# Why add a table of sines and cosines to the embeddings at all? Because without it a
-# Transformer cannot tell one order of its input from another. We show that directly on
-# one encoder layer, then train a tiny Transformer on a task that is all about order, three
-# ways: with no positions, with learned position embeddings, and with the sinusoidal
-# encoding. Then we test the trained models on sequences longer than any they saw, and
-# repeat the comparison in Keras. The models are small enough to train on a laptop CPU.
+# 究竟为什么要把一张正弦和余弦的表加到嵌入上？因为没有它，Transformer 就无法区分输入的一种顺序和另一种顺序。
+# 我们先在单个编码器层上直接展示这一点，然后在一个完全取决于顺序的任务上，用三种方式训练一个小型 Transformer：
+# 不用位置信息、用可学习的位置嵌入、用正弦位置编码。接着，我们在比训练时见过的任何序列都长的序列上测试训练好的模型，
+# 并在 Keras 中重复这一比较。这些模型足够小，在笔记本电脑的 CPU 上就能训练。
 #
-# **Question:** Why does a Transformer need positions at all, and what does the sinusoidal table do for a small trained model?
+# **问题：** Transformer 到底为什么需要位置信息？正弦位置编码表能为一个训练好的小模型做些什么？
 #
-# **You will be able to:**
-# - show that self-attention without positions is permutation-equivariant, and that adding the table breaks the symmetry;
-# - add the table to a batch of embeddings with the $\sqrt{d_{model}}$ scale;
-# - compare tiny Transformers trained with no, learned and sinusoidal positions, in PyTorch and in Keras;
-# - tell what a formula defined at every position does, and does not, give beyond the training length.
+# **学完本节，你将能够：**
+# - 说明没有位置信息的自注意力是置换等变的，而加上这张表就打破了这种对称性；
+# - 以 $\sqrt{d_{model}}$ 的缩放把表加到一批嵌入上；
+# - 比较分别用无位置、可学习位置和正弦位置训练的小型 Transformer，在 PyTorch 和 Keras 中都做一遍；
+# - 说清楚一个在每个位置上都有定义的公式，在训练长度之外能带来什么、不能带来什么。
 #
-# **Prerequisites:** notebooks 01 and 02 · **Time:** about 40 minutes
+# **先修：** 笔记本 01 和 02 · **时间：** 约 40 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -34,8 +32,8 @@ import posenc
 posenc.set_language("zh_CN")
 
 # %% [markdown]
-# One thread and deterministic algorithms make every run on a machine repeat exactly;
-# the clock measures this notebook's running time, printed at the end.
+# 单线程加上确定性算法，使同一台机器上的每次运行都能精确重现；
+# 计时器测量本笔记本的运行时间，在最后打印出来。
 
 # %%
 # %matplotlib inline
@@ -60,17 +58,16 @@ torch.manual_seed(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. Without positions, order is invisible
+# ## 1. 没有位置信息，顺序就不可见
 #
-# A Transformer encoder layer (PyTorch's `nn.TransformerEncoderLayer`) mixes the vectors of a
-# sequence by [self-attention](https://d2l.ai/chapter_attention-mechanisms-and-transformers/self-attention-and-positional-encoding.html):
-# each vector's output is a weighted average of all the vectors, with weights that come from
-# comparing vectors with each other. Then it transforms each vector on its own. Nothing in
-# it knows where a vector sits. So if we shuffle the input, the output comes out shuffled in
-# the same way: the layer is [*permutation-equivariant*](https://en.wikipedia.org/wiki/Equivariant_map),
-# $f(x_{\sigma}) = f(x)_{\sigma}$ for every reordering $\sigma$. (Equivariant, not *invariant*: the
-# outputs do change, they move with their tokens.) We check it on a random batch of 2
-# sequences of 10 vectors, in eval mode and without dropout, so the layer is a plain function.
+# Transformer 编码器层（PyTorch 的 `nn.TransformerEncoderLayer`）通过
+# [自注意力](https://d2l.ai/chapter_attention-mechanisms-and-transformers/self-attention-and-positional-encoding.html)
+# 来混合一个序列中的向量：每个向量的输出是所有向量的加权平均，权重来自向量之间的相互比较。
+# 然后它再对每个向量单独做变换。其中没有任何部分知道一个向量位于哪里。所以如果我们打乱输入，
+# 输出也会以同样的方式被打乱：这个层是[*置换等变*](https://en.wikipedia.org/wiki/Equivariant_map)的，
+# 即对每一种重排 $\sigma$ 都有 $f(x_{\sigma}) = f(x)_{\sigma}$。（是等变，而不是*不变*：
+# 输出确实会改变，它们跟着各自的词元一起移动。）我们在一个随机的批量上检验这一点：2 个序列，每个序列 10 个向量，
+# 使用评估模式且不用 dropout，这样这个层就是一个普通的函数。
 
 # %%
 D_MODEL = 32
@@ -83,12 +80,11 @@ with torch.no_grad():
 torch.testing.assert_close(out_of_shuffled, out[:, shuffle])  # layer(shuffled x) == shuffled layer(x)
 
 # %% [markdown]
-# The two agree up to round-off (the sums inside attention run in another order), within
-# the float32 tolerance of `torch.testing.assert_close`: $10^{-5}$ plus $1.3 \cdot 10^{-6}$ of
-# the value. Adding `posenc.torch.PositionalEncoding` (notebook 02) first breaks the symmetry: after the
-# shuffle, the vector now at position 0 gets the code of position 0, not the one of the place
-# it came from. Shuffling the tokens now changes what the layer computes, by far more than
-# round-off: by more than 0.1, ten thousand times that tolerance.
+# 两者在舍入误差范围内一致（注意力内部的求和以另一种顺序进行），误差在
+# `torch.testing.assert_close` 的 float32 容差之内：$10^{-5}$ 加上数值本身的 $1.3 \cdot 10^{-6}$ 倍。
+# 先加上 `posenc.torch.PositionalEncoding`（笔记本 02）就打破了这种对称性：打乱之后，
+# 现在位于位置 0 的向量得到的是位置 0 的编码，而不是它原来所在位置的编码。
+# 这时打乱词元会改变这个层的计算结果，而且变化远远大于舍入误差：超过 0.1，是那个容差的一万倍。
 
 # %%
 add_positions = posenc.torch.PositionalEncoding(D_MODEL)
@@ -99,20 +95,19 @@ print(f"largest change between layer(shuffled x) and shuffled layer(x): {largest
 assert largest_change > 0.1, "more than round-off"
 
 # %% [markdown]
-# ## 2. A task that needs order: copy the previous token
+# ## 2. 一个需要顺序的任务：复制前一个词元
 #
-# Each input is a sequence of 12 random tokens out of 16; at every position the model
-# must output the token one place to its left. Position 0 has no left neighbour, so it is
-# not scored (its target is `IGNORE`, which the loss skips). The same NumPy generator
-# feeds the PyTorch and the Keras models.
+# 每个输入是从 16 个词元中随机抽取的 12 个词元组成的序列；在每个位置上，模型必须输出它左边相邻的那个词元。
+# 位置 0 没有左邻居，所以不计分（它的目标是 `IGNORE`，损失函数会跳过它）。
+# 同一个 NumPy 随机数生成器为 PyTorch 模型和 Keras 模型提供数据。
 #
-# This task and its helpers live in `posenc.lessons` (the lessons' scaffolding, kept apart
-# from the library's API), so that notebook 08 can run the same task with RoPE:
-# `copy_previous_task` makes the data, `accuracy` scores predictions,
-# `order_blind_ceiling` is the best an order-blind model can do (below), `train` and
-# `predict` run a model, `first_step_above` reads a learning curve, and `LearnedPositions`
-# is the learned position table. The constants `VOCAB`, `TRAIN_LENGTH` and `IGNORE` are
-# 16, 12 and -100. Here is how the data is made (the first lines check the arguments):
+# 这个任务和它的辅助函数放在 `posenc.lessons` 中（课程的脚手架代码，与库的 API 分开），
+# 这样笔记本 08 就能用 RoPE 运行同一个任务：
+# `copy_previous_task` 生成数据，`accuracy` 为预测打分，
+# `order_blind_ceiling` 是对顺序无感知的模型所能达到的最好成绩（见下文），`train` 和
+# `predict` 运行模型，`first_step_above` 读取学习曲线，`LearnedPositions`
+# 是可学习的位置表。常量 `VOCAB`、`TRAIN_LENGTH` 和 `IGNORE` 分别是
+# 16、12 和 -100。下面是数据的生成方式（开头几行检查参数）：
 
 # %%
 print(inspect.getsource(lessons.copy_previous_task))
@@ -124,13 +119,12 @@ print("tokens: ", tokens[0])
 print("targets:", targets[0])
 
 # %% [markdown]
-# Without positions, a model sees at each position its own token and the *bag* of all
-# tokens, never their order. Its best guess for the left neighbour is the most frequent
-# of the other tokens in the bag, which is right with probability (count of that token) /
-# (length - 1). We average that over a test set: it is the ceiling for any order-blind
-# model: above the $1/16$ of a random guess (the bag gives the candidates away) but under a
-# half. `order_blind_ceiling` computes it with a one-hot count of each sequence's tokens;
-# `accuracy` is the share of scored positions predicted right.
+# 没有位置信息时，模型在每个位置上看到的是它自己的词元和所有词元组成的*袋*（bag），
+# 却看不到它们的顺序。它对左邻居的最好猜测，是袋中其他词元里出现次数最多的那个，
+# 猜对的概率是（该词元的出现次数）/（长度 - 1）。我们在一个测试集上对它取平均：
+# 这就是任何对顺序无感知的模型的上限：高于随机猜测的 $1/16$（袋子泄露了候选词元），但低于一半。
+# `order_blind_ceiling` 通过对每个序列的词元做独热（one-hot）计数来计算它；
+# `accuracy` 是被计分的位置中预测正确的比例。
 
 # %%
 test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [TRAIN_LENGTH, 24, 48]}
@@ -139,22 +133,21 @@ print(f"order-blind ceiling at length {TRAIN_LENGTH}: {ceiling:.2f}, a random gu
 assert 1 / VOCAB < ceiling < 0.5, "better than a random guess, but under a half"
 
 # %% [markdown]
-# ## A tiny Transformer, three ways
+# ## 一个小型 Transformer，三种做法
 #
-# Token embedding, then the positions, then one encoder layer, then a linear head over the
-# 16 tokens. Only the positions step differs:
+# 先是词元嵌入，然后是位置，然后是一个编码器层，最后是一个在 16 个词元上输出的线性输出头。
+# 只有位置这一步不同：
 #
-# - `none`: nothing is added;
-# - `learned`: a trainable table with one vector per position, for positions 0..11, as
-#   BERT and GPT-2 do (`lessons.LearnedPositions`);
-# - `sinusoidal`: `posenc.torch.PositionalEncoding`, fixed, defined for every position.
+# - `none`：什么也不加；
+# - `learned`：一张可训练的表，每个位置一个向量，覆盖位置 0..11，
+#   就像 BERT 和 GPT-2 那样（`lessons.LearnedPositions`）；
+# - `sinusoidal`：`posenc.torch.PositionalEncoding`，固定不变，对每个位置都有定义。
 #
-# Notebook 02 showed why models usually multiply their embeddings by $\sqrt{d_{model}}$
-# before adding the table: embeddings with entries of size $1/\sqrt{d_{model}}$ have rows of
-# norm about 1, and the table's rows, of norm $\sqrt{d_{model}/2}$, would drown them. Our
-# tiny models skip the scale, because `nn.Embedding` starts from entries of size 1: its rows
-# already have a norm near $\sqrt{32} \approx 5.7$ (a little less on average), more than the
-# table's $\sqrt{16} = 4$. (Exercise 2 adds the table to small embeddings, with the scale.)
+# 笔记本 02 说明了为什么模型通常先把嵌入乘以 $\sqrt{d_{model}}$ 再加上这张表：
+# 元素大小为 $1/\sqrt{d_{model}}$ 的嵌入，其行的范数约为 1，而表的行范数为 $\sqrt{d_{model}/2}$，
+# 会把嵌入淹没。我们的小模型省去了这个缩放，因为 `nn.Embedding` 的初始元素大小为 1：
+# 它的行范数本来就接近 $\sqrt{32} \approx 5.7$（平均略小一些），大于表的 $\sqrt{16} = 4$。
+# （练习 2 会带着缩放把表加到较小的嵌入上。）
 
 # %%
 token_rows = nn.Embedding(VOCAB, D_MODEL).weight.detach().norm(dim=1)
@@ -163,8 +156,8 @@ print(f"embedding rows: norm {token_rows.mean():.1f} on average; table rows: nor
 assert torch.allclose(table_rows, torch.tensor(4.0)), "sqrt(d_model / 2): each pair contributes sin^2 + cos^2 = 1"
 
 # %% [markdown]
-# The seed is reset before each model is built, so the three share their initial token
-# embedding, encoder and head. Each line below is one model's size.
+# 在构建每个模型之前都会重置随机种子，所以这三个模型的初始词元嵌入、编码器和输出头都相同。
+# 下面每一行是一个模型的大小（参数个数）。
 
 # %%
 COLORS = {"none": "C0", "learned": "C1", "sinusoidal": "C2"}
@@ -188,19 +181,17 @@ for name, model in models.items():
     print(f"{name:>10}: {sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# One training function, `lessons.train`, serves all three: 300 steps (`STEPS`) of Adam
-# on batches of 64 (`BATCH`) fresh sequences (the same 19 200 sequences, in the same order,
-# for every model). It returns the loss and the accuracy on each batch, for the learning
-# curves; `lessons.predict` runs a trained model in eval mode.
+# 同一个训练函数 `lessons.train` 供三个模型共用：用 Adam 训练 300 步（`STEPS`），
+# 每步一批 64 个（`BATCH`）新生成的序列（每个模型都使用同样的 19 200 个序列，顺序也相同）。
+# 它返回每个批量上的损失和正确率，用于绘制学习曲线；`lessons.predict` 在评估模式下运行训练好的模型。
 
 # %%
 train_tokens, train_targets = copy_previous_task(np.random.default_rng(1), STEPS * BATCH, TRAIN_LENGTH)
 assert STEPS * BATCH == len(train_tokens) == 19_200
 
 # %% [markdown]
-# Training prints a line every 100 steps. The exact losses depend on the platform's
-# floating-point round-off, so this cell's output is not compared by the tests; the
-# conclusions are asserted below.
+# 训练时每 100 步打印一行。确切的损失值取决于平台的浮点舍入误差，所以测试不会比较这个单元格的输出；
+# 结论在下面用断言检查。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -210,10 +201,10 @@ for name, model in models.items():
     curves[name] = train(model, train_tokens, train_targets, steps=STEPS, report_every=100)
 
 # %% [markdown]
-# ## Results at the training length
+# ## 训练长度上的结果
 #
-# Accuracy on 1000 fresh sequences of length 12, next to the order-blind ceiling, and the
-# first training step at which a batch was more than 90% right (`first_step_above`):
+# 在 1000 个新生成的长度为 12 的序列上的正确率，与对顺序无感知的上限并列显示，
+# 另外还有第一次有某个批量的正确率超过 90% 的训练步数（`first_step_above`）：
 
 # %%
 tokens, targets = test_sets[TRAIN_LENGTH]
@@ -227,17 +218,16 @@ for name, value in results.items():
 print(f"{'ceiling':>10}: {ceiling:.2f}   (best possible without order)")
 
 # %% [markdown]
-# Both position methods solve the task (above 0.9 on the test set).
+# 两种位置方法都解决了这个任务（在测试集上高于 0.9）。
 
 # %%
 assert min(results["sinusoidal"], results["learned"]) > 0.9
 
 # %% [markdown]
-# Without positions the model stays below 0.5, within 0.05 of the order-blind ceiling (it
-# can do no better, and it finds about the best an order-blind rule can do), and never gets
-# a training batch more than 90% right (checked at the end). It is still equivariant after
-# training: its logits for a shuffled input are its logits for the input, shuffled, so order
-# cannot reach its predictions.
+# 没有位置信息时，模型的正确率低于 0.5，与对顺序无感知的上限相差不到 0.05（它不可能做得更好，
+# 而它找到的规则差不多就是对顺序无感知的规则中最好的），而且没有任何一个训练批量的正确率超过 90%
+# （在最后检查）。训练之后它仍然是等变的：它对打乱后输入的 logits，就是它对原输入的 logits 以同样方式打乱的结果，
+# 所以顺序无法影响它的预测。
 
 # %%
 shuffle = np.random.default_rng(2).permutation(TRAIN_LENGTH)
@@ -246,12 +236,10 @@ with torch.no_grad():
     torch.testing.assert_close(models["none"](torch.from_numpy(tokens[:, shuffle])), logits[:, shuffle])
 
 # %% [markdown]
-# Here the learned table passed 0.9 on a batch before the sinusoidal one did. One run is
-# one draw of the initial weights, so we repeat the race with three other seeds for the
-# initial weights (the same batches): the learned model trains until its first batch above
-# 0.9, the sinusoidal one for the same number of steps. In every run the learned table is
-# first. A plausible reason: it can be shaped for this very task, while the sinusoidal
-# vectors are fixed and the layers must learn to read them.
+# 在这里，可学习的表比正弦表更早在某个批量上超过 0.9。一次运行只是初始权重的一次抽样，
+# 所以我们换三个初始权重的随机种子（使用相同的批量）重复这场比赛：可学习模型一直训练到第一次有批量超过 0.9 为止，
+# 正弦模型则训练同样的步数。在每一次运行中，都是可学习的表领先。一个合理的解释是：
+# 可学习的表可以专门针对这个任务来塑造，而正弦向量是固定的，各层必须学会如何读取它们。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -268,8 +256,7 @@ print(race)
 assert all(sinusoidal is None for _, sinusoidal in race.values()), "the learned table first in every run"
 
 # %% [markdown]
-# The learning curves (loss, and accuracy on each training batch) show the same picture
-# while it forms.
+# 学习曲线（损失，以及每个训练批量上的正确率）展示了这幅图景的形成过程，结论相同。
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.5))
@@ -283,10 +270,9 @@ right.legend(loc="center right")
 plt.show()
 
 # %% [markdown]
-# What did the sinusoidal model learn to look at? Its one attention layer, averaged over
-# its 4 heads and over the 1000 test sequences: row $p$ shows how position $p$ spreads its
-# attention over the positions of the sequence. The bright line just below the diagonal is
-# $p \to p - 1$, the token to copy.
+# 正弦模型学会了关注什么？下面是它唯一的注意力层，对 4 个注意力头和 1000 个测试序列取平均：
+# 第 $p$ 行显示位置 $p$ 如何把注意力分配到序列的各个位置上。对角线正下方那条明亮的线是
+# $p \to p - 1$，也就是要复制的那个词元。
 
 # %%
 sinusoidal_model = models["sinusoidal"].eval()
@@ -302,22 +288,19 @@ fig.colorbar(image, ax=ax, label="weight")
 plt.show()
 
 # %% [markdown]
-# Every position $p \ge 1$ gives its largest weight to $p - 1$, and at least 0.3 of its
-# attention, more than three times the $1/12 \approx 0.08$ of an even spread (checked at
-# the end).
+# 每个位置 $p \ge 1$ 都把最大的权重给了 $p - 1$，而且至少分配了 0.3 的注意力，
+# 是均匀分配时 $1/12 \approx 0.08$ 的三倍以上（在最后检查）。
 
 # %%
 previous = np.diagonal(attention, offset=-1)  # attention[p, p - 1] for p = 1 .. 11
 assert np.array_equal(attention[1:].argmax(axis=1), np.arange(TRAIN_LENGTH - 1)), "largest weight on p - 1"
 
 # %% [markdown]
-# ## 3. Longer sequences than in training
+# ## 3. 比训练时更长的序列
 #
-# Now sequences of 24 and 48 tokens, two and four times the training length. The learned
-# table has no row for position 12 or beyond, so the `learned` model cannot even run on
-# them: the lookup fails. We record that instead of inventing vectors for it. The
-# sinusoidal table is defined at every position, so that model runs; whether it is right
-# is what we measure.
+# 现在用 24 和 48 个词元的序列，即训练长度的两倍和四倍。可学习的表没有位置 12 及以后的行，
+# 所以 `learned` 模型根本无法在这些序列上运行：查表会失败。我们把这一点记录下来，而不是为它编造向量。
+# 正弦表在每个位置上都有定义，所以那个模型能运行；它对不对，正是我们要度量的。
 
 # %%
 try:
@@ -328,10 +311,9 @@ else:
     raise AssertionError("the learned table should not cover position 12")
 
 # %% [markdown]
-# For the other two models we split the accuracy by position: positions below 12, which
-# the model saw in training, and positions 12 and beyond, which it never saw; and for
-# length 48, positions 24 and beyond on their own. The order-blind ceiling is computed at
-# each length too.
+# 对另外两个模型，我们按位置拆分正确率：小于 12 的位置（模型在训练中见过），
+# 以及 12 及以后的位置（从未见过）；对长度 48，还单独统计位置 24 及以后。
+# 对顺序无感知的上限也在每种长度上分别计算。
 
 # %%
 def accuracy_by_position(model, length):
@@ -359,15 +341,13 @@ print(f"{'ceiling':>10}  {ceiling:9.2f}  {ceilings[24]:17.2f}  {ceilings[48]:17.
 print(f"sinusoidal at positions 24..47 of length 48: {far_48:.2f}")
 
 # %% [markdown]
-# What the sinusoidal model does past the training length: at positions it saw, it stays
-# accurate on sequences twice as long (above 0.9); at the positions it never saw, it falls
-# below 0.5, at least 0.4 below what it does on the seen ones. At four times the length the seen positions are
-# less accurate as well (they now share their attention with 36 positions the model never
-# met in training). From position 24 on, twice the training length, the sinusoidal model
-# does no better than the order-blind guess (within 0.05 of it). The formula extends to any
-# position; what the trained weights do with the new vectors is another matter. Without
-# positions, the model stays within 0.05 of the (lower) ceiling of the longer bags. The
-# cross-checks at the end assert each of these.
+# 正弦模型在训练长度之外的表现：在见过的位置上，对两倍长的序列它仍然很准确（高于 0.9）；
+# 在从未见过的位置上，它降到 0.5 以下，比见过的位置至少低 0.4。在四倍长度时，见过的位置
+# 也变得不那么准确了（它们现在要和模型在训练中从未遇到过的 36 个位置分享注意力）。
+# 从位置 24（训练长度的两倍）起，正弦模型并不比对顺序无感知的猜测更好（与之相差不到 0.05）。
+# 公式可以延伸到任何位置；但训练好的权重会怎样处理这些新向量，则是另一回事。
+# 没有位置信息的模型，与更长的袋子对应的（更低的）上限相差不到 0.05。
+# 最后的交叉检查对其中每一条都做了断言。
 
 # %%
 seen_24, unseen_24 = longer["sinusoidal", 24][1:]
@@ -375,8 +355,7 @@ seen_48, unseen_48 = longer["sinusoidal", 48][1:]
 assert seen_24 > 0.9 > 0.5 > unseen_24 and unseen_24 < seen_24 - 0.4, "seen positions right, unseen ones not"
 
 # %% [markdown]
-# Accuracy at each position of the longer sequences; the dashed line marks the end of the
-# training length.
+# 更长序列中每个位置上的正确率；虚线标出训练长度的终点。
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.5))
@@ -389,12 +368,11 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## 4. The same comparison in Keras
+# ## 4. 在 Keras 中做同样的比较
 #
-# A shorter version: the same task and training set, a Keras 3 model of the same shape,
-# built once without positions and once with `posenc.tensorflow.PositionalEncoding`.
-# TensorFlow reads two environment variables when it loads, so they are set before the
-# first `import tensorflow`.
+# 一个简短的版本：同样的任务和训练集，一个结构相同的 Keras 3 模型，
+# 一次不加位置信息构建，一次加上 `posenc.tensorflow.PositionalEncoding` 构建。
+# TensorFlow 在加载时会读取两个环境变量，所以要在第一次 `import tensorflow` 之前设置它们。
 
 # %%
 import os
@@ -414,8 +392,8 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 tf.config.experimental.enable_op_determinism()
 
 # %% [markdown]
-# The encoder block is written out: attention, add and normalise, a two-layer
-# feed-forward, add and normalise. The loss skips the `IGNORE` targets, as in PyTorch.
+# 编码器块是逐步写出来的：注意力、相加并归一化、两层的前馈网络、相加并归一化。
+# 与 PyTorch 中一样，损失函数会跳过目标为 `IGNORE` 的位置。
 
 # %%
 def keras_transformer(sinusoidal):
@@ -448,53 +426,47 @@ for name, model in keras_models.items():
     print(f"{name:>10}: length 12 {keras_results[name, 12]:.2f}, length 24 {keras_results[name, 24]:.2f}")
 
 # %% [markdown]
-# Keras agrees with PyTorch: the sinusoidal encoding solves the task at the training
-# length (above 0.9), no positions stays within 0.05 of the order-blind ceiling (checked at
-# the end), and the sinusoidal model is more than 0.2 less accurate on sequences twice as
-# long.
+# Keras 与 PyTorch 的结论一致：正弦位置编码在训练长度上解决了这个任务（高于 0.9），
+# 无位置的模型与对顺序无感知的上限相差不到 0.05（在最后检查），
+# 而正弦模型在两倍长的序列上，正确率下降超过 0.2。
 
 # %%
 assert keras_results["sinusoidal", 24] < keras_results["sinusoidal", 12] - 0.2, "worse past the training length"
 
 # %% [markdown]
-# This run's own time, from the imports to here (it depends on the machine):
+# 本次运行自身的耗时，从导入到这里（取决于机器）：
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 print(f"{time.perf_counter() - started:.0f} s")
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - One Transformer encoder layer without positions is permutation-equivariant: shuffled
-#   input, identically shuffled output. Adding `posenc.torch.PositionalEncoding` breaks
-#   that, which is the whole point of it.
-# - On "copy the previous token", a tiny Transformer with no positions cannot beat the
-#   best order-blind guess (the ceiling computed above); learned position embeddings and
-#   the sinusoidal encoding both reach above 0.9 in 300 steps, the learned ones sooner in
-#   each of the four seeds we tried. The sinusoidal model's attention runs along
-#   $p \to p - 1$.
-# - Past the training length, learned embeddings have no vector at all. The sinusoidal
-#   model runs, stays accurate at positions it trained on (at twice the length), and is
-#   poor at positions it never saw: a defined encoding is not a learned generalisation.
-# - Keras with `posenc.tensorflow.PositionalEncoding` shows the same contrast.
-# - The table is added to the token embeddings; with embeddings of size $1/\sqrt{d_{model}}$,
-#   multiply them by $\sqrt{d_{model}}$ first, so that the table does not drown them.
+# - 没有位置信息的单个 Transformer 编码器层是置换等变的：输入被打乱，输出也以完全相同的方式被打乱。
+#   加上 `posenc.torch.PositionalEncoding` 就打破了这一点，这正是它的全部意义所在。
+# - 在“复制前一个词元”任务上，没有位置信息的小型 Transformer 无法超过对顺序无感知的最佳猜测
+#   （上面计算的上限）；可学习的位置嵌入和正弦位置编码都在 300 步内达到 0.9 以上，
+#   在我们尝试的四个随机种子中，每次都是可学习的嵌入更快。正弦模型的注意力沿着
+#   $p \to p - 1$ 分布。
+# - 超出训练长度后，可学习的嵌入根本没有对应的向量。正弦模型能运行，在训练过的位置上仍然准确
+#   （在两倍长度时），而在从未见过的位置上表现很差：一个有定义的编码并不等于学到的泛化能力。
+# - 使用 `posenc.tensorflow.PositionalEncoding` 的 Keras 模型表现出同样的对比。
+# - 表被加到词元嵌入上；如果嵌入的大小是 $1/\sqrt{d_{model}}$，
+#   先把它们乘以 $\sqrt{d_{model}}$，这样表就不会把它们淹没。
 #
-# ## Exercises
+# ## 练习
 #
-# Each check answers "Correct!" or says what is wrong. When stuck, `nb07.both_sides.hint()`
-# gives a nudge and `nb07.both_sides.solution()` prints the reference code (the same for
-# `model_input`). Nothing here trains: each check runs in a moment.
+# 每个检查要么回答“正确！”，要么说明哪里不对。卡住时，`nb07.both_sides.hint()`
+# 会给你一点提示，`nb07.both_sides.solution()` 会打印参考答案的代码（`model_input` 也一样）。
+# 这里不需要训练：每个检查都能瞬间运行完。
 #
-# ### Exercise 1 · Equivariant, not invariant
+# ### 练习 1 · 是等变，而不是不变
 #
-# `nb07.layer` and `nb07.x` are the encoder layer and the batch of section 1, made from the
-# same seed. Write `both_sides(order)`: for a reordering `order` of the 10 positions, return
-# the two sides of the equivariance claim, the layer applied to the shuffled batch and the
-# layer's output shuffled the same way. The check runs it for three orders; when the two
-# sides are right, they are equal. The draft below states another property than
-# equivariance: the check says which.
+# `nb07.layer` 和 `nb07.x` 就是第 1 节中的编码器层和批量，由同一个随机种子生成。
+# 写出 `both_sides(order)`：对 10 个位置的一种重排 `order`，返回等变性论断的两边，
+# 即把这个层作用于打乱后的批量的结果，以及以同样方式打乱后的层输出。检查会用三种顺序运行它；
+# 两边都写对时，它们相等。下面的草稿表述的是等变性以外的另一种性质：检查会告诉你是哪一种。
 
 # %%
 from posenc.exercises import nb07
@@ -513,13 +485,12 @@ def both_sides(order):
 nb07.both_sides.check(both_sides)
 
 # %% [markdown]
-# ### Exercise 2 · The model's input: scaled embeddings plus the table
+# ### 练习 2 · 模型的输入：缩放后的嵌入加上表
 #
-# `nb07.embeddings` is a batch of 4 sequences of 12 token embeddings of width 32, with
-# entries of size about $1/\sqrt{32}$ (as fairseq initialises them). Build what the first
-# layer receives: the embeddings times $\sqrt{d_{model}}$, plus the sinusoidal table, the
-# row of position $p$ added to the token at position $p$ of every sequence. The draft has one
-# mistake, one that runs without an error.
+# `nb07.embeddings` 是一个批量，包含 4 个序列，每个序列有 12 个宽度为 32 的词元嵌入，
+# 元素大小约为 $1/\sqrt{32}$（就像 fairseq 的初始化方式）。构造第一层接收到的输入：
+# 嵌入乘以 $\sqrt{d_{model}}$，再加上正弦位置编码表，其中位置 $p$ 的行要加到每个序列中位置 $p$ 的词元上。
+# 草稿中有一处错误，而且这个错误运行时不会报错。
 
 # %%
 import math
@@ -531,9 +502,9 @@ model_input = embeddings * math.sqrt(D_MODEL) + posenc.torch.positional_encoding
 nb07.model_input.check(model_input)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The remaining claims of the text, checked in one place.
+# 正文中其余的论断，集中在这里检查。
 
 # %%
 # Section 2: the no-positions model stays below 0.5, within 0.05 of the order-blind ceiling,

@@ -1,25 +1,21 @@
 # %% [markdown]
-# # 08 · From sinusoidal to rotary: RoPE
+# # 08 · 从正弦到旋转：RoPE
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/08_rotary.ipynb)
 #
-# Nearly every recent language model uses rotary position embedding (RoPE) instead of an
-# added table. RoPE takes the frequencies of the sinusoidal encoding and uses them to
-# *rotate* queries and keys. This notebook shows why that is an improvement, the two ways
-# the channels are paired and how checkpoints move between them, the frequency rules that
-# stretch a model to longer contexts, the precision traps of long positions, and the
-# copy task of notebook 07 with RoPE beside the other three choices.
+# 如今几乎所有新近的语言模型都使用旋转位置编码（RoPE），而不是加上一张位置表。RoPE 沿用正弦位置编码的频率，但用它们来*旋转*查询和键。
+# 本笔记本将说明：为什么这是一种改进；通道配对的两种方式，以及检查点如何在两者之间转换；把模型扩展到更长上下文的频率规则；长位置上的精度陷阱；最后，在笔记本 07 的复制任务上，把 RoPE 与另外三种做法放在一起比较。
 #
-# **Question:** Why do recent language models rotate their queries and keys instead of adding a position table, and what must a port of RoPE get right?
+# **问题：** 为什么新近的语言模型要旋转查询和键，而不是加上一张位置表？移植 RoPE 时，哪些地方必须做对？
 #
-# **You will be able to:**
-# - show that rotated queries and keys give attention scores that depend on the offset only;
-# - rotate a query by hand in the half layout and tell it from the interleaved one;
-# - move a checkpoint between the two layouts by permuting the rows of $W_q$ and $W_k$;
-# - work out the wavelength of any pair under the frequency rules for long contexts;
-# - recognise the precision traps of cos and sin at long positions.
+# **学完本节，你将能够：**
+# - 证明旋转后的查询和键给出的注意力分数只依赖于偏移量；
+# - 在 half 布局下手工旋转一个查询，并把它与 interleaved 布局区分开；
+# - 通过置换 $W_q$ 和 $W_k$ 的行，在两种布局之间转换检查点；
+# - 算出任一通道对在各种长上下文频率规则下的波长；
+# - 识别长位置上 cos 和 sin 的精度陷阱。
 #
-# **Prerequisites:** notebooks 04 and 07 · **Time:** about 90 minutes
+# **先修：** 笔记本 04 和 07 · **时间：** 约 90 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -35,8 +31,7 @@ import posenc
 posenc.set_language("zh_CN")
 
 # %% [markdown]
-# PyTorch is the main framework here; NumPy and TensorFlow are checked against it at the
-# end. One thread and deterministic algorithms make every run on a machine repeat exactly.
+# 这里以 PyTorch 为主要框架；NumPy 和 TensorFlow 在最后与它对照检查。单线程加上确定性算法，使同一台机器上的每次运行结果完全一致。
 
 # %%
 # %matplotlib inline
@@ -62,18 +57,15 @@ torch.manual_seed(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. An added position vector mixes content and position
+# ## 1. 加上的位置向量会把内容和位置混在一起
 #
-# With the sinusoidal encoding, token $x_p$ at position $p$ enters the model as
-# $x_p + PE_p$. Attention compares two such vectors by a dot product, which splits into four
-# terms:
+# 使用正弦位置编码时，位置 $p$ 上的词元 $x_p$ 以 $x_p + PE_p$ 的形式进入模型。注意力用点积比较两个这样的向量，而这个点积可以拆成四项：
 #
 # $$(x_p + PE_p)\cdot(x_s + PE_s) = \underbrace{x_p\cdot x_s}_{\text{content}}
 #   + \underbrace{x_p\cdot PE_s + PE_p\cdot x_s}_{\text{content and position}}
 #   + \underbrace{PE_p\cdot PE_s}_{\text{position}}.$$
 #
-# We put two random token vectors ($d = 64$) at positions 5 and 2, then move the same two
-# tokens to 105 and 102: the same offset of 3.
+# 我们把两个随机的词元向量（$d = 64$）放在位置 5 和 2，再把这两个词元移到 105 和 102：偏移量同样是 3。
 
 # %%
 D = 64
@@ -93,18 +85,14 @@ for name in near:
     print(f"{name:>17}  {near[name]:12.3f}  {far[name]:9.3f}")
 
 # %% [markdown]
-# The four terms add up to the score. The content term is the same at both places, and so
-# is the position term: $PE_p \cdot PE_s = \sum_i \cos((p - s)\,w_i)$ depends on the offset
-# only (notebook 04), here to float64 round-off. The two mixed terms do not, and they move
-# the score although nothing but the absolute position changed.
+# 四项相加就是分数。内容项在两处相同，位置项也相同：$PE_p \cdot PE_s = \sum_i \cos((p - s)\,w_i)$ 只依赖于偏移量（笔记本 04），这里精确到 float64 舍入误差。
+# 两个混合项则不然：尽管变的只有绝对位置，它们还是让分数变了。
 
 # %%
 assert abs(near["position"] - far["position"]) < 1e-12, "PE_p · PE_s depends on p - s only"
 
 # %% [markdown]
-# In a real attention layer the vectors first pass through the query and key projections
-# $W_q$, $W_k$. Then even the position term, $PE_p W_q^\top W_k PE_s$, depends on where the
-# pair sits, not only on its offset:
+# 在真实的注意力层中，向量先要经过查询投影和键投影 $W_q$、$W_k$。这样一来，连位置项 $PE_p W_q^\top W_k PE_s$ 也取决于这对词元所处的位置，而不只是它们的偏移量：
 
 # %%
 W_q, W_k = rng.standard_normal((2, D, D)) / np.sqrt(D)
@@ -119,27 +107,21 @@ print(f"position term with projections: {projected_position_term(5, 2):.3f} at (
       f"{projected_position_term(105, 102):.3f} at (105, 102)")
 
 # %% [markdown]
-# ## 2. Rotate queries and keys instead
+# ## 2. 改为旋转查询和键
 #
-# RoPE ("rotary position embedding", from the RoFormer paper: Su et al., 2021,
-# [arXiv 2104.09864](https://arxiv.org/abs/2104.09864)) adds nothing to the token vectors.
-# It takes the query and the key of each attention head *after* their projections, splits
-# the head's $d$ channels into pairs, and turns pair $j$ of the vector at position $p$ by the
-# angle $p\,w_j$, with the sinusoidal frequencies $w_j = 10000^{-2j/d}$. Here $d$ is the
-# size of one head (`head_dim`), not `d_model`: every head turns its own channels at the
-# same $d/2$ frequencies. As a matrix, the turn is block-diagonal, one $2 \times 2$
-# rotation per pair and zeros elsewhere:
+# RoPE（rotary position embedding，旋转位置编码，出自 RoFormer 论文：Su et al., 2021，[arXiv 2104.09864](https://arxiv.org/abs/2104.09864)）不往词元向量上加任何东西。
+# 它在每个注意力头的查询和键*经过投影之后*才起作用：把该头的 $d$ 个通道两两分成一对，再把位置 $p$ 处向量的第 $j$ 对旋转角度 $p\,w_j$，其中 $w_j = 10000^{-2j/d}$ 正是正弦编码的频率。
+# 这里的 $d$ 是单个注意力头的大小（`head_dim`），而不是 `d_model`：每个头都以同样的 $d/2$ 个频率旋转自己的通道。
+# 写成矩阵，这个旋转是分块对角的：每一对对应一个 $2 \times 2$ 旋转块，其余位置都是零：
 #
 # $$R(p\,w) = \begin{pmatrix} R_2(p\,w_0) & & \\ & \ddots & \\ & & R_2(p\,w_{d/2-1}) \end{pmatrix},
 #   \qquad R_2(\theta) = \begin{pmatrix} \cos\theta & -\sin\theta \\ \sin\theta & \cos\theta \end{pmatrix}.$$
 #
-# Block by block, the transpose of a rotation by $a$ followed by a rotation by $b$ is a
-# rotation by $b - a$, so $R(p\,w)^\top R(s\,w) = R((s - p)\,w)$ and
+# 逐块来看，旋转 $a$ 的转置再接上旋转 $b$，等于旋转 $b - a$，因此 $R(p\,w)^\top R(s\,w) = R((s - p)\,w)$，并且
 #
 # $$\big(R(p\,w)\,q\big)\cdot\big(R(s\,w)\,k\big) = q \cdot R\big((s - p)\,w\big)\,k,$$
 #
-# a function of the offset $s - p$ alone. Here is the matrix, for one head of $d = 64$,
-# and the identity checked for $p = 5$, $s = 2$:
+# 它只是偏移量 $s - p$ 的函数。下面是 $d = 64$ 的单个头的这个矩阵，以及对 $p = 5$、$s = 2$ 的恒等式检验：
 
 # %%
 def rotation_matrix(p, d=D, base=10000.0):
@@ -154,8 +136,7 @@ torch.testing.assert_close(rotation_matrix(5).T @ rotation_matrix(2), rotation_m
 print("R(5w): shape", tuple(rotation_matrix(5).shape), "with", (rotation_matrix(5) != 0).sum().item(), "nonzero entries")
 
 # %% [markdown]
-# Nobody multiplies by that matrix: each pair is turned on its own. Here is the rotation
-# written out in PyTorch, with the channels $2j$ and $2j + 1$ as pair $j$:
+# 实际中没人去乘这个矩阵：每一对各自旋转即可。下面用 PyTorch 写出这个旋转，以通道 $2j$ 和 $2j + 1$ 作为第 $j$ 对：
 
 # %%
 def rotate(x, positions, d=D, base=10000.0):
@@ -167,10 +148,8 @@ def rotate(x, positions, d=D, base=10000.0):
 
 
 # %% [markdown]
-# `posenc.torch.rotary_cos_sin` builds the cos and sin tables and
-# `posenc.torch.apply_rotary` applies them; `layout="interleaved"` is this pairing. They
-# agree with `rotate` to float64 round-off (and with the matrix, and a rotation keeps the
-# length of every vector: both are in the cross-checks at the end).
+# `posenc.torch.rotary_cos_sin` 构建 cos 表和 sin 表，`posenc.torch.apply_rotary` 应用它们；`layout="interleaved"` 就是这种配对方式。
+# 它们与 `rotate` 的结果在 float64 舍入误差内一致（也与矩阵一致；旋转还保持每个向量的长度不变：这两点都在末尾的交叉检查里）。
 
 # %%
 positions = torch.arange(64)
@@ -183,12 +162,10 @@ torch.testing.assert_close(rotated_q, rotate(q.expand(64, D), positions), rtol=0
 print("cos, sin:", tuple(cos.shape), " rotated q:", tuple(rotated_q.shape))
 
 # %% [markdown]
-# The same query and key at all 64 positions give a $64 \times 64$ matrix of scores,
-# `scores[p, s]` for the query at $p$ and the key at $s$. The entries with the same offset
-# $o = s - p$ form one diagonal of it (`torch.diagonal(scores, o)`). If the score depends on
-# the offset only, each diagonal holds one value, $q \cdot R(o\,w)\,k$: the unrotated query
-# against the key turned by the offset alone. Checked for all 127 diagonals, to within
-# 1e-12 (float64 round-off on scores of this size):
+# 同一个查询和键放在全部 64 个位置上，得到一个 $64 \times 64$ 的分数矩阵，`scores[p, s]` 对应位置 $p$ 的查询和位置 $s$ 的键。
+# 偏移量 $o = s - p$ 相同的元素构成矩阵的一条对角线（`torch.diagonal(scores, o)`）。
+# 如果分数只依赖于偏移量，每条对角线上就只有一个值 $q \cdot R(o\,w)\,k$：未旋转的查询，与只按偏移量旋转过的键做点积。
+# 下面对全部 127 条对角线进行检验，误差在 1e-12 以内（这样大小的分数的 float64 舍入误差）：
 
 # %%
 scores = rotated_q @ rotated_k.T  # scores[p, s]
@@ -198,9 +175,7 @@ for o in range(-63, 64):
 print(f"scores from {scores.min().item():.1f} to {scores.max().item():.1f}")
 
 # %% [markdown]
-# The same two tokens as in section 1, slid along the sequence at offset 3: with the added
-# table the score wanders with the absolute position; with RoPE it stays put, to float64
-# round-off.
+# 与第 1 节同样的两个词元，保持偏移量 3 沿序列滑动：用加法位置表时，分数随绝对位置漂移；用 RoPE 时，分数保持不变（在 float64 舍入误差内）。
 
 # %%
 slide = np.arange(200)
@@ -220,27 +195,19 @@ ax.legend(fontsize=8, loc="center right")
 plt.show()
 
 # %% [markdown]
-# ## 3. Two layouts: which channels form a pair
+# ## 3. 两种布局：哪些通道组成一对
 #
-# Which two channels make a pair is a convention, and both are in use:
+# 哪两个通道组成一对只是一种约定，而两种约定都有人在用：
 #
-# - **interleaved**: channel $2j$ with $2j + 1$. Meta's reference Llama code
-#   ([meta-llama/llama](https://github.com/meta-llama/llama), which treats each pair as one
-#   complex number), [GPT-J](https://github.com/kingoflolz/mesh-transformer-jax) (EleutherAI's
-#   6-billion-parameter model of 2021) and CodeGen (`rotate_every_two`), and in Hugging Face
-#   [transformers](https://huggingface.co/docs/transformers) (the library most checkpoints
-#   are shared in) the Cohere and GLM models, whose own `rotate_half` pairs neighbours.
-# - **half**: channel $j$ with $j + d/2$. [GPT-NeoX](https://github.com/EleutherAI/gpt-neox)
-#   (EleutherAI's training library and its 20-billion-parameter model) and most transformers
-#   models (Llama, Mistral, Qwen2, Gemma, Phi-3, Falcon, ...), whose `rotate_half(x)` is
-#   `cat(-x2, x1)` of the two halves of the head.
+# - **interleaved**（交错）：通道 $2j$ 与 $2j + 1$ 配对。
+#   使用它的有 Meta 的 Llama 参考代码（[meta-llama/llama](https://github.com/meta-llama/llama)，它把每一对当作一个复数）、[GPT-J](https://github.com/kingoflolz/mesh-transformer-jax)（EleutherAI 于 2021 年发布的 6B 参数模型）和 CodeGen（`rotate_every_two`），以及 Hugging Face [transformers](https://huggingface.co/docs/transformers)（大多数检查点都通过这个库共享）中的 Cohere 和 GLM 模型：它们自己的 `rotate_half` 把相邻通道配对。
+# - **half**（对半）：通道 $j$ 与 $j + d/2$ 配对。
+#   使用它的有 [GPT-NeoX](https://github.com/EleutherAI/gpt-neox)（EleutherAI 的训练库及其 20B 参数模型）和 transformers 中的大多数模型（Llama、Mistral、Qwen2、Gemma、Phi-3、Falcon 等），它们的 `rotate_half(x)` 是对头的前后两半做 `cat(-x2, x1)`。
 #
-# `tests/test_rotary_packages.py` checks each of these functions of the installed
-# transformers against the layout named here.
+# `tests/test_rotary_packages.py` 会在已安装的 transformers 上逐一检查上述函数，确认它们符合这里标明的布局。
 #
-# For a head of 8 channels the frequencies are $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.
-# The sine table at position 1 holds $\sin w_j$ on both channels of pair $j$, so it shows
-# which channels pair up:
+# 对于 8 个通道的头，频率为 $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$。
+# 位置 1 处的正弦表在第 $j$ 对的两个通道上都是 $\sin w_j$，因此从中可以看出哪些通道配成一对：
 
 # %%
 w8 = posenc.rotary_frequencies(8)[0]
@@ -251,7 +218,7 @@ for layout in posenc.ROTARY_LAYOUTS:
     print(f"{layout:>11}: sin at position 1 = {np.round(sin1[0], 4)}, channel -> pair {pair_of_channel[layout]}")
 
 # %% [markdown]
-# The half layout is transformers' formula `x * cos + rotate_half(x) * sin`:
+# half 布局就是 transformers 的公式 `x * cos + rotate_half(x) * sin`：
 
 # %%
 def rotate_half(x):
@@ -264,13 +231,9 @@ cos, sin = posenc.torch.rotary_cos_sin(torch.arange(10), D, layout="half", dtype
 torch.testing.assert_close(posenc.torch.apply_rotary(x, cos, sin, layout="half"), x * cos + rotate_half(x) * sin)
 
 # %% [markdown]
-# The two layouts differ only in the order of the channels within each head. The query and
-# key projections produce those channels, so reordering the *rows* of $W_q$ and $W_k$,
-# head by head, moves a checkpoint from one layout to the other; this is what transformers'
-# Llama conversion script does to Meta's weights, with
-# `w.view(heads, head_dim // 2, 2, d_model).transpose(1, 2)`.
-# `posenc.rotary_permutation` gives that row order; within a head it is the interleaved to
-# `sin_cos` column permutation of the sinusoidal table (notebook 05).
+# 两种布局的区别只在于每个头内部通道的顺序。这些通道由查询投影和键投影产生，所以逐个头重排 $W_q$ 和 $W_k$ 的*行*，就能把检查点从一种布局转换到另一种；
+# transformers 的 Llama 转换脚本对 Meta 的权重做的正是这件事，用的是 `w.view(heads, head_dim // 2, 2, d_model).transpose(1, 2)`。
+# `posenc.rotary_permutation` 给出这个行顺序；在单个头内，它就是正弦表从 interleaved 到 `sin_cos` 的列置换（笔记本 05）。
 
 # %%
 HEADS, HEAD_DIM, D_MODEL = 4, 8, 32
@@ -280,9 +243,8 @@ assert (perm == script.numpy()).all(), "posenc's row order is the conversion scr
 print("rows of one head, half layout <- interleaved:", perm[:HEAD_DIM])
 
 # %% [markdown]
-# A check on a random attention layer of 4 heads: scores from the interleaved weights
-# rotated interleaved equal the scores from the permuted weights rotated in halves. Rotating
-# the unpermuted weights in halves, a common porting bug, gives different scores.
+# 在一个有 4 个头的随机注意力层上检验：interleaved 权重按 interleaved 方式旋转得到的分数，等于置换后的权重按 half 方式旋转得到的分数。
+# 而把未置换的权重按 half 方式旋转（这是移植时的常见错误），得到的分数就不同了。
 
 # %%
 def rotary_scores(W_q, W_k, x, layout):
@@ -305,20 +267,14 @@ unpermuted = rotary_scores(meta_q, meta_k, tokens_x, "half")
 print(f"same scores after the permutation; without it they differ by up to {(unpermuted - reference).abs().max().item():.0f}")
 
 # %% [markdown]
-# ## 4. Frequency rules for longer contexts
+# ## 4. 更长上下文的频率规则
 #
-# A model trained on sequences of $L$ tokens has seen pair $j$ at angles below $L\,w_j$.
-# The pairs whose wavelength $2\pi / w_j$ is longer than $L$ never made a full turn in
-# training; at positions beyond $L$ they reach angles the model never saw. The rules below
-# change the frequencies so that a longer context stays within the angles of training;
-# each is introduced in its own paragraph. In transformers, a model's config names its
-# rule as `rope_type`: `default` ($w_j = \text{base}^{-2j/d}$) is computed by each model's
-# rotary class, and the others are the keys of `modeling_rope_utils.ROPE_INIT_FUNCTIONS`
-# (`linear`, `dynamic`, `yarn`, `longrope`, `llama3`, and `proportional`, for heads that
-# rotate only part of their channels, left out here); `posenc.rotary_frequencies` takes the
-# same names and parameters.
+# 在长度为 $L$ 的序列上训练的模型，见过的第 $j$ 对的角度都小于 $L\,w_j$。
+# 波长 $2\pi / w_j$ 大于 $L$ 的那些对，在训练中从未转满一整圈；在超过 $L$ 的位置上，它们会转到模型从未见过的角度。
+# 下面这些规则通过改变频率，让更长的上下文仍落在训练时的角度范围内；每条规则各用一段来介绍。
+# 在 transformers 中，模型的配置（config）用 `rope_type` 指明所用的规则：`default`（$w_j = \text{base}^{-2j/d}$）由各模型自己的旋转编码类计算，其他规则则是 `modeling_rope_utils.ROPE_INIT_FUNCTIONS` 的键名（`linear`、`dynamic`、`yarn`、`longrope`、`llama3`，以及 `proportional`：它用于只旋转部分通道的头，这里不讨论）；`posenc.rotary_frequencies` 接受同样的名称和参数。
 #
-# We take one head of 128 channels, base 10000, $L = 4096$, and a target of 4 times that.
+# 我们取一个 128 通道的头，底数（base）为 10000，$L = 4096$，目标长度是它的 4 倍。
 
 # %%
 HEAD, L, FACTOR = 128, 4096, 4
@@ -330,33 +286,20 @@ print(f"pairs with a wavelength longer than L: {(default > L).sum()} of {HEAD //
       f"turning more than 32 times within L: {(turns > 32).sum()}")
 
 # %% [markdown]
-# **Position interpolation** (`linear`; Chen et al. 2023, [arXiv 2306.15595](https://arxiv.org/abs/2306.15595))
-# divides every frequency by the factor $s$: position $p$ turns as far as position $p/s$
-# did, so positions up to $sL$ land on the angles of positions up to $L$. The price: two
-# neighbours are now $1/s$ of a position apart, and the fast pairs, which tell neighbours
-# apart, turn between them by angles the model never saw. It needs some fine-tuning
-# (section 6 shows both on a small model).
+# **位置插值**（`linear`；Chen et al. 2023，[arXiv 2306.15595](https://arxiv.org/abs/2306.15595)）把每个频率都除以因子 $s$：位置 $p$ 转过的角度与原先位置 $p/s$ 的相同，因此直到 $sL$ 的位置，都落在原先直到 $L$ 的位置的角度上。
+# 代价是：相邻两个位置现在只相隔 $1/s$ 个位置，而负责区分相邻位置的高频对，在它们之间转过的角度是模型从未见过的。
+# 因此它需要一些微调（第 6 节在一个小模型上展示了这两点）。
 
 # %%
 wavelength["linear"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="linear", factor=FACTOR)[0]
 assert np.allclose(wavelength["linear"], FACTOR * default, rtol=1e-15), "every wavelength times s"
 
 # %% [markdown]
-# **NTK-aware scaling** (bloc97's 2023 post on Reddit,
-# ["NTK-Aware Scaled RoPE"](https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/ntkaware_scaled_rope_allows_llama_models_to_have/);
-# NTK is the *neural tangent kernel* (Jacot et al. 2018,
-# [arXiv 1806.07572](https://arxiv.org/abs/1806.07572)), a theory of how wide networks
-# learn; by its account a network learns high-frequency functions of its input poorly unless
-# the input already carries high frequencies (Tancik et al. 2020,
-# [arXiv 2006.10739](https://arxiv.org/abs/2006.10739)), hence a rule that keeps the fast
-# pairs as they are) changes the base instead: $b' = b \cdot s^{d/(d-2)}$. Then
-# $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$: pair 0, the fastest, keeps its frequency
-# exactly, the slowest pair ($j = d/2 - 1$) is divided by $s$, and in between the divisor
-# $s^{2j/(d-2)}$ grows geometrically, so the fast pairs change little (pair 1 by 2.2% here).
-# That is the point: the fast pairs turn many times within $L$, so the model has seen them
-# at every angle and at every offset between neighbours, and they keep those angles; the
-# slow pairs, which never made a full turn, are stretched almost like position
-# interpolation.
+# **NTK-aware 缩放**（bloc97 于 2023 年在 Reddit 上的帖子 ["NTK-Aware Scaled RoPE"](https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/ntkaware_scaled_rope_allows_llama_models_to_have/)；
+# NTK 即*神经正切核*（neural tangent kernel，Jacot et al. 2018，[arXiv 1806.07572](https://arxiv.org/abs/1806.07572)），一种描述宽网络如何学习的理论；
+# 按照这一理论，除非输入本身已带有高频成分，否则网络很难学会输入的高频函数（Tancik et al. 2020，[arXiv 2006.10739](https://arxiv.org/abs/2006.10739)），于是有了这条保持高频对不变的规则）改的是底数：$b' = b \cdot s^{d/(d-2)}$。于是 $w'_j = b'^{-2j/d} = w_j \cdot s^{-2j/(d-2)}$：频率最高的第 0 对完全保持原频率，最慢的一对（$j = d/2 - 1$）除以 $s$，中间各对的除数 $s^{2j/(d-2)}$ 按几何级数增长，所以高频对变化很小（这里第 1 对变化 2.2%）。
+# 要点正在于此：高频对在 $L$ 之内转了很多圈，模型已经在每个角度、以及相邻位置间的每种偏移上见过它们，它们也就保持这些角度不变；
+# 而从未转满一圈的低频对，则几乎像位置插值那样被拉伸。
 
 # %%
 ntk = posenc.rotary_frequencies(HEAD, base=10000 * FACTOR ** (HEAD / (HEAD - 2)))[0]
@@ -366,9 +309,8 @@ print(f"pair 1's wavelength grows by {wavelength['NTK-aware'][1] / default[1] - 
 assert wavelength["NTK-aware"][0] == default[0], "pair 0 keeps its frequency exactly"
 
 # %% [markdown]
-# **Dynamic NTK** (`dynamic`) is this rule with $s$ taken from the current length instead
-# of fixed, $s$ = `factor` · `seq_len` / $L$ − (`factor` − 1): 1 up to $L$ (the frequencies
-# of training), and 13 at $4L$ with `factor` 4.
+# **动态 NTK**（`dynamic`）就是这条规则，只是 $s$ 不再固定，而是取自当前长度：$s$ = `factor` · `seq_len` / $L$ − (`factor` − 1)。
+# 长度不超过 $L$ 时它为 1（即训练时的频率）；在 $4L$ 处、`factor` 为 4 时，它为 13。
 
 # %%
 dynamic = dict(factor=FACTOR, max_position_embeddings=L, seq_len=FACTOR * L)
@@ -377,11 +319,8 @@ s = FACTOR * (FACTOR * L) / L - (FACTOR - 1)
 assert s == 13 and np.allclose(wavelength["dynamic"], default * s ** (2 * pairs / (HEAD - 2)), rtol=1e-13)
 
 # %% [markdown]
-# **YaRN** ("Yet another RoPE extensioN", Peng et al. 2023,
-# [arXiv 2309.00071](https://arxiv.org/abs/2309.00071)) decides per pair by how often it
-# turns within $L$: pairs turning more than `beta_fast` = 32 times keep their frequency,
-# pairs turning less than `beta_slow` = 1 time are divided by $s$ as in position
-# interpolation, with a linear ramp over the pairs between.
+# **YaRN**（"Yet another RoPE extensioN"，Peng et al. 2023，[arXiv 2309.00071](https://arxiv.org/abs/2309.00071)）根据每一对在 $L$ 之内转了多少圈来逐对决定：
+# 转超过 `beta_fast` = 32 圈的对保持频率不变，转不到 `beta_slow` = 1 圈的对像位置插值那样除以 $s$，介于两者之间的对则按一条线性斜坡过渡。
 
 # %%
 yarn = dict(factor=FACTOR, original_max_position_embeddings=L)
@@ -389,12 +328,9 @@ wavelength["yarn"] = 2 * np.pi / posenc.rotary_frequencies(HEAD, rope_type="yarn
 assert (wavelength["yarn"][turns > 32] == default[turns > 32]).all(), "the fast pairs are kept"
 
 # %% [markdown]
-# **The attention factor.** YaRN (and LongRoPE, below) also returns a number $a$ that
-# multiplies cos and sin; YaRN's is $a = 0.1 \ln s + 1$. The rotated query and key are then
-# both $a$ times longer, so every score $q \cdot k$ is multiplied by $a^2$: attention
-# computes softmax$(a^2 \cdot \text{scores})$, a softmax at temperature $1/a^2$, sharper
-# for $a > 1$. Checked on a random query and key, once with YaRN's attention factor and
-# once with `attention_factor=1`:
+# **注意力因子。** YaRN（以及下文的 LongRoPE）还会返回一个数 $a$，用来乘 cos 和 sin；YaRN 的是 $a = 0.1 \ln s + 1$。
+# 于是旋转后的查询和键都变为原来的 $a$ 倍长，每个分数 $q \cdot k$ 都乘上了 $a^2$：注意力计算的是 softmax$(a^2 \cdot \text{scores})$，即温度为 $1/a^2$ 的 softmax，$a > 1$ 时分布更尖锐。
+# 下面在随机的查询和键上检验，一次用 YaRN 的注意力因子，一次用 `attention_factor=1`：
 
 # %%
 a = posenc.rotary_frequencies(HEAD, rope_type="yarn", **yarn)[1]
@@ -410,20 +346,14 @@ assert np.allclose(yarn_scores(), a**2 * yarn_scores(attention_factor=1.0), rtol
 print(f"YaRN's attention factor at s = {FACTOR}: a = {a:.4f} = 0.1 ln(4) + 1, every score times a² = {a**2:.4f}")
 
 # %% [markdown]
-# **Llama 3.1's rule** (`llama3`; `apply_scaling` in Meta's reference code,
-# [meta-llama/llama-models](https://github.com/meta-llama/llama-models); the models are
-# described in Grattafiori et al. 2024, [arXiv 2407.21783](https://arxiv.org/abs/2407.21783))
-# decides by wavelength $\lambda_j = 2\pi / w_j$: below $L$ / `high_freq_factor` kept, above
-# $L$ / `low_freq_factor` divided by $s$, and between, a blend of the two frequencies,
+# **Llama 3.1 的规则**（`llama3`；即 Meta 参考代码 [meta-llama/llama-models](https://github.com/meta-llama/llama-models) 中的 `apply_scaling`；这些模型的介绍见 Grattafiori et al. 2024，[arXiv 2407.21783](https://arxiv.org/abs/2407.21783)）按波长 $\lambda_j = 2\pi / w_j$ 来决定：低于 $L$ / `high_freq_factor` 的保持不变，高于 $L$ / `low_freq_factor` 的除以 $s$，介于两者之间的取两个频率的混合：
 #
 # $$w'_j = (1 - \sigma_j)\,\frac{w_j}{s} + \sigma_j\, w_j, \qquad
 #   \sigma_j = \frac{L / \lambda_j - \text{low\_freq\_factor}}{\text{high\_freq\_factor} - \text{low\_freq\_factor}},$$
 #
-# which runs from $\sigma = 0$ (stretched) at $\lambda = L$ / `low_freq_factor` to
-# $\sigma = 1$ (kept) at $\lambda = L$ / `high_freq_factor`. Llama 3.1 uses $s = 8$,
-# factors 1 and 4, $L = 8192$ and base 500000; here factors 1 and 4 with our $L$ and base.
-# Llama 4 Scout sets both factors to 1 and $s = 16$ (`models/llama4` of the same
-# repository): the blend is gone, and the rule is a step at $L$.
+# 这个混合从 $\lambda = L$ / `low_freq_factor` 处的 $\sigma = 0$（拉伸）过渡到 $\lambda = L$ / `high_freq_factor` 处的 $\sigma = 1$（保持）。
+# Llama 3.1 使用 $s = 8$、因子 1 和 4、$L = 8192$、底数 500000；这里用因子 1 和 4，配上我们自己的 $L$ 和底数。
+# Llama 4 Scout 把两个因子都设为 1，并取 $s = 16$（同一仓库中的 `models/llama4`）：混合段消失了，规则变成在 $L$ 处的一个阶跃。
 
 # %%
 llama3 = dict(factor=FACTOR, original_max_position_embeddings=L, low_freq_factor=1, high_freq_factor=4)
@@ -448,25 +378,19 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# In the figure: position interpolation shifts every wavelength up by the same factor;
-# NTK-aware scaling and `dynamic` leave the fastest pair where it is and tilt the line
-# upwards; YaRN and `llama3` keep the short wavelengths (their lines hide the dashed
-# default there), stretch the long ones by exactly 4, and blend between. Every rule but
-# NTK-aware scaling with a fixed $s = 4$ stretches each wavelength longer than $L$ at least
-# 4 times (to float64 round-off, the $10^{-15}$ below), so up to $4L$ those pairs stay
-# within the angles of training; with a fixed $s$ only the slowest pair gets the full factor.
+# 图中：位置插值把每个波长都按同一因子上移；NTK-aware 缩放和 `dynamic` 让频率最高的一对保持原位，并把曲线向上倾斜；
+# YaRN 和 `llama3` 保持短波长不变（在那里它们的线盖住了 default 的虚线），把长波长恰好拉伸 4 倍，中间则是混合。
+# 除了固定 $s = 4$ 的 NTK-aware 缩放之外，每条规则都把每个长于 $L$ 的波长拉伸至少 4 倍（在 float64 舍入误差内，即下面代码里的 $10^{-15}$），所以在 $4L$ 之内，这些对仍停留在训练时的角度范围内；而 $s$ 固定时，只有频率最低的一对得到完整的因子。
 
 # %%
 for name in ["linear", "dynamic", "yarn", "llama3"]:
     assert (wavelength[name][default > L] >= FACTOR * default[default > L] * (1 - 1e-15)).all(), name
 
 # %% [markdown]
-# **LongRoPE** (Ding et al. 2024, [arXiv 2402.13753](https://arxiv.org/abs/2402.13753))
-# divides each frequency by its own factor, found by a search: `short_factor` for sequences
-# up to $L$, `long_factor` beyond, and an attention factor
-# $a = \sqrt{1 + \ln s / \ln L}$. Published lists need not start at 1, so LongRoPE may slow
-# even the fastest pair. The config of Microsoft's Phi-3-vision-128k-instruct (head of 96,
-# $L = 4096$, 131072 positions, so $s = 32$) has 48 long factors from 1.03 to 64.81:
+# **LongRoPE**（Ding et al. 2024，[arXiv 2402.13753](https://arxiv.org/abs/2402.13753)）把每个频率除以它自己的因子，这些因子通过搜索得到：
+# 序列长度不超过 $L$ 时用 `short_factor`，超过时用 `long_factor`，另有注意力因子 $a = \sqrt{1 + \ln s / \ln L}$。
+# 公开发布的因子列表不一定从 1 开始，所以 LongRoPE 可能连频率最高的一对也会放慢。
+# 微软 Phi-3-vision-128k-instruct 的配置（头大小 96，$L = 4096$，131072 个位置，所以 $s = 32$）有 48 个 long 因子，从 1.03 到 64.81：
 
 # %%
 PHI3_VISION_LONG_FACTOR = [  # rounded to 2 decimals (the config stores their float32 values)
@@ -482,18 +406,14 @@ assert np.isclose(w_96[0] / w_phi3[0], 1.03, rtol=1e-15), "the fastest pair slow
 print(f"fastest pair: wavelength {2 * np.pi / w_96[0]:.3f} -> {2 * np.pi / w_phi3[0]:.3f}; attention factor {a_phi3:.4f}")
 
 # %% [markdown]
-# ## 5. Precision at long positions
+# ## 5. 长位置上的精度
 #
-# The angle $p\,w_j$ grows with the position, and a floating-point number of size $p\,w_j$
-# is only as exact as its last bit. Besides float32, models run in two 16-bit formats:
-# float16 (IEEE half precision: 11 significant bits, largest value 65504) and
-# [bfloat16](https://en.wikipedia.org/wiki/Bfloat16_floating-point_format) (Google's "brain
-# float": float32's range, but only 8 significant bits). Three public reports, reproduced
-# in miniature.
+# 角度 $p\,w_j$ 随位置增长，而大小为 $p\,w_j$ 的浮点数，精确程度受限于它最后一位的大小。
+# 除了 float32，模型还会用两种 16 位格式运行：float16（IEEE 半精度：11 个有效位，最大值 65504）和 [bfloat16](https://en.wikipedia.org/wiki/Bfloat16_floating-point_format)（Google 的“brain float”：范围与 float32 相同，但只有 8 个有效位）。
+# 下面把三份公开的问题报告缩小规模复现出来。
 #
-# **Cos and sin tables in float16** ([EleutherAI/gpt-neox issue 1003](https://github.com/EleutherAI/gpt-neox/issues/1003)):
-# with head size 32, the angle of pair 1 at position 1857 should be 1044.27; in float16 it
-# comes out as 1045, and over the 2048 positions of the table the cosine is off by up to 0.78.
+# **float16 的 cos 表和 sin 表**（[EleutherAI/gpt-neox issue 1003](https://github.com/EleutherAI/gpt-neox/issues/1003)）：头大小为 32 时，第 1 对在位置 1857 的角度应为 1044.27；
+# 在 float16 中却得到 1045，而在整张表的 2048 个位置上，余弦的误差最大可达 0.78。
 
 # %%
 def float32_frequencies(head_dim, base=10000.0):
@@ -509,9 +429,8 @@ print(f"angle of pair 1 at 1857: {angles_fp32[1857, 1].item():.2f} in float32, {
       f"largest cos error {error_fp16.max().item():.2f}")
 
 # %% [markdown]
-# posenc computes the angles in higher precision and rounds only cos and sin to the
-# requested dtype. Its promise: each value within one float16 rounding ($2^{-12}$, half a
-# unit in the last place on values of size at most 1) of a value within 2e-7 of the exact one.
+# posenc 以更高的精度计算角度，只把 cos 和 sin 舍入到所要求的 dtype。
+# 它的承诺是：每个值与某个“距精确值不超过 2e-7 的值”之间，相差不超过一次 float16 舍入（$2^{-12}$，即对大小不超过 1 的值而言，最后一位单位的一半）。
 
 # %%
 cos16, _ = posenc.torch.rotary_cos_sin(torch.arange(2048), 32, dtype=torch.float16)
@@ -521,11 +440,9 @@ print(f"posenc in float16, same table: largest error {posenc_error_fp16:.1e}")
 assert posenc_error_fp16 <= 2.0**-12 + 2e-7, "one float16 rounding of a value within 2e-7"
 
 # %% [markdown]
-# **inv_freq rounded to bfloat16** ([sgl-project/sglang-jax issue 1472](https://github.com/sgl-project/sglang-jax/issues/1472),
-# a JAX port of the SGLang serving engine): the frequencies were cast to the model's
-# bfloat16 before the product with float32 positions. bfloat16 keeps 8 significant bits, so
-# each $w_j$ moves by up to 1 part in 256. At position 4095 that moves the angle of pair 0
-# ($w_0 = 1$, exact in bfloat16) not at all, but others by up to 5 radians, almost a full turn:
+# **inv_freq 被舍入为 bfloat16**（[sgl-project/sglang-jax issue 1472](https://github.com/sgl-project/sglang-jax/issues/1472)，SGLang 推理服务引擎的 JAX 移植版）：频率在与 float32 的位置相乘之前，就被转换成了模型的 bfloat16。
+# bfloat16 只保留 8 个有效位，所以每个 $w_j$ 的相对变化最多为 1/256。
+# 在位置 4095，这对第 0 对的角度（$w_0 = 1$，在 bfloat16 中是精确的）毫无影响，却让其他对的角度偏离多达 5 弧度，几乎是一整圈：
 
 # %%
 w128 = posenc.rotary_frequencies(128)[0]  # float64
@@ -541,16 +458,11 @@ print(f"of the 128 values of cos and sin at position 4095, {(cos_sin_error > 0.0
 print(f"the worst by {cos_sin_error.max():.2f}")
 
 # %% [markdown]
-# **Everything in bfloat16** ([huggingface/candle pull request 3520](https://github.com/huggingface/candle/pull/3520);
-# candle is Hugging Face's machine-learning framework in Rust): candle's Qwen2 model cast
-# `inv_freq` *and* the positions to the model's dtype (bfloat16), multiplied them and took
-# sin and cos in bfloat16; the pull request keeps all of that in float32 and casts only the
-# result. A position in a half-precision type is already rounded. Between $2^k$ and
-# $2^{k+1}$ float16 (11 significant bits) holds every $2^{k-10}$-th integer and bfloat16
-# (8 bits) every $2^{k-7}$-th: from 16 384 to 32 768 every 16th and every 128th, from
-# 32 768 to 65 536 every 32nd and every 256th. float16 ends at 65 504: larger positions
-# round to 65 504 and, from 65 520 on, to infinity. bfloat16 has float32's range, so
-# 15 962 becomes 15 936 but nothing overflows.
+# **全部用 bfloat16**（[huggingface/candle pull request 3520](https://github.com/huggingface/candle/pull/3520)；candle 是 Hugging Face 用 Rust 编写的机器学习框架）：
+# candle 的 Qwen2 模型把 `inv_freq` *和*位置都转换为模型的 dtype（bfloat16），相乘后在 bfloat16 下求 sin 和 cos；该 pull request 把这些计算全部放在 float32 中完成，只对结果做类型转换。
+# 位置一旦用半精度类型表示，就已经被舍入了。在 $2^k$ 与 $2^{k+1}$ 之间，float16（11 个有效位）只能表示每隔 $2^{k-10}$ 的整数，bfloat16（8 位）只能表示每隔 $2^{k-7}$ 的整数：
+# 从 16 384 到 32 768，分别是每 16 个和每 128 个取一个；从 32 768 到 65 536，分别是每 32 个和每 256 个取一个。
+# float16 的上限是 65 504：更大的位置会舍入为 65 504，从 65 520 起则变为无穷大。bfloat16 的范围与 float32 相同，所以 15 962 会变成 15 936，但不会溢出。
 
 # %%
 def spacing(start, stop, dtype):
@@ -566,14 +478,9 @@ for start in [2048, 8192, 16384, 32768]:
     assert gaps == ([2 ** (power - 10)], [2 ** (power - 7)]), "11 and 8 significant bits"
 
 # %% [markdown]
-# **posenc's error against position.** transformers computes the table in float32: Llama's
-# rotary module (and the many models that copy it) multiplies `position_ids[..., None].float()`
-# by `inv_freq` element-wise, then takes cos and sin, the first line below (`torch.outer`
-# here: the same products). posenc carries each angle in two float64 numbers (about twice
-# float64's digits) and promises cos and sin within 2e-7 of the exact value in float32, and
-# within one rounding of such a value in float16 and bfloat16. We compare with a reference
-# computed by [mpmath](https://mpmath.org) (arbitrary-precision floating point in Python)
-# with 40 significant digits, at positions from 1 to $10^6$, head size 128, over all 64 pairs:
+# **posenc 的误差随位置的变化。** transformers 在 float32 中计算这张表：Llama 的旋转编码模块（以及照搬它的许多模型）把 `position_ids[..., None].float()` 与 `inv_freq` 逐元素相乘，再求 cos 和 sin，即下面的第一条路线（这里用 `torch.outer`：乘积相同）。
+# posenc 用两个 float64 数来表示每个角度（有效数字大约是 float64 的两倍），并承诺：在 float32 中，cos 和 sin 与精确值相差不超过 2e-7；在 float16 和 bfloat16 中，与这样一个值相差不超过一次舍入。
+# 我们与用 [mpmath](https://mpmath.org)（Python 的任意精度浮点运算库）以 40 位有效数字算出的参考值比较，位置从 1 到 $10^6$，头大小 128，覆盖全部 64 对：
 
 # %%
 sample = np.unique(np.geomspace(1, 1e6, 49).round()).astype(np.int64)
@@ -590,7 +497,7 @@ def worst_error(cos, sin):
 
 
 # %% [markdown]
-# Four routes of the transformers kind, each with one more thing in bfloat16, and posenc's:
+# 四条 transformers 式的计算路线（float32，以及把一部分或全部计算换成 bfloat16 的三种变体），再加上 posenc 的路线：
 
 # %%
 def float32_route(positions_dtype=torch.float32, inv_freq_dtype=torch.float32, dtype=torch.float32):
@@ -625,12 +532,9 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# posenc keeps that promise at every sampled position up to $10^6$: within 2e-7 in
-# float32, and in bfloat16 within half a unit in its last place ($2^{-9}$ on values of size
-# at most 1) plus 2e-7. The float32 route is off by about 5e-3 at $10^5$ and 5e-2 at
-# $10^6$ (one significant digit, in the table), and by more than 1e-3 at every sampled
-# position from $10^5$ on; with the frequencies or the positions in bfloat16, or everything,
-# the error reaches the size of cos and sin themselves (above 0.5) by position 4096.
+# posenc 在直到 $10^6$ 的每个采样位置上都兑现了承诺：float32 下误差在 2e-7 以内；bfloat16 下在其最后一位单位的一半（对大小不超过 1 的值为 $2^{-9}$）加 2e-7 以内。
+# float32 路线在 $10^5$ 处误差约为 5e-3，在 $10^6$ 处约为 5e-2（表中保留一位有效数字），并且从 $10^5$ 起的每个采样位置上误差都超过 1e-3；
+# 如果频率或位置用 bfloat16，或者全部用 bfloat16，到位置 4096 时误差就已达到 cos 和 sin 本身的大小（超过 0.5）。
 
 # %%
 print(f"{'position':>36}" + "".join(f"{p:>11,}" for p in [10**3, 10**4, 10**5, 10**6]))
@@ -639,13 +543,10 @@ for name, error in errors.items():
 assert errors["posenc, float32"].max() <= 2e-7, "posenc's float32 promise"
 
 # %% [markdown]
-# ## 6. In a Transformer: copy the previous token
+# ## 6. 放进 Transformer：复制前一个词元
 #
-# Notebook 07's task: sequences of 12 random tokens out of 16, and at each position the
-# model must output the token one place to its left (position 0 is not scored). The helpers
-# are notebook 07's, imported above from `posenc.lessons`: `copy_previous_task`,
-# `accuracy`, `order_blind_ceiling`, `train`, `predict`, `first_step_above` and
-# `LearnedPositions`.
+# 笔记本 07 的任务：每条序列有 12 个词元，每个都从 16 个词元中随机抽取；模型要在每个位置输出它左边一位的词元（位置 0 不计分）。
+# 辅助函数都来自笔记本 07，已在上面从 `posenc.lessons` 导入：`copy_previous_task`、`accuracy`、`order_blind_ceiling`、`train`、`predict`、`first_step_above` 和 `LearnedPositions`。
 
 # %%
 assert (VOCAB, TRAIN_LENGTH) == (16, 12), "notebook 07's task"
@@ -653,14 +554,10 @@ test_sets = {n: copy_previous_task(np.random.default_rng(n), 1000, n) for n in [
 ceilings = {n: order_blind_ceiling(tokens) for n, (tokens, _) in test_sets.items()}
 
 # %% [markdown]
-# PyTorch's `nn.TransformerEncoderLayer` gives no access to the queries and keys, so we
-# write the same layer out (post-norm, 4 heads of 8 channels, feed-forward of 64, ReLU, no
-# dropout), in two steps. `self_attention` projects the input to queries, keys and values,
-# splits each into the 4 heads, turns the queries and keys with RoPE if it is given a rotary
-# module, and attends. RoPE's cos and sin come from `posenc.torch.RotaryEmbedding`, a module
-# like transformers' rotary embeddings: `forward(x, position_ids)` returns `(cos, sin)`. It
-# is built for one head (`HEAD_DIM` = 8), so its frequencies are $10000^{-2j/8}$ = 1, 0.1,
-# 0.01, 0.001, not those of `d_model` = 32, and every head uses the same cos and sin.
+# PyTorch 的 `nn.TransformerEncoderLayer` 不让我们接触查询和键，所以我们自己分两步写出同样的层（post-norm 结构，4 个 8 通道的头，前馈层宽 64，ReLU，不用 dropout）。
+# `self_attention` 把输入投影为查询、键和值，把每一个拆成 4 个头；如果传入了旋转编码模块，就用 RoPE 旋转查询和键；然后计算注意力。
+# RoPE 的 cos 和 sin 来自 `posenc.torch.RotaryEmbedding`，这个模块与 transformers 的旋转编码模块类似：`forward(x, position_ids)` 返回 `(cos, sin)`。
+# 它是为单个头构建的（`HEAD_DIM` = 8），所以频率是 $10000^{-2j/8}$ = 1, 0.1, 0.01, 0.001，而不是按 `d_model` = 32 算出的频率；每个头都使用相同的 cos 和 sin。
 
 # %%
 D_MODEL, HEADS = 32, 4
@@ -688,9 +585,7 @@ def self_attention(x, qkv, out, rotary=None):
 
 
 # %% [markdown]
-# The layer adds the attention to its input and normalises, then does the same with a
-# feed-forward network. All four models use it; the other three add their positions to the
-# token embeddings as in notebook 07.
+# 这个层先把注意力的输出加到输入上再做归一化，然后对前馈网络做同样的事。四个模型都用这个层；另外三个模型像笔记本 07 那样，把各自的位置编码加到词元嵌入上。
 
 # %%
 class EncoderLayer(nn.Module):
@@ -723,8 +618,7 @@ def tiny_transformer(positions):
 
 
 # %% [markdown]
-# Training as in notebook 07: 300 steps of the Adam optimiser on batches of 64 fresh
-# sequences, the same sequences in the same order for every model.
+# 训练方式同笔记本 07：用 Adam 优化器训练 300 步，每批 64 条新生成的序列；所有模型使用相同的序列，顺序也相同。
 
 # %%
 assert (STEPS, BATCH) == (300, 64), "notebook 07's training run"
@@ -733,9 +627,8 @@ models = {name: tiny_transformer(name) for name in ADDED}
 curves = {name: train(model, train_tokens, train_targets, steps=STEPS)[1] for name, model in models.items()}
 
 # %% [markdown]
-# Accuracy on 1000 fresh sequences of the training length and of two and four times it,
-# split into the positions below 12 (seen in training) and from 12 on (never seen). The
-# learned table has no rows past position 11, so that model runs at length 12 only.
+# 在 1000 条新序列上测准确率，序列长度分别为训练长度及其两倍和四倍，并按位置分开统计：小于 12 的位置（训练中见过）和从 12 起的位置（从未见过）。
+# 可学习的位置表在位置 11 之后没有行，所以这个模型只在长度 12 上运行。
 
 # %%
 def accuracy_by_position(model, tokens, targets):
@@ -759,12 +652,9 @@ print(f"{'ceiling':>10}  {ceilings[12]:9.2f}  {ceilings[24]:17.2f}  {ceilings[48
 print("above 0.9 on a training batch from step:", {name: first_step_above(curve) for name, curve in curves.items()})
 
 # %% [markdown]
-# At the training length, all three position methods solve the task (above 0.9) and the
-# model without positions stays within 0.05 of the order-blind ceiling. Past it, the
-# sinusoidal model fails at the positions it never saw (below 0.5), as in notebook 07. The
-# RoPE model is above 0.95 at every position of sequences four times as long: it only has
-# to attend to the offset −1, and with RoPE the score of that offset is the same at every
-# position.
+# 在训练长度上，三种位置方法都解决了任务（准确率高于 0.9），而没有位置信息的模型与不看顺序所能达到的上限相差不到 0.05。
+# 超出训练长度后，正弦模型在从未见过的位置上失败了（低于 0.5），与笔记本 07 一样。
+# RoPE 模型在四倍长的序列的每个位置上都高于 0.95：它只需关注偏移量 −1，而用了 RoPE，这个偏移量的分数在每个位置上都相同。
 
 # %%
 assert (by_position["rotary", 48] > 0.95).all(), "RoPE at every position of 4 times the training length"
@@ -779,15 +669,11 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ### Eight times the training length, and two frequency rules
+# ### 八倍训练长度，以及两条频率规则
 #
-# At 96 tokens the RoPE model is right (above 0.99) at every position from 34 to 63, and
-# much less often elsewhere (below 0.7 on average). The other offsets are to blame: pair 1
-# has a wavelength of $2\pi \cdot 10 \approx 62.8$, so a key 64 places back, or 62 ahead, is
-# turned within 0.17 rad of the neighbour's turn in both fast pairs (in pairs 2 and 3 the
-# two turns differ by 0.63 and 0.063 rad), and the model mixes the two up. Positions 1 to 33
-# have a key 62 places ahead, positions 64 to 95 one 64 places back, and the positions
-# between have neither.
+# 在 96 个词元时，RoPE 模型在 34 到 63 的每个位置上都答对了（高于 0.99），在其他位置则差得多（平均低于 0.7）。
+# 问题出在其他偏移量上：第 1 对的波长是 $2\pi \cdot 10 \approx 62.8$，因此往回 64 位或往前 62 位的键，在两个高频对上转过的角度，与相邻词元的转角相差都不到 0.17 rad（在第 2、3 对上，两者分别相差 0.63 和 0.063 rad），模型就把两者搞混了。
+# 位置 1 到 33 都有一个往前 62 位的键，位置 64 到 95 都有一个往回 64 位的键，而介于两者之间的位置都没有。
 
 # %%
 long_test = copy_previous_task(np.random.default_rng(96), 1000, 96)
@@ -801,10 +687,8 @@ for offset in (62, -64):
     print(f"offset {offset:>3} against -1: the turns differ by {np.round(turn, 3)} rad in pairs 0..3")
 
 # %% [markdown]
-# NTK-aware scaling by 4 (the base becomes $10000 \cdot 4^{8/6}$) keeps pair 0 as it was and
-# stretches pair 1 to a wavelength of about 99.7, longer than the sequence. Swapped into the
-# trained model, without any training, it lifts the accuracy at length 96 above 0.9 at every
-# position, and keeps the training length above 0.99.
+# 以 4 为因子的 NTK-aware 缩放（底数变为 $10000 \cdot 4^{8/6}$）让第 0 对保持原样，把第 1 对的波长拉伸到约 99.7，比序列还长。
+# 把它换进训练好的模型，无需任何训练，就能让长度 96 上每个位置的准确率都超过 0.9，同时训练长度上的准确率仍高于 0.99。
 
 # %%
 ntk_model = copy.deepcopy(models["rotary"])  # a copy: models["rotary"] stays as trained
@@ -823,15 +707,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Position interpolation (`rope_type="linear"`) divides the frequencies by a factor, the same
-# as dividing the positions by it, so that a sequence twice as long is turned like one of
-# the training length (positions 0 to 23 become 0 to 11.5). It changes the offsets too:
-# neighbours are now half a position apart, an angle the model never saw, in every pair.
-# Applied to a copy of the trained RoPE model with a factor of 2 and no more training, it
-# breaks the model (below 0.5), even at the training length. Fine-tuning with the
-# interpolated positions on 50 batches of length 24 repairs it at every length (above
-# 0.95), and a training batch is above 0.9 after fewer steps than the model needed from
-# scratch.
+# 位置插值（`rope_type="linear"`）把频率除以一个因子，相当于把位置除以这个因子，于是两倍长的序列转过的角度就和训练长度的序列一样（位置 0 到 23 变成 0 到 11.5）。
+# 它也改变了偏移量：相邻位置现在只相隔半个位置，这在每一对上都是模型从未见过的角度。
+# 以因子 2 把它用到训练好的 RoPE 模型的副本上，不再训练，模型就坏了（低于 0.5），连在训练长度上也是如此。
+# 用插值后的位置在 50 批长度为 24 的序列上微调，就能在每个长度上修好它（高于 0.95），而且训练批量上的准确率超过 0.9 所需的步数，比模型从头训练时更少。
 
 # %%
 interpolated = copy.deepcopy(models["rotary"])  # fine-tuned below; models["rotary"] stays as trained
@@ -851,42 +730,27 @@ print(f"fine-tuning above 0.9 from step {first_step_above(fine_tuning)}; "
 assert first_step_above(fine_tuning) < first_step_above(curves["rotary"]), "fine-tuning is quicker than training"
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - An added position vector puts content·position cross terms into every attention score,
-#   so the score of two tokens depends on where they sit, not only on their distance.
-# - RoPE rotates the queries and keys of each head by $R(p\,w)$, block-diagonal 2×2
-#   rotations at the head's frequencies; the score then depends on the offset alone, to
-#   float64 round-off.
-# - Interleaved (Meta's reference, GPT-J, CodeGen, Cohere, GLM) and half (GPT-NeoX, Llama
-#   and most transformers models) pair different channels; permuting the rows of $W_q$,
-#   $W_k$ per head moves a checkpoint between them exactly.
-# - For longer contexts, position interpolation slows every pair, NTK-aware scaling and
-#   `dynamic` raise the base, YaRN and `llama3` stretch only the slow pairs, LongRoPE scales
-#   each pair by its own factor (Phi-3-vision's first is 1.03); YaRN and LongRoPE also
-#   multiply every score by $a^2$.
-# - Angles of long positions need more precision than float16 or bfloat16 give, and float32
-#   is off by about 5e-3 at position $10^5$; posenc is within 2e-7 in float32 up to $10^6$.
-# - On the copy task RoPE is the one position method that is as good at four times the
-#   training length; at eight times, NTK-aware scaling fixes it without training, and
-#   position interpolation needs a short fine-tuning.
+# - 加上的位置向量会在每个注意力分数中引入“内容·位置”交叉项，因此两个词元的分数取决于它们所处的位置，而不只是它们之间的距离。
+# - RoPE 用 $R(p\,w)$ 旋转每个头的查询和键，它是按该头的频率做 2×2 旋转的分块对角矩阵；于是分数只依赖于偏移量，精确到 float64 舍入误差。
+# - interleaved 布局（Meta 参考代码、GPT-J、CodeGen、Cohere、GLM）和 half 布局（GPT-NeoX、Llama 及大多数 transformers 模型）配对的通道不同；逐个头置换 $W_q$、$W_k$ 的行，就能在两者之间精确地转换检查点。
+# - 为了更长的上下文：位置插值放慢每一对；NTK-aware 缩放和 `dynamic` 增大底数；YaRN 和 `llama3` 只拉伸低频对；LongRoPE 按每一对各自的因子缩放（Phi-3-vision 的第一个因子是 1.03）；YaRN 和 LongRoPE 还会把每个分数乘以 $a^2$。
+# - 长位置的角度需要比 float16 或 bfloat16 更高的精度，而 float32 在位置 $10^5$ 处误差约为 5e-3；posenc 在 float32 下直到 $10^6$ 误差都在 2e-7 以内。
+# - 在复制任务上，RoPE 是唯一在四倍训练长度上依然表现良好的位置方法；到了八倍长度，NTK-aware 缩放无需训练就能修好它，位置插值则需要一次简短的微调。
 #
-# ## Exercises
+# ## 练习
 #
-# Each exercise has a check that says what is wrong. When you are stuck,
-# `nb08.<exercise>.hint()` gives a nudge and `nb08.<exercise>.solution()` prints the
-# reference code.
+# 每道练习都有一个检查，会告诉你哪里错了。卡住时，`nb08.<exercise>.hint()` 给出提示，`nb08.<exercise>.solution()` 打印参考答案的代码。
 
 # %%
 from posenc.exercises import nb08
 
 # %% [markdown]
-# ### Exercise 1 · Rotate a query by hand, half layout
+# ### 练习 1 · 手工旋转一个查询（half 布局）
 #
-# Take one head of 8 channels, the query $q = (1, 2, \dots, 8)$, at position 3. Rotate it
-# the way transformers' Llama does (section 3): `q * cos + rotate_half(q) * sin`, with cos
-# and sin of the angles $3\,w_j$ laid out in the half layout. Use only `torch` (no posenc).
-# The draft below has one mistake; the check names it.
+# 取一个 8 通道的头，查询 $q = (1, 2, \dots, 8)$，位于位置 3。按 transformers 中 Llama 的方式旋转它（第 3 节）：`q * cos + rotate_half(q) * sin`，其中角度 $3\,w_j$ 的 cos 和 sin 按 half 布局排列。
+# 只用 `torch`（不用 posenc）。下面的草稿有一处错误，检查会指出它。
 
 # %%
 q8 = torch.arange(1.0, 9.0, dtype=torch.float64)
@@ -899,12 +763,10 @@ my_rotated_q = q8 * cos8 + torch.cat((second, -first)) * sin8  # x * cos + rotat
 nb08.rotated_query.check(my_rotated_q)
 
 # %% [markdown]
-# ### Exercise 2 · Meta's weights to the half layout
+# ### 练习 2 · 把 Meta 的权重转换到 half 布局
 #
-# A checkpoint in Meta's interleaved layout has `heads` heads of `head_dim` channels. Write
-# `half_rows(heads, head_dim)`: the row order `perm` such that `W_q[perm]` and `W_k[perm]`
-# give the same scores with `rotate_half` (section 3). Derive it yourself instead of
-# calling `posenc.rotary_permutation`; the check tries 4 heads of 8 and 2 heads of 16.
+# Meta 的 interleaved 布局的检查点有 `heads` 个头，每个头有 `head_dim` 个通道。写出 `half_rows(heads, head_dim)`：它返回行顺序 `perm`，使得 `W_q[perm]` 和 `W_k[perm]` 配合 `rotate_half` 给出相同的分数（第 3 节）。
+# 请自己推导，不要调用 `posenc.rotary_permutation`；检查会尝试 4 个 8 通道的头和 2 个 16 通道的头。
 
 # %%
 def half_rows(heads, head_dim):
@@ -916,12 +778,10 @@ def half_rows(heads, head_dim):
 nb08.half_rows.check(half_rows)
 
 # %% [markdown]
-# ### Exercise 3 · The wavelength of one pair under llama3
+# ### 练习 3 · llama3 规则下某一对的波长
 #
-# Llama 3.1's heads have 128 channels and base 500000, and its `llama3` rule uses $s = 8$,
-# `low_freq_factor` 1, `high_freq_factor` 4 and $L = 8192$ (section 4). What wavelength, in
-# positions, does pair $j = 32$ have after the rule? Compute it by hand with the formula of
-# section 4 (NumPy or `math`, no posenc); the draft stops one step short.
+# Llama 3.1 的头有 128 个通道，底数为 500000，它的 `llama3` 规则使用 $s = 8$、`low_freq_factor` 1、`high_freq_factor` 4 和 $L = 8192$（第 4 节）。
+# 经过这条规则之后，第 $j = 32$ 对的波长是多少个位置？用第 4 节的公式手工计算（用 NumPy 或 `math`，不用 posenc）；草稿还差一步。
 
 # %%
 w32 = 500000.0 ** (-2 * 32 / 128)
@@ -932,10 +792,9 @@ my_wavelength = 2 * np.pi / (w32 / 8)
 nb08.llama3_wavelength.check(my_wavelength)
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The batch of checks behind the sentences above that the teaching cells did not assert
-# themselves, then NumPy and TensorFlow against PyTorch.
+# 先是一批检查，验证上文中那些教学单元格没有自行断言的说法；然后把 NumPy 和 TensorFlow 与 PyTorch 对照。
 
 # %%
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
@@ -1011,10 +870,8 @@ llama31 = dict(factor=8, low_freq_factor=1, high_freq_factor=4, original_max_pos
 assert nb08.llama3_wavelength.check(2 * np.pi / posenc.rotary_frequencies(128, 500000.0, rope_type="llama3", **llama31)[0][32])
 
 # %% [markdown]
-# The same functions exist in `posenc` (NumPy) and `posenc.tensorflow`, and
-# `posenc.tensorflow.RotaryEmbedding` is a Keras layer like the PyTorch module: the same
-# YaRN cos and sin bit for bit, and the same rotated vectors to float32 round-off.
-# TensorFlow reads two environment variables when it loads, so they are set first.
+# `posenc`（NumPy）和 `posenc.tensorflow` 中也有同样的函数，`posenc.tensorflow.RotaryEmbedding` 是与 PyTorch 模块相当的 Keras 层：YaRN 的 cos 和 sin 逐位相同，旋转后的向量在 float32 舍入误差内一致。
+# TensorFlow 在加载时会读取两个环境变量，所以要先设置它们。
 
 # %%
 import os
@@ -1044,7 +901,7 @@ for name in ["torch", "tensorflow"]:
     np.testing.assert_allclose(rotated[name], rotated["numpy"], rtol=0, atol=1e-6)
 
 # %% [markdown]
-# This run's time:
+# 本次运行耗时：
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -1,23 +1,19 @@
 # %% [markdown]
-# # 09 · Beyond a sequence: positions on an image grid
+# # 09 · 超越序列：图像网格上的位置
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/09_beyond_a_sequence.ipynb)
 #
-# A [vision transformer](https://arxiv.org/abs/2010.11929) (ViT) cuts an image into patches
-# and reads them as a sequence. A patch has two coordinates, a row and a column, and the
-# sinusoidal encoding of notebook 01 follows both: half of the channels encode the row, half
-# the column. Three things can go wrong on the way, and each one is silent: the patches are
-# put in one order and their positions in another; two libraries write "the same" table in
-# different ways; the image changes size and the positions have to follow.
+# [视觉 Transformer](https://arxiv.org/abs/2010.11929)（ViT）把图像切成图像块（patch），当作一个序列来读。一个图像块有两个坐标：行和列；笔记本 01 的正弦编码同时记下这两者：一半通道编码行，一半通道编码列。
+# 这一路上有三处可能出错，而且每一处都悄无声息：图像块按一种顺序排列，它们的位置却按另一种顺序排列；两个库用不同的方式写出“同一张”表；图像尺寸变了，位置也得跟着变。
 #
-# **Question:** How does a sin-cos table give the patches of an image their positions, and what goes wrong when the flattening order, the convention or the grid size changes?
+# **问题：** sin-cos 表如何为图像的各个图像块赋予位置？展平顺序、约定或网格大小改变时，会出什么问题？
 #
-# **You will be able to:**
-# - build a 2-D sin-cos table in the convention of [MAE](https://arxiv.org/abs/2111.06377) (section 2) and find a flattening mistake in one with `posenc.diagnose_grid`;
-# - tell which published grid tables differ only in the order of their columns and which in frequencies or positions;
-# - give a table for a new grid size in one of two frames (the old field of view, or the old patch size) and predict what a trained model answers with each.
+# **学完本节，你将能够：**
+# - 按 [MAE](https://arxiv.org/abs/2111.06377) 的约定（第 2 节）构建二维 sin-cos 表，并用 `posenc.diagnose_grid` 找出一张表中的展平错误；
+# - 分辨哪些已发表的网格表只是列的顺序不同，哪些在频率或位置上不同；
+# - 在两种坐标系之一（旧的视野，或旧的图像块大小）中为新的网格大小给出一张表，并预测训练好的模型在每种情况下会怎样回答。
 #
-# **Prerequisites:** notebooks 01 and 04 · **Time:** about 50 minutes
+# **先修：** 笔记本 01 和 04 · **时间：** 约 50 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -33,8 +29,7 @@ import posenc
 posenc.set_language("zh_CN")
 
 # %% [markdown]
-# NumPy builds the tables; PyTorch resamples them and trains the small model of section 5.
-# One thread, deterministic algorithms and a seed make every run repeat exactly.
+# NumPy 负责构建各张表；PyTorch 负责对表重采样，并训练第 5 节的小模型。单线程、确定性算法再加上随机种子，使每次运行的结果完全一致。
 
 # %%
 # %matplotlib inline
@@ -52,11 +47,10 @@ torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
 
 # %% [markdown]
-# ## 1. From a grid to a sequence
+# ## 1. 从网格到序列
 #
-# An image of 3 x 4 patches (height 3, width 4) becomes 12 tokens, read row by row as text
-# is: token $k$ is the patch in row $k \,//\, W$ and column $k \bmod W$. That is what
-# `reshape` and `flatten` do to an `(H, W, d)` array of patch embeddings.
+# 一张由 3 x 4 个图像块组成的图像（高 3，宽 4）变成 12 个词元，像读文字一样逐行读取：词元 $k$ 是第 $k \,//\, W$ 行、第 $k \bmod W$ 列的图像块。
+# 对一个形状为 `(H, W, d)` 的图像块嵌入数组做 `reshape` 和 `flatten`，得到的正是这个顺序。
 
 # %%
 h, w = 3, 4
@@ -65,17 +59,10 @@ print("row:   ", token_row)
 print("column:", token_column)
 
 # %% [markdown]
-# The position table must list the same patches in the same order. A common way to build
-# the coordinates is `meshgrid`. With `indexing="ij"` and the width passed first, the grid
-# comes out as `(W, H)` and flattening it walks down the columns: the first four tokens,
-# the top row of the image, are given x positions 0, 0, 0, 1 instead of 0, 1, 2, 3.
-# [MoCo v3](https://arxiv.org/abs/2104.02057) (a self-supervised ViT,
-# [code](https://github.com/facebookresearch/moco-v3)) builds its table this way, and so does
-# the encoder of the detector [RT-DETR](https://arxiv.org/abs/2304.08069): its original code
-# ([lyuwenyu/RT-DETR](https://github.com/lyuwenyu/RT-DETR), `build_2d_sincos_position_embedding`
-# in `rtdetr_pytorch` and `rtdetrv2_pytorch`) still does, while its port to Hugging Face
-# [transformers](https://github.com/huggingface/transformers) was fixed by
-# [PR #41380](https://github.com/huggingface/transformers/pull/41380).
+# 位置表必须以同样的顺序列出同样的图像块。构建坐标的一种常见方法是 `meshgrid`。
+# 如果用 `indexing="ij"` 并且先传入宽度，网格的形状就是 `(W, H)`，展平时会沿着列往下走：前四个词元，也就是图像的第一行，得到的 x 位置是 0, 0, 0, 1，而不是 0, 1, 2, 3。
+# [MoCo v3](https://arxiv.org/abs/2104.02057)（一种自监督 ViT，[代码](https://github.com/facebookresearch/moco-v3)）就是这样构建位置表的，检测器 [RT-DETR](https://arxiv.org/abs/2304.08069) 的编码器也是如此：
+# 它的原始代码（[lyuwenyu/RT-DETR](https://github.com/lyuwenyu/RT-DETR)，`rtdetr_pytorch` 和 `rtdetrv2_pytorch` 中的 `build_2d_sincos_position_embedding`）至今仍是这样，而它在 Hugging Face [transformers](https://github.com/huggingface/transformers) 中的移植版已由 [PR #41380](https://github.com/huggingface/transformers/pull/41380) 修复。
 
 # %%
 grid_x, grid_y = np.meshgrid(np.arange(w), np.arange(h), indexing="ij")
@@ -89,14 +76,10 @@ print(f"{wrong} of {h * w} tokens carry another patch's position")
 assert len(set(zip(claimed_x, claimed_y))) == h * w
 
 # %% [markdown]
-# On a square grid the same code gives a table that is *correct*: the walk down the columns
-# on an $n \times n$ grid gives token $k$ the pair $(x, y) = (k \,//\, n, k \bmod n)$, which is
-# the true $(y, x)$ pair with the two names exchanged. The table then has its row block and
-# column block in the other order, a valid encoding, identical to the fixed code in
-# transformers. So the mistake is invisible on the square images most models are trained on,
-# and only shows when the grid is not square. posenc writes MoCo v3's table as
-# `convention="moco-v3"` and the fixed one as `convention="rt-detr"` (`cls_token=False` drops
-# a row that section 3 explains):
+# 在正方形网格上，同样的代码给出的表却是*正确的*：在 $n \times n$ 网格上沿列行走，词元 $k$ 得到的坐标对是 $(x, y) = (k \,//\, n, k \bmod n)$，这正是真实的 $(y, x)$ 坐标对，只是两个名字互换了。
+# 于是表中编码行的那组通道和编码列的那组通道顺序对调，这仍是一种有效的编码，与 transformers 中修复后的代码完全相同。
+# 所以在大多数模型训练所用的正方形图像上，这个错误是看不出来的，只有网格不是正方形时才会显现。
+# posenc 把 MoCo v3 的表记作 `convention="moco-v3"`，把修复后的表记作 `convention="rt-detr"`（`cls_token=False` 去掉了一行，第 3 节会解释这一行）：
 
 # %%
 same = {}
@@ -109,17 +92,11 @@ for shape in [(6, 6), (6, 9)]:
 assert same == {(6, 6): True, (6, 9): False}
 
 # %% [markdown]
-# ## 2. What the 2-D encoding sees
+# ## 2. 二维编码看到了什么
 #
-# In the table of [MAE](https://arxiv.org/abs/2111.06377) (masked autoencoders, a ViT
-# pre-training method; [code](https://github.com/facebookresearch/mae), `util/pos_embed.py`)
-# a patch at column $x$ and row $y$ gets the vector
-# $[\sin x\,w_j, \cos x\,w_j, \sin y\,w_j, \cos y\,w_j]$ with $d/4$ frequencies
-# $w_j = 10000^{-j/(d/4)}$. The dot product of two patches is then
-# $\sum_j \cos(w_j\,\Delta x) + \sum_j \cos(w_j\,\Delta y)$: it depends on the 2-D offset
-# $(\Delta x, \Delta y)$ only, as in 1-D (notebook 04), and it is a *sum* of a part for the
-# columns and a part for the rows. Below, one patch's encoding against every patch of a
-# 12 x 20 grid, drawn as an image, with the correct order and with MoCo v3's walk down the columns.
+# 在 [MAE](https://arxiv.org/abs/2111.06377)（掩码自编码器，一种 ViT 预训练方法；[代码](https://github.com/facebookresearch/mae)，`util/pos_embed.py`）的表中，位于第 $x$ 列、第 $y$ 行的图像块得到向量 $[\sin x\,w_j, \cos x\,w_j, \sin y\,w_j, \cos y\,w_j]$，其中 $d/4$ 个频率为 $w_j = 10000^{-j/(d/4)}$。
+# 于是两个图像块的点积为 $\sum_j \cos(w_j\,\Delta x) + \sum_j \cos(w_j\,\Delta y)$：与一维情形（笔记本 04）一样，它只依赖于二维偏移 $(\Delta x, \Delta y)$，而且是列部分与行部分之*和*。
+# 下面把一个图像块的编码与 12 x 20 网格中每个图像块的点积画成一张图，分别采用正确的顺序和 MoCo v3 沿列行走的顺序。
 
 # %%
 H, W, d = 12, 20, 128
@@ -141,11 +118,9 @@ fig.colorbar(image, ax=axes, label="dot product / (d / 2)")
 plt.show()
 
 # %% [markdown]
-# With the right order the picture is a plus: a bright spot at the patch (the red cross)
-# with a bright row and a bright column through it, and dark corners. Along the patch's own
-# row $\Delta y = 0$, so the row part is at its largest, $d/4$, whatever $\Delta x$ is; the
-# same holds along its column. The whole picture is the sum of its row through the patch and
-# its column through the patch, less the value at the patch, which was counted twice:
+# 顺序正确时，图像是一个加号：图像块所在处（红色十字）是一个亮点，穿过它有一条亮的行和一条亮的列，四个角则是暗的。
+# 沿着该图像块自己所在的行，$\Delta y = 0$，所以无论 $\Delta x$ 是多少，行部分都取最大值 $d/4$；沿着它所在的列也是如此。
+# 整张图等于穿过该图像块的那一行加上穿过它的那一列，再减去图像块本身的值（它被算了两次）：
 
 # %%
 similarity = similarities["row by row (MAE)"]
@@ -157,9 +132,8 @@ print("lowest anywhere (a corner):             ", round(float(similarity.min()),
 assert np.allclose(similarity, along_row[None, :] + along_column[:, None] - similarity[patch], atol=1e-5)
 
 # %% [markdown]
-# The plus is the same wherever the patch is: shifting the patch shifts the picture, since
-# only the offset counts. With the columns walked first, the "nearest" patches are scattered
-# over the image: most tokens carry another patch's position.
+# 无论图像块在哪里，加号的形状都一样：移动图像块，图像也随之平移，因为只有偏移量起作用。
+# 如果先沿列行走，“最近”的图像块就散落在整张图像上：大多数词元带着的是另一个图像块的位置。
 
 # %%
 mae = tables["row by row (MAE)"]
@@ -168,25 +142,17 @@ sim = (mae @ mae.T).reshape(H, W, H, W)
 assert np.allclose(sim[4, 7, :11, :18], sim[5, 9, 1:, 2:], atol=1e-5)
 
 # %% [markdown]
-# ## 3. The conventions side by side
+# ## 3. 各种约定的对比
 #
-# Every source writes sines and cosines of the two coordinates, and no two of them in quite
-# the same way. Besides MAE and MoCo v3:
-# [big_vision](https://github.com/google-research/big_vision) (Google's ViT code,
-# `posemb_sincos_2d`) and lucidrains' [simple ViT](https://github.com/lucidrains/vit-pytorch)
-# spread the frequencies over $d/4 - 1$ steps; [timm](https://github.com/huggingface/pytorch-image-models)
-# (PyTorch Image Models, `build_sincos2d_pos_embed`) writes all sines, then all cosines;
-# [DETR](https://arxiv.org/abs/2005.12872) (a detection transformer,
-# [code](https://github.com/facebookresearch/detr)) interleaves sine/cosine pairs and counts
-# positions from 1; [diffusers](https://github.com/huggingface/diffusers) (Hugging Face's
-# diffusion-model library, `get_2d_sincos_pos_embed`) scales the positions to a base size;
-# `rt-detr` is transformers' RT-DETR. `posenc.list_grid_conventions()` names them, and
-# `posenc.grid_encoding(shape, d, convention=...)` writes each one's numbers.
+# 每个来源都写出两个坐标的正弦和余弦，但没有哪两个的写法完全相同。除了 MAE 和 MoCo v3 之外：
+# [big_vision](https://github.com/google-research/big_vision)（Google 的 ViT 代码，`posemb_sincos_2d`）和 lucidrains 的 [simple ViT](https://github.com/lucidrains/vit-pytorch) 把频率分布在 $d/4 - 1$ 步上；
+# [timm](https://github.com/huggingface/pytorch-image-models)（PyTorch Image Models，`build_sincos2d_pos_embed`）先写所有正弦，再写所有余弦；
+# [DETR](https://arxiv.org/abs/2005.12872)（一种用于目标检测的 Transformer，[代码](https://github.com/facebookresearch/detr)）把正弦/余弦成对交错排列，并且位置从 1 开始计数；
+# [diffusers](https://github.com/huggingface/diffusers)（Hugging Face 的扩散模型库，`get_2d_sincos_pos_embed`）把位置缩放到一个基准尺寸；`rt-detr` 是 transformers 中的 RT-DETR。
+# `posenc.list_grid_conventions()` 列出这些约定的名称，`posenc.grid_encoding(shape, d, convention=...)` 按各自的约定写出表中的数值。
 #
-# ViT puts one extra token before the patches, a *class token* whose output summarises the
-# image. MAE and MoCo v3 give it a row of zeros in the table (a *class row*, `cls_token=True`;
-# MoCo v3's default). So the figure takes the last 60 rows of each table, `[-60:]`: the 60
-# patches of a 6 x 10 grid, without the class row.
+# ViT 在图像块之前多放一个词元，即*类别词元*（class token），它的输出概括整张图像。MAE 和 MoCo v3 在表中给它一行零（*类别行*，`cls_token=True`；这是 MoCo v3 的默认值）。
+# 所以图中取每张表的最后 60 行 `[-60:]`：即 6 x 10 网格的 60 个图像块，不含类别行。
 
 # %%
 names = list(posenc.list_grid_conventions())
@@ -204,14 +170,10 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# How far apart are they? The largest difference between each table and MAE's says little:
-# a table with its columns in another order is as far from MAE's as a table of other
-# numbers. Two better questions: are its columns MAE's columns in another order? And does it
-# give every pair of tokens the same dot product, that is, the same *Gram matrix*
-# $T\,T^\top$? A fixed order of columns costs a model nothing: trained with another order,
-# it can learn the same weights, permuted to match (notebook 05 shows this for 1-D
-# layouts), though a trained model expects its own order. Other dot products between
-# tokens are another encoding.
+# 它们相差多远？每张表与 MAE 的表之间的最大差值说明不了什么：一张只是列顺序不同的表，与 MAE 的表的差距，和一张数值完全不同的表一样大。
+# 更好的问题有两个：它的列是不是 MAE 的列，只是换了顺序？它是否给每一对词元相同的点积，也就是相同的*格拉姆矩阵*（Gram matrix）$T\,T^\top$？
+# 固定的列顺序不会让模型付出任何代价：用另一种顺序训练，模型可以学到同样的权重，只是相应地做了置换（笔记本 05 在一维布局上展示了这一点），不过训练好的模型只认它自己的顺序。
+# 而词元之间的点积不同，就是另一种编码了。
 
 # %%
 def same_columns(a, b):
@@ -228,25 +190,20 @@ for name, table in tables.items():
     print(f"{name:>11}  {comparison[name][0]:18.2f}  {comparison[name][1]!s:>12}  {comparison[name][2]!s:>17}")
 
 # %% [markdown]
-# Three groups, then. **Order only:** `rt-detr` and `timm` hold MAE's columns in another
-# order. DETR's class with its defaults (positions $1..n$ instead of $0..n-1$) holds other
-# numbers but the same dot products, because only offsets count and a shift by one changes
-# none. **Order of the tokens:** MoCo v3's columns are MAE's, but on this non-square grid
-# they are given to other tokens, so the dot products between tokens change.
-# **Frequencies or positions:** big_vision and simple ViT (the same function, the same
-# numbers) spread their frequencies over one step fewer, $w_j = 10000^{-j/(d/4 - 1)}$;
-# diffusers multiplies the positions by $16/6$ down the rows and $16/10$ across the columns,
-# which is the same as other frequencies per axis. DETR's own model builds its table with
-# `normalize=True`, positions scaled to $(0, 2\pi]$ per axis: another such frame.
+# 于是分成三组。**只是顺序不同：** `rt-detr` 和 `timm` 包含 MAE 的列，只是顺序不同。
+# DETR 的位置编码类在默认设置下（位置取 $1..n$ 而不是 $0..n-1$）数值不同，但点积相同，因为只有偏移量起作用，而整体平移一位不会改变任何偏移量。
+# **词元的顺序不同：** MoCo v3 的列就是 MAE 的列，但在这个非正方形网格上，它们被分给了别的词元，因此词元之间的点积变了。
+# **频率或位置不同：** big_vision 和 simple ViT（同一个函数，同样的数值）把频率分布在少一步的范围上，$w_j = 10000^{-j/(d/4 - 1)}$；
+# diffusers 把行坐标乘以 $16/6$，把列坐标乘以 $16/10$，相当于每个轴用不同的频率。
+# DETR 自己的模型用 `normalize=True` 构建位置表，每个轴上的位置都缩放到 $(0, 2\pi]$：这又是一种这样的坐标系。
 
 # %%
 order_only = [name for name, (_, columns, gram) in comparison.items() if columns and name != "mae"]
 assert order_only == ["rt-detr", "timm"]
 
 # %% [markdown]
-# `identify_grid` takes a frozen table and its grid shape and names the conventions that
-# wrote it (rows before the grid's tokens, a class token's, are reported, not compared). Here
-# each convention's table goes in, MAE's and MoCo v3's with their class row:
+# `identify_grid` 接收一张现成的表及其网格形状，说出写出这张表的是哪些约定（网格词元之前的行，即类别词元的行，只报告、不参与比较）。
+# 下面把每种约定的表都放进去，其中 MAE 和 MoCo v3 的表带上了它们的类别行：
 
 # %%
 identified = {}
@@ -259,10 +216,8 @@ for name in names:
 assert all(name in found.matches for name, found in identified.items())
 
 # %% [markdown]
-# timm with `interleave_sin_cos=True` writes transformers' RT-DETR numbers, and with
-# `reverse_coord` as well, MoCo v3's (including its column walk). `diagnose_grid` goes one
-# step further: given the convention a table *should* follow, it says which grid mistake
-# explains the numbers. Three MAE tables built wrong on the 6 x 10 grid:
+# timm 加上 `interleave_sin_cos=True` 写出的是 transformers 中 RT-DETR 的数值，再加上 `reverse_coord`，写出的就是 MoCo v3 的数值（包括它沿列行走的顺序）。
+# `diagnose_grid` 更进一步：给定一张表*应该*遵循的约定，它会说出是哪种网格错误导致了这些数值。下面是在 6 x 10 网格上构建错了的三张 MAE 表：
 
 # %%
 mistakes = {
@@ -280,28 +235,19 @@ for name, table in mistakes.items():
 assert list(diagnosed.values()) == [["height and width swapped"], ["wrong flattening order"], ["axes stacked in the wrong order"]]
 
 # %% [markdown]
-# ## 4. A new resolution: two frames
+# ## 4. 新的分辨率：两种坐标系
 #
-# Fine-tuning at a higher resolution, or running on an image of another shape, means another
-# number of patches. The table for the new grid can put the new patches in one of two frames:
+# 在更高的分辨率上微调，或在另一种形状的图像上运行，都意味着图像块的数量变了。新网格的表可以把新的图像块放在以下两种坐标系之一中：
 #
-# - **Rescaled: the old field of view.** The new grid covers the same image as the old one, so
-#   its patches land *between* the old positions: patch $i$ of $n_\text{new}$ sits at the
-#   *stretched* position $(i + \tfrac12)\,n_\text{old}/n_\text{new} - \tfrac12$ in old units (the
-#   patch centres line up). Resizing the old table as an image does this: MAE's
-#   `interpolate_pos_embed` (bicubic) and timm's `resample_abs_pos_embed` (bicubic with
-#   antialiasing by default) resize whatever table a checkpoint holds, learned or sin-cos.
-#   diffusers computes its sin-cos table in such a frame from the start: positions
-#   $k \cdot \text{base\_size} / (n \cdot \text{interpolation\_scale})$ cover the same span
-#   whatever the number of patches $n$ (the corners line up rather than the centres).
-# - **Extended: the old patch size.** Patch $i$ keeps position $i$; a smaller grid is a crop of the
-#   old one, a larger grid reaches positions that were never there before. RT-DETR builds its
-#   table this way, at integer positions for whatever grid of features an image gives.
+# - **重新缩放（rescaled）：沿用旧的视野。** 新网格与旧网格覆盖同一张图像，所以它的图像块落在旧位置*之间*：$n_\text{new}$ 个图像块中的第 $i$ 个，位于以旧单位表示的*拉伸后*位置 $(i + \tfrac12)\,n_\text{old}/n_\text{new} - \tfrac12$（图像块的中心对齐）。
+#   把旧表当作图像来缩放（resize）做的就是这件事：MAE 的 `interpolate_pos_embed`（双三次插值）和 timm 的 `resample_abs_pos_embed`（默认带抗锯齿的双三次插值）会缩放检查点中的任何表，无论是学习得到的还是 sin-cos 的。
+#   diffusers 一开始就在这样的坐标系中计算它的 sin-cos 表：无论图像块数 $n$ 是多少，位置 $k \cdot \text{base\_size} / (n \cdot \text{interpolation\_scale})$ 都覆盖同样的范围（对齐的是角而不是中心）。
+# - **延伸（extended）：沿用旧的图像块大小。** 第 $i$ 个图像块保持位置 $i$；较小的网格是旧网格的一个裁剪，较大的网格会到达以前从未出现过的位置。
+#   RT-DETR 就是这样构建它的表的：无论一张图像给出多大的特征网格，都使用整数位置。
 #
-# For a sin-cos table both frames can be computed exactly: `grid_encoding` takes `positions`.
-# First, how far is the resize from the exact rescaled table? timm's resize applied to a
-# 6 x 8 MAE table (its class row kept aside) to make 12 x 16, against MAE's formula at the
-# stretched positions. `posenc.torch.resample_abs_pos_embed` makes the same calls as timm.
+# 对于 sin-cos 表，两种坐标系都可以精确计算：`grid_encoding` 接受 `positions` 参数。
+# 首先看看插值缩放离精确的重新缩放表有多远：把 timm 的缩放用在 6 x 8 的 MAE 表上（类别行单独放在一边），得到 12 x 16 的表，再与 MAE 公式在拉伸后位置上的结果比较。
+# `posenc.torch.resample_abs_pos_embed` 的调用与 timm 完全相同。
 
 # %%
 old, new, d = (6, 8), (12, 16), 64
@@ -327,48 +273,35 @@ print(f"largest error {error.max():.2f} at patch {tuple(map(int, worst))}; "
       f"largest inside the old grid {error[inside].max():.2f}")
 
 # %% [markdown]
-# The slow columns come through almost unchanged; the fast ones, which turn by up to a radian
-# from one patch to the next, do not: a cubic through samples that far apart cannot follow a
-# sine. The error is largest on the border patches: the first and last rows and columns of
-# the new grid sit at $-0.25$ and beyond the old last position, outside the old grid, where
-# the resize has no samples on one side and extrapolates. The patches one step in come next
-# (a cubic reads two old samples on each side, and there one of them lies past the edge);
-# further inside, the fast columns are still off by a few hundredths. The class row is
-# carried over untouched.
+# 低频的列几乎原样保留下来；高频的列则不然，它们从一个图像块到下一个最多要转一弧度：一条三次曲线穿过相距这么远的采样点，跟不上正弦的变化。
+# 误差在边缘图像块上最大：新网格的第一行、第一列和最后一行、最后一列分别位于 $-0.25$ 和旧的最后一个位置之外，也就是在旧网格之外，缩放时那里有一侧没有采样点，只能外推。
+# 其次是往里一步的图像块（三次插值在每一侧各读取两个旧采样点，而在那里其中一个落在边缘之外）；再往里，高频的列仍有零点零几的误差。类别行则原封不动地保留下来。
 
 # %%
 assert error[~inside].max() > error[inside].max()
 
 # %% [markdown]
-# timm's default `antialias=True` is not a detail: even when enlarging, it changes the
-# numbers. PyTorch's antialiased bicubic weighs the samples with another cubic (the
-# [Keys kernel](https://en.wikipedia.org/wiki/Bicubic_interpolation#Bicubic_convolution_algorithm)
-# with $a = -0.5$; plain bicubic uses $a = -0.75$), and MAE's `interpolate_pos_embed` calls
-# plain bicubic:
+# timm 默认的 `antialias=True` 可不是细枝末节：即使是放大，它也会改变数值。
+# PyTorch 的抗锯齿双三次插值用另一条三次曲线给采样点加权（$a = -0.5$ 的 [Keys 核](https://en.wikipedia.org/wiki/Bicubic_interpolation#Bicubic_convolution_algorithm)；普通的双三次插值用 $a = -0.75$），而 MAE 的 `interpolate_pos_embed` 调用的是普通的双三次插值：
 
 # %%
 plain = posenc.torch.resample_abs_pos_embed(old_table, new, old, antialias=False).numpy()
 print(f"largest difference, antialias on vs off: {np.abs(resized - plain).max():.2f}")
 
 # %% [markdown]
-# For a sin-cos table there is nothing to interpolate: compute it, in the frame you choose.
-# The exact rescaled table above comes from `grid_encoding(..., positions=stretched)`; in
-# float32 it stays within 2e-7 of the float64 one, the bound `grid_encoding`'s docstring
-# promises for float32:
+# 对于 sin-cos 表，根本不需要插值：在你选定的坐标系中直接计算就好。
+# 上面的精确重新缩放表来自 `grid_encoding(..., positions=stretched)`；它在 float32 中与 float64 的结果相差不超过 2e-7，这正是 `grid_encoding` 的文档字符串对 float32 承诺的误差界：
 
 # %%
 in_float32 = posenc.grid_encoding(new, d, convention="mae", positions=stretched)
 assert np.abs(in_float32 - exact).max() < 2e-7
 
 # %% [markdown]
-# ## 5. Trained on one grid, tested on others
+# ## 5. 在一个网格上训练，在其他网格上测试
 #
-# Which frame is right depends on what the model learned. A small model finds a marked
-# patch: each example is a grid of tokens, one of them carrying a marker, and the model
-# answers with the marker's row and column. It sees the tokens only as marker plus position
-# encoding, pools them with one attention head, and reads the row and the column off the
-# pooled vector, with outputs for up to 16 rows and 24 columns. We train it on an 8 x 12 grid
-# with MAE's table; training never shows it a row beyond 7 or a column beyond 11.
+# 哪种坐标系才对，取决于模型学到了什么。一个小模型要找出被标记的图像块：每个样本是一个词元网格，其中一个词元带有标记，模型要回答标记所在的行和列。
+# 它看到的每个词元只是“标记加上位置编码”，它用一个注意力头把这些词元汇聚起来，再从汇聚后的向量中读出行和列，输出最多可以表示 16 行和 24 列。
+# 我们在 8 x 12 网格上用 MAE 的表训练它；训练中它从来没见过大于 7 的行或大于 11 的列。
 
 # %%
 class FindTheMarker(nn.Module):
@@ -398,11 +331,9 @@ for step in range(400):
     optimizer.step()
 
 # %% [markdown]
-# `answers` marks every patch of a grid once and returns the row and the column the model
-# names for each, as `(H, W)` arrays. `found` scores them against the positions a table
-# encodes: an answer counts when it is within half a patch of the patch's position on both
-# axes. For integer positions that is the exact answer; for rescaled ones, the nearest
-# trained position (either one when the position lies halfway).
+# `answers` 把网格中的每个图像块各标记一次，返回模型对每个图像块给出的行和列，形式为 `(H, W)` 数组。
+# `found` 把它们与表所编码的位置对照打分：如果答案在两个轴上都与图像块的位置相差不超过半个图像块，就算找到了。
+# 对于整数位置，这就是精确的答案；对于重新缩放的位置，则是最近的训练位置（位置恰在正中间时，两个都算对）。
 
 # %%
 def answers(table, shape):
@@ -420,12 +351,9 @@ integers = [np.arange(n) for n in train_shape]
 print(f"training grid 8 x 12: {found(answers(train_table, train_shape), integers):.2f} of the patches found")
 
 # %% [markdown]
-# Now a smaller grid, 6 x 9, and a larger one, 16 x 24, each with four tables: MAE's at
-# integer positions (extended); the same walked down the columns (MoCo v3's order); the
-# training table resized by timm's function (rescaled, as one would resize a learned
-# table); and MAE's formula at the stretched positions (rescaled, exact). Each is scored
-# against the new grid's integer coordinates, the labels one would naively use, and the
-# rescaled ones also against the stretched positions they encode.
+# 现在取一个较小的网格 6 x 9 和一个较大的网格 16 x 24，各配四张表：整数位置上的 MAE 表（延伸）；同一张表改为沿列行走（MoCo v3 的顺序）；
+# 用 timm 的函数缩放的训练表（重新缩放，就像缩放一张学习得到的表那样）；以及 MAE 公式在拉伸后位置上的结果（重新缩放，精确）。
+# 每张表都与新网格的整数坐标对照打分，这是人们会想当然地使用的标签；重新缩放的表还要与它们所编码的拉伸后位置对照打分。
 
 # %%
 def stretch(shape):
@@ -456,14 +384,9 @@ for (name, frame), (small, large) in scores.items():
     print(f"{name:>28}  {frame:>14}  {small:6.2f}  {large:7.2f}")
 
 # %% [markdown]
-# On the smaller grid, integer positions are a crop of what the model was trained on: it
-# finds the patches. Walked down the columns, most tokens claim another patch's position, and
-# the model answers with that patch. The rescaled tables fail against the integer labels,
-# but not because the resize is inexact: the exact table at the stretched positions fails
-# the same way. Scored against the positions they encode, both find the patches. The
-# model reads a rescaled table in the frame it learned and answers in old units. Row by row
-# on the 6 x 9 grid (the resized table), the answer most often given against the
-# stretched position:
+# 在较小的网格上，整数位置是模型训练时所见范围的一个裁剪：它能找到图像块。沿列行走时，大多数词元声称自己在另一个图像块的位置上，模型就回答那个图像块。
+# 重新缩放的表对照整数标签时失败了，但这不是因为缩放不精确：拉伸后位置上的精确表也以同样的方式失败。与它们所编码的位置对照打分时，两者都能找到图像块。
+# 模型在它学过的坐标系中读取重新缩放的表，并用旧单位回答。下面逐行列出 6 x 9 网格上（缩放后的表）最常给出的答案，并与拉伸后的位置对照：
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -477,12 +400,8 @@ print("model's answer: ", typical)
 assert np.all(np.abs(np.array(typical) - stretch((6, 9))[0]) <= 0.5)
 
 # %% [markdown]
-# The larger grid shows what each frame costs. Rescaled, every answer is the trained
-# position nearest to the stretched one, so two neighbouring new patches get the same
-# answer: the model sees the new grid at the old grid's resolution.
-# Extended, the patches within the old 8 x 12 block are found, and none of the others: their
-# positions never occurred in training, and the model answers with a trained row and column
-# even where outputs for rows up to 15 and columns up to 23 exist.
+# 较大的网格显示了每种坐标系的代价。重新缩放时，每个答案都是离拉伸后位置最近的训练位置，因此两个相邻的新图像块会得到同一个答案：模型以旧网格的分辨率看待新网格。
+# 延伸时，旧的 8 x 12 区块内的图像块都能找到，其余的一个也找不到：它们的位置在训练中从未出现过；即使输出中有表示第 15 行和第 23 列以内的各行各列，模型给出的也都是训练中见过的行和列。
 
 # %%
 rows_16, cols_16 = answered["integer positions", (16, 24)]
@@ -498,43 +417,26 @@ print(f"rescaled: {distinct} different answers for {16 * 24} patches")
 assert distinct <= train_shape[0] * train_shape[1]  # at most one answer per trained position
 
 # %% [markdown]
-# Neither frame is "correct": they answer different questions. Rescaling keeps positions
-# inside what the model knows and names places as fractions of the image, at the old grid's
-# resolution: the frame for the same picture seen at another resolution. Extending keeps the
-# patch size and names places in patches: the frame for a larger image that shows *more*,
-# but positions outside the trained range are new to the model, and this one never names
-# them. Whatever reads the model's answers (here, the labels) must use the table's frame.
+# 两种坐标系都谈不上“正确”：它们回答的是不同的问题。重新缩放让位置留在模型熟悉的范围内，用在图像中所占的比例来指称位置，分辨率仍是旧网格的：它适用于以另一种分辨率看同一张图。
+# 延伸保持图像块大小不变，以图像块为单位指称位置：它适用于显示了*更多*内容的更大图像，但训练范围之外的位置对模型来说是全新的，而这个模型从来不会说出它们。
+# 无论用什么来解读模型的答案（这里是标签），都必须使用表的坐标系。
 #
-# ## Summary
+# ## 小结
 #
-# - A grid becomes a sequence row by row; a table built from `meshgrid(w, h, indexing="ij")`
-#   walks down the columns (MoCo v3, the original RT-DETR code), which is invisible on square
-#   grids and gives most tokens another patch's position on the others.
-# - In MAE's table the dot product of two patches depends on the 2-D offset only and is a sum
-#   of a column part and a row part: a plus-shaped picture.
-# - Published grid tables differ in column order only (transformers' RT-DETR, timm: the same
-#   dot products as MAE), in positions by a shift (DETR's defaults: the same dot products),
-#   in token order (MoCo v3 on non-square grids), or in frequencies and position scales
-#   (big_vision, simple ViT, diffusers, DETR normalised). `identify_grid` names the
-#   convention of a frozen table, `diagnose_grid` the mistake behind a wrong one.
-# - A new grid size needs a frame: rescaled to the old field of view (a resize; MAE's
-#   `interpolate_pos_embed`, timm, diffusers' `interpolation_scale`) or extended at the old
-#   patch size (integer positions, as RT-DETR rebuilds its table). A resize of a sin-cos
-#   table is inexact, worst at the border patches where it extrapolates; `grid_encoding` with
-#   `positions` computes either frame exactly.
-# - A model trained on one grid reads a rescaled table in its own frame and answers in old
-#   units, at the old resolution; on an extended grid it finds the patches it was trained on
-#   and none beyond.
+# - 网格逐行变成序列；用 `meshgrid(w, h, indexing="ij")` 构建的表会沿列行走（MoCo v3、RT-DETR 的原始代码），这在正方形网格上看不出来，在其他网格上则让大多数词元带上另一个图像块的位置。
+# - 在 MAE 的表中，两个图像块的点积只依赖于二维偏移，并且是列部分与行部分之和：画出来是加号形状。
+# - 已发表的网格表之间的差别：有的只是列顺序不同（transformers 中的 RT-DETR、timm：点积与 MAE 相同），有的是位置整体平移（DETR 的默认设置：点积相同），有的是词元顺序不同（非正方形网格上的 MoCo v3），有的是频率和位置尺度不同（big_vision、simple ViT、diffusers、归一化的 DETR）。
+#   `identify_grid` 说出一张现成的表所用的约定，`diagnose_grid` 说出一张错误的表背后的错误。
+# - 新的网格大小需要选定一个坐标系：重新缩放到旧的视野（插值缩放；MAE 的 `interpolate_pos_embed`、timm、diffusers 的 `interpolation_scale`），或以旧的图像块大小延伸（整数位置，就像 RT-DETR 重建它的表那样）。
+#   对 sin-cos 表做插值缩放并不精确，在需要外推的边缘图像块上最差；带 `positions` 参数的 `grid_encoding` 可以精确计算任一坐标系。
+# - 在一个网格上训练的模型，会在它自己的坐标系中读取重新缩放的表，并以旧单位、按旧分辨率回答；在延伸的网格上，它能找到训练过的图像块，超出范围的一个也找不到。
 #
-# ## Exercises
+# ## 练习
 #
-# ### Exercise 1 · Find the flattening mistake and fix it
+# ### 练习 1 · 找出展平错误并修正
 #
-# The function below is meant to write MAE's table for a grid of `height x width` patches
-# (tokens row by row, columns `[sin x, cos x, sin y, cos y]`). It has one mistake. Build a
-# non-square table with it and ask `diagnose_grid` what is wrong, then fix the function and
-# check it with `nb09.mae_table.check(mae_table)`. `nb09.mae_table.hint()` and
-# `nb09.mae_table.solution()` are there when you are stuck.
+# 下面的函数本应为 `height x width` 个图像块的网格写出 MAE 的表（词元逐行排列，列为 `[sin x, cos x, sin y, cos y]`）。它有一处错误。
+# 用它构建一张非正方形的表，问问 `diagnose_grid` 哪里错了，然后修正函数，并用 `nb09.mae_table.check(mae_table)` 检查。卡住时可以求助 `nb09.mae_table.hint()` 和 `nb09.mae_table.solution()`。
 
 # %%
 def mae_table(height, width, d):
@@ -552,14 +454,10 @@ print(posenc.diagnose_grid(mae_table(6, 10, 64), (6, 10), "mae"))
 nb09.mae_table.check(mae_table)
 
 # %% [markdown]
-# ### Exercise 2 · A larger grid in the old grid's frame
+# ### 练习 2 · 在旧网格的坐标系中使用更大的网格
 #
-# A model was trained on an `old` grid (rows, columns). Write `rescaled_table(old, new, d)`:
-# MAE's table for the `new` grid, with the positions of the rescaled frame, so that the
-# model reads the new patches where they lie in the image it knows (the frame a resize uses,
-# computed exactly). The check tries several grids, larger and smaller, and says which frame
-# your table encodes when it is not this one. `nb09.rescaled_table.hint()` and
-# `nb09.rescaled_table.solution()` help.
+# 一个模型在 `old` 网格（行数，列数）上训练。写出 `rescaled_table(old, new, d)`：为 `new` 网格生成 MAE 的表，使用重新缩放坐标系中的位置，让模型读到的新图像块正位于它所熟悉的图像中的实际位置（也就是插值缩放所用的坐标系，但精确计算）。
+# 检查会尝试几种或大或小的网格；如果你的表编码的不是这个坐标系，它会说出你的表编码的是哪一个。`nb09.rescaled_table.hint()` 和 `nb09.rescaled_table.solution()` 可以帮你。
 
 # %%
 def rescaled_table(old, new, d):
@@ -570,13 +468,13 @@ def rescaled_table(old, new, d):
 nb09.rescaled_table.check(rescaled_table)
 
 # %% [markdown]
-# When it passes, try it on the model of section 5:
+# 通过检查后，在第 5 节的模型上试试：
 # `found(answers(torch.tensor(rescaled_table(train_shape, (16, 24), d), dtype=torch.float32), (16, 24)), stretch((16, 24)))`
-# gives the score of the exact rescaled table there.
+# 会给出精确的重新缩放表在那里的得分。
 #
-# ## Cross-checks
+# ## 交叉检查
 #
-# The claims above once more, with the numbers the prose states.
+# 把上文的各项说法再检验一遍，用的是正文中给出的数值。
 
 # %%
 # Section 1: the first four tokens (the top row) claim x = 0, 0, 0, 1; only the first and the last keep their own position.

@@ -1,25 +1,20 @@
 # %% [markdown]
-# # 10 · Rotary position embedding on grids and in video
+# # 10 · 网格与视频上的旋转位置编码
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/10_rotary_on_grids.ipynb)
 #
-# Notebook 08 rotated queries and keys by a token's place in a sequence. The patches of an
-# image have a row and a column, the frames of a video a time as well. Vision-language
-# models give RoPE those coordinates in one simple way: each rotary pair of channels reads
-# *one* coordinate. This notebook follows that idea from an image grid to a sequence that
-# mixes text, an image and a video, as three model families number it.
+# 笔记本 08 按词元在序列中的位置旋转查询和键。图像的图像块有行和列，视频的帧还多一个时间。视觉-语言模型用一种简单的方式把这些坐标交给 RoPE：每个旋转通道对只读取*一个*坐标。
+# 本笔记本沿着这一思路，从图像网格一直讲到混合了文本、图像和视频的序列，看看三个模型系列各自如何为它编号。
 #
-# **Question:** How does RoPE give image patches and video frames their positions, and where does the text after them continue?
+# **问题：** RoPE 如何为图像块和视频帧赋予位置？它们之后的文本又从哪里接着编号？
 #
-# **You will be able to:**
-# - build 2-D RoPE for a grid of image patches and say how two vision encoders choose its
-#   frequencies;
-# - write down the three position rows (time, height, width) that multimodal RoPE gives a
-#   sequence of text, an image and a video, by each of the rules in use;
-# - say which channels of a head turn with time, height or width;
-# - load a transformers config into posenc's rotary module and get the model's own logits.
+# **学完本节，你将能够：**
+# - 为图像块网格构建二维 RoPE，并说出两种视觉编码器如何选择它的频率；
+# - 按现行的每条规则，写出多模态 RoPE 为一个包含文本、图像和视频的序列给出的三行位置编号（时间、高度、宽度）；
+# - 说出一个头的哪些通道随时间、高度或宽度旋转；
+# - 把 transformers 的配置加载到 posenc 的旋转编码模块中，并得到与模型本身相同的 logits。
 #
-# **Prerequisites:** notebooks 08 and 09 · **Time:** about 50 minutes
+# **先修：** 笔记本 08 和 09 · **时间：** 约 50 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -58,25 +53,16 @@ rng = np.random.default_rng(0)
 started = time.perf_counter()
 
 # %% [markdown]
-# ## 1. 2-D RoPE: each pair reads the row or the column
+# ## 1. 二维 RoPE：每一对读取行或列
 #
-# A vision-language model reads an image through a *vision encoder*: a ViT (Vision
-# Transformer, [Dosovitskiy et al.](https://arxiv.org/abs/2010.11929)) that cuts the
-# image into patches (notebook 09) and runs attention over them. Two such encoders rotate
-# queries and keys by a patch's row $r$ and column $c$: Pixtral's (Mistral AI,
-# [Pixtral 12B](https://arxiv.org/abs/2410.07073)) and Qwen2-VL's
-# ([Qwen2-VL](https://arxiv.org/abs/2409.12191); its successors
-# [Qwen2.5-VL](https://arxiv.org/abs/2502.13923) and
-# [Qwen3-VL](https://huggingface.co/docs/transformers/model_doc/qwen3_vl) keep it). A head
-# of $d$ channels has $d/2$ rotary pairs (notebook 08); both encoders turn the first $d/4$
-# pairs by the row and the other $d/4$ by the column. They differ in the frequencies:
+# 视觉-语言模型通过*视觉编码器*读取图像：这是一个 ViT（Vision Transformer，[Dosovitskiy et al.](https://arxiv.org/abs/2010.11929)），它把图像切成图像块（笔记本 09），并在这些图像块上计算注意力。
+# 有两种这样的编码器按图像块的行 $r$ 和列 $c$ 旋转查询和键：Pixtral 的（Mistral AI，[Pixtral 12B](https://arxiv.org/abs/2410.07073)）和 Qwen2-VL 的（[Qwen2-VL](https://arxiv.org/abs/2409.12191)；它的后继者 [Qwen2.5-VL](https://arxiv.org/abs/2502.13923) 和 [Qwen3-VL](https://huggingface.co/docs/transformers/model_doc/qwen3_vl) 沿用了它）。
+# 一个 $d$ 通道的头有 $d/2$ 个旋转通道对（笔记本 08）；两种编码器都按行旋转前 $d/4$ 对，按列旋转另外 $d/4$ 对。它们的区别在于频率：
 #
-# - Qwen2-VL gives each axis the frequencies of a $d/2$-channel RoPE, $w_i = 10000^{-4i/d}$,
-#   the same list for rows and for columns;
-# - Pixtral takes the $d/2$ frequencies of 1-D RoPE, $10000^{-2j/d}$, and deals them out:
-#   even $j$ to the row, odd $j$ to the column.
+# - Qwen2-VL 给每个轴都用 $d/2$ 通道 RoPE 的频率 $w_i = 10000^{-4i/d}$，行和列用同一个列表；
+# - Pixtral 取一维 RoPE 的 $d/2$ 个频率 $10000^{-2j/d}$，轮流分发：偶数 $j$ 给行，奇数 $j$ 给列。
 #
-# So the rows get the same frequencies in both, and only the columns differ.
+# 所以两者的行频率相同，只有列频率不同。
 
 # %%
 d = 32
@@ -89,10 +75,8 @@ print("column frequencies, Pixtral: ", np.round(pixtral[8:12], 4), "...")
 assert np.array_equal(qwen[:8], pixtral[:8]), "rows: the same frequencies in both"
 
 # %% [markdown]
-# Each Pixtral column frequency sits half a step below Qwen2-VL's: one step of the row list
-# is a factor $10000^{-4/d}$, and Pixtral's odd $j$ are a factor $10000^{-2/d}$
-# ($= 0.5623$ at $d = 32$) further down. Pixtral's rows and columns together cover the
-# frequencies of 1-D RoPE once; Qwen2-VL's cover half of them twice.
+# Pixtral 的每个列频率都比 Qwen2-VL 的低半步：行频率列表的一步是因子 $10000^{-4/d}$，而 Pixtral 的奇数 $j$ 还要再低一个因子 $10000^{-2/d}$（在 $d = 32$ 时 $= 0.5623$）。
+# Pixtral 的行和列合起来把一维 RoPE 的频率恰好各覆盖一次；Qwen2-VL 的行和列则把其中一半覆盖了两次。
 
 # %%
 ratio = pixtral[8:] / qwen[8:]
@@ -100,10 +84,8 @@ print(f"Pixtral / Qwen2-VL, columns: {ratio.min():.4f} to {ratio.max():.4f}; 100
 np.testing.assert_allclose(ratio, 10000 ** (-2 / d), rtol=1e-14)  # float64 round-off
 
 # %% [markdown]
-# A grid of 6 x 8 patches, flattened row by row (Pixtral's order);
-# `grid_position_ids` gives each token its (row, column). With the cos and sin of those
-# angles (Qwen2-VL's frequencies) we rotate one random query and one random key vector at
-# every patch and take all their dot products.
+# 一个 6 x 8 的图像块网格，逐行展平（Pixtral 的顺序）；`grid_position_ids` 给出每个词元的（行，列）。
+# 用这些角度的 cos 和 sin（Qwen2-VL 的频率），我们在每个图像块上旋转同一个随机查询向量和同一个随机键向量，并计算它们之间的全部点积。
 
 # %%
 height, width = 6, 8
@@ -117,9 +99,7 @@ print("positions of tokens 0, 1, 8:", ids[:, [0, 1, 8]].T.tolist())
 print("scores:", scores.shape, f"largest |score| {np.abs(scores).max():.1f}")
 
 # %% [markdown]
-# **The score depends on the 2-D offset only.** All pairs of patches with the same
-# (row offset, column offset) have the same score, up to float64 round-off: the spread
-# within one offset stays below $10^{-12}$, where the scores themselves reach 5.2 (above).
+# **分数只依赖于二维偏移。** 所有（行偏移，列偏移）相同的图像块对都有相同的分数，差别不超过 float64 舍入误差：同一偏移内分数的极差低于 $10^{-12}$，而分数本身可达 5.2（见上面的输出）。
 
 # %%
 offsets = ids[:, :, None] - ids[:, None, :]  # (2, 48, 48): key minus query, rows and columns
@@ -131,8 +111,7 @@ print("largest spread of the scores within one offset below 1e-12:", spread < 1e
 assert spread < 1e-12
 
 # %% [markdown]
-# It is an offset, not a distance: one row down and two columns left scores differently
-# from two rows down and one column left, though both are as far apart.
+# 这是偏移，不是距离：向下一行、向左两列的分数，与向下两行、向左一列的分数不同，尽管两者的距离一样远。
 
 # %%
 down_left = scores.T[(offsets[0] == 1) & (offsets[1] == -2)][0]
@@ -141,15 +120,10 @@ print(f"offset (1, -2): {down_left:.3f}   offset (2, -1): {left_down:.3f}")
 assert abs(down_left - left_down) > 0.1, "two offsets of one length, two scores"
 
 # %% [markdown]
-# As pictures: the score of one query patch (the star) against every key patch. The first
-# two use the random q and k for two query patches; the second picture is the first moved
-# by the offset between the two patches. There is no peak at the query patch: RoPE makes
-# the score a function of the offset, and nothing in it makes near patches score higher.
-# The third uses q = k: then the score at offset zero is $|q|^2$, and no offset scores more,
-# because a rotation keeps lengths ($q \cdot Rq \le |q|\,|Rq| = |q|^2$). That peak comes from
-# choosing q = k, not from RoPE, and it is shallow: the slow pairs hardly turn across 8
-# columns, so every patch still scores at least 81% of the peak. A trained model learns
-# queries and keys that make nearby patches score high, or doesn't.
+# 画成图：一个查询图像块（星号）对每个键图像块的分数。前两张图对两个不同的查询图像块使用同一对随机的 q 和 k；第二张图就是把第一张图平移了两个查询图像块之间的偏移。
+# 查询图像块处并没有峰值：RoPE 让分数成为偏移的函数，但其中没有任何东西让邻近的图像块得分更高。
+# 第三张图用 q = k：这时偏移为零处的分数是 $|q|^2$，没有哪个偏移的分数比它更高，因为旋转保持长度不变（$q \cdot Rq \le |q|\,|Rq| = |q|^2$）。
+# 这个峰值来自选择了 q = k，而不是来自 RoPE，而且它很平缓：低频对在 8 列之间几乎不转，所以每个图像块的分数仍至少是峰值的 81%。训练好的模型可能学到让邻近图像块得分高的查询和键，也可能学不到。
 
 # %%
 first, second = 2 * width + 2, 3 * width + 5  # patches (2, 2) and (3, 5)
@@ -174,34 +148,24 @@ for ax, picture, p, title, (low, high, cmap) in zip(axs, maps, (first, second, s
 plt.show()
 
 # %% [markdown]
-# ## 2. M-RoPE: three position rows for text, images and video
+# ## 2. M-RoPE：为文本、图像和视频给出三行位置编号
 #
-# In Qwen2-VL the language model reads text tokens and vision tokens in one sequence. Its
-# multimodal RoPE, **M-RoPE** (section 2.1 of the [Qwen2-VL paper](https://arxiv.org/abs/2409.12191)),
-# gives every token three positions, time, height and width, and each rotary pair of a head
-# reads one of them (which one: section 3). Two numbers of the vision encoder's config
-# shape the vision tokens ([transformers' Qwen2-VL page](https://huggingface.co/docs/transformers/model_doc/qwen2_vl)):
+# 在 Qwen2-VL 中，语言模型在同一个序列里读取文本词元和视觉词元。它的多模态 RoPE，即 **M-RoPE**（[Qwen2-VL 论文](https://arxiv.org/abs/2409.12191)第 2.1 节），给每个词元三个位置：时间、高度和宽度；头的每个旋转通道对读取其中之一（具体是哪一个，见第 3 节）。
+# 视觉编码器配置中的两个数决定了视觉词元的形状（[transformers 的 Qwen2-VL 页面](https://huggingface.co/docs/transformers/model_doc/qwen2_vl)）：
 #
-# - `spatial_merge_size`: after the encoder, a merger joins each 2 x 2 block of neighbouring
-#   patches into one token for the language model; an image of 4 x 6 patches becomes
-#   2 x 3 tokens;
-# - `temporal_patch_size`: a video patch is 2 frames deep, so 6 frames of video make
-#   3 *temporal patches*. A vision input's grid, `grid_thw`, counts temporal patches,
-#   rows and columns of patches.
+# - `spatial_merge_size`：编码器之后，一个合并器把每个 2 x 2 的相邻图像块区域合成语言模型的一个词元；4 x 6 个图像块的图像变成 2 x 3 个词元；
+# - `temporal_patch_size`：一个视频图像块在时间上有 2 帧深，所以 6 帧视频构成 3 个*时间块*（temporal patch）。视觉输入的网格 `grid_thw` 记录的是时间块数，以及图像块的行数和列数。
 
 # %%
 vision = transformers.Qwen2VLConfig().vision_config
 print("spatial_merge_size:", vision.spatial_merge_size, "  temporal_patch_size:", vision.temporal_patch_size)
 
 # %% [markdown]
-# The numbering, as the pinned transformers 5.23 `get_rope_index` does it: text tokens get
-# the same number on all three rows, counting on from the token before, so on text M-RoPE
-# is 1-D RoPE. A vision input that starts at position $s$ gets time $s + \text{frame}$,
-# height $s + \text{row}$ and width $s + \text{column}$ of its merged grid.
+# 编号方式按本课程锁定的 transformers 5.23 中 `get_rope_index` 的做法：文本词元在三行上得到同一个编号，从前一个词元接着往下数，所以在文本上 M-RoPE 就是一维 RoPE。
+# 从位置 $s$ 开始的视觉输入，在其合并后的网格上，时间为 $s + \text{frame}$，高度为 $s + \text{row}$，宽度为 $s + \text{column}$。
 #
-# A sequence: 4 text tokens, an image of 4 x 6 patches, 3 text tokens, a video of 6 frames
-# (3 temporal patches) of 4 x 4 patches, 3 text tokens. `mrope_position_ids` takes text as a
-# token count and a vision input as its `grid_thw`.
+# 一个序列：4 个文本词元，一张 4 x 6 个图像块的图像，3 个文本词元，一段 6 帧（3 个时间块）、每帧 4 x 4 个图像块的视频，3 个文本词元。
+# `mrope_position_ids` 接受以词元数表示的文本，以及以 `grid_thw` 表示的视觉输入。
 
 # %%
 segments = [4, (1, 4, 6), 3, (3, 4, 4), 3]
@@ -210,10 +174,8 @@ print("shape:", rows.shape)
 print(rows)
 
 # %% [markdown]
-# The image is tokens 4 to 9, 2 x 3 merged tokens. All share time 4; their heights and
-# widths count rows and columns from 4. The text after the image does not continue after
-# the image's 6 tokens: it starts one past the image's largest position,
-# $4 + \max(2, 3) = 7$.
+# 图像是第 4 到 9 个词元，即 2 x 3 个合并后的词元。它们的时间都是 4；高度和宽度从 4 开始数行和列。
+# 图像之后的文本并不是接着图像的 6 个词元往下数：它从图像的最大位置再加一开始，即 $4 + \max(2, 3) = 7$。
 
 # %%
 image, video = slice(4, 10), slice(13, 25)
@@ -222,28 +184,19 @@ print("text after the image starts at", rows[0, 10])
 assert rows[0, 10] == 4 + max(2, 3)
 
 # %% [markdown]
-# The video is tokens 13 to 24: 3 temporal patches of 2 x 2 tokens, times 10, 11, 12.
-# transformers 5.23 starts the text after it at $10 + \max(2, 2) = 12$, the start plus the
-# longer merged side, whatever the number of frames: so the first text token shares time 12
-# with the video's last temporal patch.
+# 视频是第 13 到 24 个词元：3 个时间块，每块 2 x 2 个词元，时间为 10、11、12。
+# transformers 5.23 让其后的文本从 $10 + \max(2, 2) = 12$ 开始，即起点加上合并后较长的那条边，与帧数无关：所以第一个文本词元与视频的最后一个时间块共用时间 12。
 
 # %%
 print("video times:", sorted(set(rows[0, video].tolist())), "  text after the video:", rows[0, 25:].tolist())
 assert rows[0, 25] == 10 + max(2, 2)
 
 # %% [markdown]
-# That is the 5.x rule. The code Qwen2-VL was released with (transformers 4.x,
-# [`Qwen2VLModel.get_rope_index`](https://github.com/huggingface/transformers/blob/v4.45.0/src/transformers/models/qwen2_vl/modeling_qwen2_vl.py))
-# starts the text one past the block's largest id on any row: $\max(12, 11, 11) + 1 = 13$.
-# Its docstring's example, a video of 3 temporal patches of 2 x 2 tokens followed by text,
-# puts the text at 3, 4, 5, ...; the 5.x rule gives 2, 3, 4. The two rules agree on images
-# and on videos with no more temporal patches than the longer merged side. Issue
-# [#45381](https://github.com/huggingface/transformers/issues/45381) shows transformers 5.2
-# still starting the text after a Qwen2.5-VL video one past the video's largest id, and
-# reports the ids of 5.3 and later as wrong. posenc follows the pinned 5.23 by default and
-# gives the 4.x rule with `text_resumes="after_largest"` (`tests/test_rotary_grid_models.py`
-# checks the first against the installed `get_rope_index`, the second against that
-# docstring example).
+# 这是 5.x 的规则。Qwen2-VL 发布时所用的代码（transformers 4.x，[`Qwen2VLModel.get_rope_index`](https://github.com/huggingface/transformers/blob/v4.45.0/src/transformers/models/qwen2_vl/modeling_qwen2_vl.py)）让文本从该区块在任一行上的最大编号再加一开始：$\max(12, 11, 11) + 1 = 13$。
+# 它的文档字符串中的例子是一段 3 个时间块、每块 2 x 2 个词元的视频，后面跟着文本，文本的位置为 3, 4, 5, ...；5.x 的规则则给出 2, 3, 4。
+# 对于图像，以及时间块数不超过合并后较长边的视频，两条规则的结果一致。
+# Issue [#45381](https://github.com/huggingface/transformers/issues/45381) 表明，transformers 5.2 在 Qwen2.5-VL 的视频之后仍让文本从视频的最大编号再加一开始，并指出 5.3 及以后版本给出的编号是错的。
+# posenc 默认遵循锁定的 5.23，用 `text_resumes="after_largest"` 则给出 4.x 的规则（`tests/test_rotary_grid_models.py` 把前者与已安装的 `get_rope_index` 对照检查，把后者与那个文档字符串中的例子对照检查）。
 
 # %%
 reference = rotary_grid.mrope_position_ids(segments, text_resumes="after_largest")
@@ -256,9 +209,7 @@ for rule in ("after_largest", "longer_side"):
 assert (rows[:, :25] == reference[:, :25]).all(), "up to the video's end the two rules agree"
 
 # %% [markdown]
-# The three rows of the 5.23 numbering over the sequence: the text runs on one line, the
-# image and video split it into time, height and width. The dotted line is where the 4.x
-# rule puts the text after the video.
+# 按 5.23 的编号方式，整个序列上的三行位置编号：文本沿一条线延续，图像和视频把它分成时间、高度和宽度三条。点线标出 4.x 规则把视频之后的文本放在哪里。
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3), constrained_layout=True)
@@ -274,13 +225,8 @@ ax.legend(loc="lower right")
 plt.show()
 
 # %% [markdown]
-# **Qwen2.5-VL** ([technical report](https://arxiv.org/abs/2502.13923)) ties the time row
-# to seconds: temporal patch $k$ of a video gets time
-# $s + \lfloor k \cdot \texttt{tokens\_per\_second} \cdot \texttt{second\_per\_grid\_t} \rfloor$,
-# where `second_per_grid_t` $=$ `temporal_patch_size / fps` is how many seconds one
-# temporal patch spans and `tokens_per_second` is a vision config value (images are not
-# spaced). With the config class's default and frames sampled at 2 per second, one temporal
-# patch is 1 s and the times step by `tokens_per_second`:
+# **Qwen2.5-VL**（[技术报告](https://arxiv.org/abs/2502.13923)）把时间行与秒数挂钩：视频的第 $k$ 个时间块得到时间 $s + \lfloor k \cdot \texttt{tokens\_per\_second} \cdot \texttt{second\_per\_grid\_t} \rfloor$，其中 `second_per_grid_t` $=$ `temporal_patch_size / fps` 是一个时间块跨越的秒数，`tokens_per_second` 是视觉配置中的一个值（图像不做这种间隔）。
+# 使用配置类的默认值、并以每秒 2 帧采样时，一个时间块为 1 秒，时间按 `tokens_per_second` 递增：
 
 # %%
 vision_2_5 = transformers.Qwen2_5_VLConfig().vision_config
@@ -294,15 +240,11 @@ print("text after the video, 5.23:", spaced[0, 25:].tolist(), "  4.x:", spaced_r
 assert spaced[0, 25] == 12, "5.23: the start plus the longer side, whatever the times"
 
 # %% [markdown]
-# Under the 5.23 rule the text now starts in the middle of the video's time span (12, while
-# the frames run to 18); under the 4.x rule after it (19).
+# 按 5.23 的规则，文本现在从视频时间跨度的中间开始（12，而各帧的时间一直到 18）；按 4.x 的规则，则从视频之后开始（19）。
 #
-# **Qwen3-VL** ([transformers' Qwen3-VL page](https://huggingface.co/docs/transformers/model_doc/qwen3_vl))
-# stops counting frames in the time row. Its processor writes each temporal patch as a grid
-# of its own, after a timestamp in text such as `<1.0 seconds>` and between vision start
-# and end markers; `get_rope_index` splits the video's `grid_thw` into one grid per temporal
-# patch. To M-RoPE each frame is then an image, and the time is in the words. Here 5 text
-# tokens stand for a timestamp and the markers (their number depends on the tokenizer).
+# **Qwen3-VL**（[transformers 的 Qwen3-VL 页面](https://huggingface.co/docs/transformers/model_doc/qwen3_vl)）不再在时间行中数帧。
+# 它的处理器把每个时间块写成一个单独的网格，前面是一个文本形式的时间戳（例如 `<1.0 seconds>`），并放在视觉开始标记和结束标记之间；`get_rope_index` 把视频的 `grid_thw` 拆成每个时间块一个网格。
+# 于是对 M-RoPE 来说，每一帧都是一张图像，而时间信息在文字里。这里用 5 个文本词元代表一个时间戳和这些标记（实际数量取决于分词器）。
 
 # %%
 stamp = 5
@@ -312,13 +254,11 @@ print("Qwen3-VL time row:", qwen3[0].tolist())
 assert (qwen3 == rotary_grid.mrope_position_ids(per_frame, text_resumes="after_largest")).all(), "one rule when frames come alone"
 
 # %% [markdown]
-# ## 3. Which pair reads which row: `mrope_section`
+# ## 3. 哪一对读取哪一行：`mrope_section`
 #
-# The text config's `rope_parameters` hold `mrope_section`, the number of rotary pairs per
-# axis (time, height, width). Qwen2-VL takes the pairs in consecutive sections; transformers'
-# default is [16, 24, 24] of a 128-channel head (64 pairs). Qwen3-VL *interleaves* them
-# (time, height, width, time, ...), with default [24, 20, 20]. In the half layout of
-# notebook 08, channel $c$ and channel $c + d/2$ form pair $c$.
+# 文本配置的 `rope_parameters` 中有 `mrope_section`，即每个轴（时间、高度、宽度）分到的旋转通道对数。
+# Qwen2-VL 按连续的分段分配这些对；transformers 的默认值是 [16, 24, 24]，对应 128 通道的头（64 对）。
+# Qwen3-VL 则把它们*交错*排列（时间、高度、宽度、时间……），默认值为 [24, 20, 20]。在笔记本 08 的 half 布局中，通道 $c$ 和通道 $c + d/2$ 组成第 $c$ 对。
 
 # %%
 from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding  # noqa: E402
@@ -331,10 +271,8 @@ print("Qwen2-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen2_section)[:20])
 print("Qwen3-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen3_section, interleaved=True)[:20])
 
 # %% [markdown]
-# Why interleave: pair $j$'s frequency falls with $j$, so consecutive sections give time only
-# the fastest frequencies and width only the slowest. With base $10^6$ (Qwen2-VL's default
-# `rope_theta`) the width's fastest pair turns by less than 0.006 rad from one end of a
-# 32-token-wide image to the other. Interleaved, every axis spans nearly the whole range.
+# 为什么要交错：第 $j$ 对的频率随 $j$ 降低，所以连续分段只给时间分到最高的频率，只给宽度分到最低的频率。
+# 底数为 $10^6$（Qwen2-VL 默认的 `rope_theta`）时，宽度中频率最高的一对，从 32 个词元宽的图像一端到另一端转过的角度不到 0.006 rad。交错排列时，每个轴都几乎覆盖整个频率范围。
 
 # %%
 theta = transformers.Qwen2VLConfig().text_config.rope_parameters["rope_theta"]
@@ -350,8 +288,7 @@ print(f"sections: the width's fastest pair over 32 columns turns by {widest_turn
 assert widest_turn < 0.006
 
 # %% [markdown]
-# On text the three rows are equal, so whatever pair reads whatever row, M-RoPE *is* 1-D
-# RoPE there, in both orders (a 32-channel head: sections [4, 6, 6], interleaved [6, 5, 5]).
+# 在文本上三行相等，所以无论哪一对读取哪一行，M-RoPE 在那里*就是*一维 RoPE，两种顺序都是如此（32 通道的头：分段 [4, 6, 6]，交错 [6, 5, 5]）。
 
 # %%
 text = np.r_[0:4, 10:13, 25:28]
@@ -364,12 +301,10 @@ print("text tokens: M-RoPE equals 1-D RoPE (sections, interleaved):", same_as_1d
 assert all(same_as_1d)
 
 # %% [markdown]
-# ## 4. `from_config`: posenc's rotary module from a Hugging Face config
+# ## 4. `from_config`：由 Hugging Face 配置得到 posenc 的旋转编码模块
 #
-# `posenc.torch.RotaryEmbedding.from_config(config)` reads a transformers config: the
-# `rope_parameters` whole (rope type, base and the type's keys; an unknown key is an error
-# naming it), the head size and the family's pairing. Here a tiny Qwen2-VL with random
-# weights, fed the position rows of section 2; we swap its rotary module for posenc's.
+# `posenc.torch.RotaryEmbedding.from_config(config)` 读取 transformers 的配置：完整的 `rope_parameters`（RoPE 类型、底数以及该类型的各个键；遇到未知的键会报错并指出它的名字）、头大小以及该模型系列的配对方式。
+# 这里用一个权重随机的微型 Qwen2-VL，输入第 2 节的位置编号；我们把它的旋转编码模块换成 posenc 的。
 
 # %%
 config = transformers.Qwen2VLConfig(
@@ -384,10 +319,8 @@ ours = posenc.torch.RotaryEmbedding.from_config(config.text_config)
 print(ours)
 
 # %% [markdown]
-# The logits of the model with its own rotary module and with posenc's agree to float32
-# round-off: we allow $2 \cdot 10^{-6}$ of the largest logit, about 16 float32 epsilons
-# ($2^{-23} \approx 1.2 \cdot 10^{-7}$), for two layers of float32 sums. At these small
-# positions transformers' float32 angles are as good as posenc's.
+# 模型用它自己的旋转编码模块和用 posenc 的模块得到的 logits 在 float32 舍入误差内一致：考虑到两层 float32 求和，我们允许的误差为最大 logit 的 $2 \cdot 10^{-6}$，约为 16 个 float32 机器精度（$2^{-23} \approx 1.2 \cdot 10^{-7}$）。
+# 在这么小的位置上，transformers 的 float32 角度与 posenc 的一样好。
 
 # %%
 input_ids = torch.randint(1, 101, (1, rows.shape[1]))
@@ -402,39 +335,26 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` does the same for fifteen families (Llama, Mistral, Qwen2,
-# Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL,
-# Qwen2.5-VL and Qwen3-VL).
+# `tests/test_rope_config.py` 对十五个模型系列做了同样的检查（Llama、Mistral、Qwen2、Qwen3、Gemma 3、Phi-3、GPT-NeoX、GPT-J、Cohere、DeepSeek-V3、GPT-OSS、Llama 4、Qwen2-VL、Qwen2.5-VL 和 Qwen3-VL）。
 #
-# ## Summary
+# ## 小结
 #
-# - On a grid each rotary pair reads one coordinate, so the score of two patches depends on
-#   their 2-D offset only: an offset with a sign, not a distance, and no built-in preference
-#   for near patches.
-# - Pixtral and the Qwen2-VL vision encoder give rows the same frequencies; Pixtral's column
-#   frequencies sit half a step lower.
-# - M-RoPE gives text three equal rows (plain 1-D RoPE) and a vision input (time, row,
-#   column) counted from where it starts, over its grid merged 2 x 2.
-# - After a vision input the text resumes at the start plus the longer merged side
-#   (transformers 5.x) or one past the block's largest id (transformers 4.x, as Qwen2-VL was
-#   released); they differ after a video with more temporal patches than that side.
-# - Qwen2.5-VL spaces a video's times by `tokens_per_second * second_per_grid_t`; Qwen3-VL
-#   numbers each temporal patch as its own image, after a timestamp in text.
-# - `mrope_section` counts pairs per axis: Qwen2-VL's consecutive sections give width only
-#   slow frequencies, Qwen3-VL's interleaving gives every axis the whole range.
-# - `RotaryEmbedding.from_config` turns a transformers config into posenc's module, with the
-#   same logits.
+# - 在网格上，每个旋转通道对读取一个坐标，所以两个图像块的分数只依赖于它们的二维偏移：这是带符号的偏移，不是距离，也没有内在地偏好邻近的图像块。
+# - Pixtral 和 Qwen2-VL 的视觉编码器给行的频率相同；Pixtral 的列频率低半步。
+# - M-RoPE 给文本三行相等的编号（就是普通的一维 RoPE），给视觉输入的（时间，行，列）则从它的起点开始、在 2 x 2 合并后的网格上计数。
+# - 视觉输入之后，文本从起点加上合并后较长的边处接续（transformers 5.x），或从该区块的最大编号再加一处接续（transformers 4.x，即 Qwen2-VL 发布时的版本）；当视频的时间块数多于那条边时，两者不同。
+# - Qwen2.5-VL 让视频的时间按 `tokens_per_second * second_per_grid_t` 间隔；Qwen3-VL 把每个时间块当作单独的图像来编号，前面加一个文本时间戳。
+# - `mrope_section` 记录每个轴分到的通道对数：Qwen2-VL 的连续分段只给宽度分到低频，Qwen3-VL 的交错排列让每个轴都覆盖整个频率范围。
+# - `RotaryEmbedding.from_config` 把 transformers 的配置变成 posenc 的模块，得到相同的 logits。
 #
-# ## Exercises
+# ## 练习
 #
-# Each check says what is wrong with an answer; `nb10.<exercise>.hint()` gives a nudge and
-# `nb10.<exercise>.solution()` prints the reference code when you are stuck.
+# 每个检查都会说明答案哪里错了；卡住时，`nb10.<exercise>.hint()` 给出提示，`nb10.<exercise>.solution()` 打印参考答案的代码。
 #
-# ### Exercise 1 · The three rows of a text + image sequence
+# ### 练习 1 · 文本 + 图像序列的三行位置编号
 #
-# Two text tokens, an image of 4 x 6 patches (`spatial_merge_size` 2), two text tokens:
-# write M-RoPE's three rows (time, height, width) by hand, by transformers 5.23's rule. The
-# draft below has one mistake; fix it until the check says "Correct!".
+# 两个文本词元，一张 4 x 6 个图像块的图像（`spatial_merge_size` 为 2），两个文本词元：按 transformers 5.23 的规则，手工写出 M-RoPE 的三行（时间、高度、宽度）。
+# 下面的草稿有一处错误；修改它，直到检查告诉你答案正确为止。
 
 # %%
 from posenc.exercises import nb10  # noqa: E402
@@ -447,11 +367,10 @@ my_rows = np.array([
 print(nb10.mrope_rows.check(my_rows))
 
 # %% [markdown]
-# ### Exercise 2 · Which axis turns each channel
+# ### 练习 2 · 每个通道由哪个轴旋转
 #
-# Complete `channel_axes(mrope_section)`: for each of the $2 \sum$ `mrope_section` channels
-# of a head in the half layout, the axis (0 time, 1 height, 2 width) that turns it under
-# Qwen2-VL's consecutive sections. The draft answers for the pairs only.
+# 补全 `channel_axes(mrope_section)`：对 half 布局下一个头的 $2 \sum$ `mrope_section` 个通道，给出在 Qwen2-VL 的连续分段下旋转每个通道的轴（0 为时间，1 为高度，2 为宽度）。
+# 草稿只给出了各通道对的答案。
 
 # %%
 def channel_axes(mrope_section):
@@ -461,11 +380,10 @@ def channel_axes(mrope_section):
 print(nb10.channel_axes.check(channel_axes))
 
 # %% [markdown]
-# ### Exercise 3 · Same offset, same score
+# ### 练习 3 · 偏移相同，分数相同
 #
-# In 2-D RoPE, query patch `query_a` scores key patch `key_a` (both (row, column)). Complete
-# `same_offset(query_a, key_a, query_b)`: the key patch that query patch `query_b` scores
-# exactly as much, whatever q and k are.
+# 在二维 RoPE 中，查询图像块 `query_a` 对键图像块 `key_a` 打分（两者都是（行，列））。
+# 补全 `same_offset(query_a, key_a, query_b)`：返回这样一个键图像块，无论 q 和 k 是什么，查询图像块 `query_b` 对它的分数都与前者完全相同。
 
 # %%
 def same_offset(query_a, key_a, query_b):
@@ -476,12 +394,9 @@ def same_offset(query_a, key_a, query_b):
 print(nb10.same_offset.check(same_offset))
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The claims above once more, together: the second score map is the first moved by the
-# offset between its query patches; Qwen2-VL's and Pixtral's 2-D RoPE both depend on the
-# offset only; the rows of exercise 1 are posenc's; the run takes under a minute (the
-# notebook is meant to be quick to re-run).
+# 把上文的各项说法一起再检验一遍：第二张分数图是第一张按其两个查询图像块之间的偏移平移得到的；Qwen2-VL 和 Pixtral 的二维 RoPE 都只依赖于偏移；练习 1 的三行与 posenc 给出的相同；整个运行不到一分钟（这个笔记本本来就应该能快速重跑）。
 
 # %%
 np.testing.assert_allclose(maps[1].reshape(height, width)[1:, 3:], maps[0].reshape(height, width)[:-1, :-3], atol=1e-12)

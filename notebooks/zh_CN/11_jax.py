@@ -1,24 +1,23 @@
 # %% [markdown]
-# # 11 · Positional encoding in JAX
+# # 11 · 用 JAX 实现位置编码
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/11_jax.ipynb)
 #
-# The same table once more, now in `jax.numpy`. Notebook 01 explains every step (the
-# denominators shared by a sine and its cosine, the position column, the interleaving); here
-# we only walk through them quickly in JAX, then use what JAX adds: `jax.jit` compiles a
-# function, `jax.vmap` maps it over a batch, and Flax NNX modules put the encoding into a
-# model. Everything is checked against posenc's NumPy tables. JAX computes in float32 unless
-# told otherwise (its x64 mode is off by default), and we keep it that way.
+# 还是这张表，这次用 `jax.numpy` 来实现。笔记本 01 详细讲解了每一步（正弦与它的余弦
+# 共用的分母、位置列、交错排列）；这里我们只在 JAX 中快速走一遍，然后使用 JAX
+# 新增的能力：`jax.jit` 编译函数，`jax.vmap` 把函数映射到一个批量上，Flax NNX 模块则把
+# 位置编码放进模型。所有结果都会与 posenc 的 NumPy 表对照检查。除非另行指定，JAX
+# 都以 float32 计算（它的 x64 模式默认关闭），我们也保持这个设置。
 #
-# **Question:** What changes when the positional encoding is written for JAX, whose arrays cannot be changed in place and whose compiled functions fix every shape?
+# **问题：** JAX 的数组不能原地修改，它编译出的函数会固定每一个形状；为 JAX 编写位置编码时，有哪些地方会不同？
 #
-# **You will be able to:**
-# - fill the columns of a JAX array with `.at[...].set()`, where NumPy assigned to them;
-# - compile a function with `jax.jit`, mark the arguments that fix a shape as static, and predict how often it compiles;
-# - turn a function of one position into a function of a batch with `jax.vmap`;
-# - put posenc's Flax NNX modules into a model.
+# **学完本节，你将能够：**
+# - 在 NumPy 直接赋值的地方，改用 `.at[...].set()` 填充 JAX 数组的列；
+# - 用 `jax.jit` 编译函数，把决定形状的参数标记为静态参数，并预测它会编译多少次；
+# - 用 `jax.vmap` 把处理单个位置的函数变成处理一个批量的函数；
+# - 把 posenc 的 Flax NNX 模块放进模型中。
 #
-# **Prerequisites:** notebooks 01 and 08 · **Time:** about 40 minutes
+# **先修：** 笔记本 01 和 08 · **时间：** 约 40 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -52,11 +51,10 @@ started = time.perf_counter()
 print("x64 enabled:", jax.config.jax_enable_x64)
 
 # %% [markdown]
-# ## 1. The lecture's steps in `jax.numpy`
+# ## 1. 用 `jax.numpy` 重走讲义的步骤
 #
-# Ten positions, width 6, float32, as the NumPy lecture of notebook 01: one denominator per
-# pair, a column of positions, their quotients as angles, sines and cosines, and the two
-# stacked so that they interleave.
+# 10 个位置、宽度 6、float32，与笔记本 01 中的 NumPy 讲义相同：每对列一个分母、
+# 一列位置、二者的商作为角度、求正弦和余弦，再把两者堆叠起来，使它们交错排列。
 
 # %%
 sequence_length, d_model = 10, 6
@@ -69,8 +67,8 @@ print(table.dtype, table.shape)
 print(np.asarray(table[:3]))
 
 # %% [markdown]
-# The table agrees with posenc's to float32 round-off: within $10^{-6}$, a few float32 steps
-# of values near 1 (float32 numbers just below 1 are $6 \times 10^{-8}$ apart).
+# 这张表与 posenc 的表一致到 float32 舍入误差的程度：相差在 $10^{-6}$ 以内，
+# 即接近 1 的值的几个 float32 间隔（略小于 1 的 float32 数之间相距 $6 \times 10^{-8}$）。
 
 # %%
 reference = posenc.positional_encoding(sequence_length, d_model)
@@ -79,11 +77,11 @@ print(f"largest difference from posenc: {difference:.1e}")
 assert difference < 1e-6
 
 # %% [markdown]
-# ### Columns you cannot assign: `.at[...].set()`
+# ### 不能赋值的列：`.at[...].set()`
 #
-# The second lecture of notebook 01 wrote sines and cosines straight into alternate columns,
-# `pe[:, 0::2] = np.sin(...)`. A JAX array is [immutable](https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html):
-# the same line raises a `TypeError` whose message says so.
+# 笔记本 01 中的第二份讲义把正弦和余弦直接写入交替列，
+# `pe[:, 0::2] = np.sin(...)`。而 JAX 数组是[不可变的](https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html)：
+# 同样这行代码会引发 `TypeError`，错误信息里就说明了这一点。
 
 # %%
 pe = jnp.zeros((sequence_length, d_model))
@@ -93,10 +91,10 @@ except TypeError as error:
     print(type(error).__name__, "| the message says 'immutable':", "immutable" in str(error))
 
 # %% [markdown]
-# JAX's equivalent is `pe.at[:, 0::2].set(values)`: the same index, but it *returns a new
-# array* with those entries replaced and leaves `pe` as it was. So each step assigns its
-# result to a name. Two steps give the lecture's table, equal to the stacked one above
-# entry for entry, and the zeros we started from are still zeros.
+# JAX 中与之等价的写法是 `pe.at[:, 0::2].set(values)`：索引相同，但它*返回一个新
+# 数组*，其中那些元素被替换，而 `pe` 保持不变。所以每一步都要把结果
+# 赋给一个变量名。两步就得到讲义的表，与上面堆叠得到的表
+# 逐元素相等，而我们一开始的全零数组仍然全是零。
 
 # %%
 filled = pe.at[:, 0::2].set(jnp.sin(angles))
@@ -105,14 +103,14 @@ print("pe is still all zeros:", bool((pe == 0).all()))
 assert bool((filled == table).all())
 
 # %% [markdown]
-# ## 2. `jit`: compile once per shape
+# ## 2. `jit`：每种形状编译一次
 #
-# [`jax.jit`](https://docs.jax.dev/en/latest/jit-compilation.html) *traces* a function: it
-# runs the Python code once with abstract arrays that carry a shape and a dtype but no
-# values, records the operations, and hands that record to the [XLA](https://openxla.org/xla) compiler. Later calls
-# with arguments of the same shapes and dtypes run the compiled code without touching the
-# Python again. The lecture's recipe as a function of any positions; the `traces` list
-# is a Python side effect, so it grows only when JAX traces (and then compiles):
+# [`jax.jit`](https://docs.jax.dev/en/latest/jit-compilation.html) 会*追踪*（trace）一个函数：它
+# 用只带形状和数据类型、不带具体值的抽象数组把 Python 代码运行一遍，
+# 记录下其中的运算，再把这份记录交给 [XLA](https://openxla.org/xla) 编译器。之后
+# 用形状和数据类型都相同的参数调用时，会直接运行编译好的代码，不再执行
+# Python 代码。下面把讲义的做法写成一个接受任意位置的函数；列表 `traces`
+# 是 Python 的副作用，所以只有在 JAX 追踪（随后编译）时它才会增长：
 
 # %%
 traces = []
@@ -126,10 +124,10 @@ def lecture_encode(positions, d_model):
 
 
 # %% [markdown]
-# Compiled as it is, the function fails. Every argument is traced, `d_model` too, so it has
-# no value while tracing; but `jnp.arange(0, d_model, 2)` needs its value to know how many
-# entries it makes, and a shape must be known at compile time. JAX says so with a
-# `ConcretizationTypeError`:
+# 直接编译这个函数会失败。每个参数都会被追踪，`d_model` 也不例外，所以在追踪时
+# 它没有具体的值；但 `jnp.arange(0, d_model, 2)` 需要知道它的值才能确定生成多少个
+# 元素，而形状必须在编译时就确定。JAX 会用一个
+# `ConcretizationTypeError` 告诉你这一点：
 
 # %%
 near = jnp.arange(sequence_length)
@@ -139,10 +137,10 @@ except jax.errors.ConcretizationTypeError as error:
     print(type(error).__name__)
 
 # %% [markdown]
-# `static_argnums=1` (or `static_argnames="d_model"`) makes the second argument *static*:
-# JAX passes the plain Python value to the trace and bakes it into the compiled code, so
-# each new value of a static argument means a new trace. The compiled function gives the
-# table of section 1:
+# `static_argnums=1`（或 `static_argnames="d_model"`）把第二个参数设为*静态*参数：
+# JAX 把普通的 Python 值传给追踪过程，并把它固化到编译出的代码中，因此
+# 静态参数每取一个新值，就要重新追踪一次。编译后的函数给出
+# 第 1 节的表：
 
 # %%
 lecture_jit = jax.jit(lecture_encode, static_argnums=1)
@@ -152,10 +150,10 @@ np.testing.assert_allclose(np.asarray(lecture_jit(near, d_model)), reference, rt
 print("two calls, traces:", traces)
 
 # %% [markdown]
-# How often does it compile? The two calls above traced once, for ten positions and width 6.
-# Five more calls: the same positions again, other positions of the same shape, twelve
-# positions (twice, from different starts), and a width of 8. Only a call with a shape and
-# a `d_model` not seen before traces; `traces` says which:
+# 它会编译多少次？上面的两次调用只追踪了一次，针对 10 个位置、宽度 6。
+# 再调用五次：同样的位置、形状相同的其他位置、12 个
+# 位置（两次，起点不同），以及宽度 8。只有形状和
+# `d_model` 之前没出现过的调用才会追踪；`traces` 会告诉你是哪几次：
 
 # %%
 traces.clear()
@@ -166,21 +164,21 @@ print(f"{len(calls)} calls, {len(traces)} traces:", *traces, sep="\n  ")
 assert len(traces) == 2, "only (12, 6) and (10, 8) are new"
 
 # %% [markdown]
-# New *values* are free; a new *shape* or a new static value costs a trace and a
-# compilation. A model under `jit` that meets batches of many lengths compiles once for
-# each length; padding the batches to a few fixed lengths keeps that down.
+# 新的*值*不需要额外代价；新的*形状*或新的静态参数值则要付出一次追踪和一次
+# 编译。一个在 `jit` 下运行的模型如果遇到许多不同长度的批量，每种长度
+# 都要编译一次；把批量填充到少数几种固定长度可以减少编译次数。
 #
-# ### Accuracy under `jit`
+# ### `jit` 下的精度
 #
-# At ten positions the lecture's recipe and posenc agree. Far out they do not: a float32
-# angle $p \cdot w$ is rounded to about $10^{-7}$ of its size, and float32 numbers near
-# $10^6$ are $1/16$ apart, so at position $10^6$ the angle, and with it the sine, is off by
-# hundredths (notebook 06 works this out). posenc's JAX route never forms that rounded angle:
-# it counts the angle in half turns with exact float32 products
-# (`posenc.kernels.half_turns_float32`) and stays within $2 \times 10^{-7}$ of the exact
-# value for positions up to $2^{24}$, all in float32. We compare both with posenc's NumPy
-# table at float64 (within $10^{-15}$ of the exact value) for a thousand positions near
-# $10^6$ and width 128.
+# 在 10 个位置上，讲义的做法与 posenc 一致。但在很远的位置上就不一致了：float32
+# 角度 $p \cdot w$ 会被舍入到其大小的约 $10^{-7}$，而 $10^6$ 附近的 float32 数
+# 相距 $1/16$，所以在位置 $10^6$ 处，角度以及它的正弦会偏差
+# 零点零几（笔记本 06 详细推算了这一点）。posenc 的 JAX 做法从不构造这个被舍入的角度：
+# 它用精确的 float32 乘积以半圈为单位计算角度
+# （`posenc.kernels.half_turns_float32`），对于不超过 $2^{24}$ 的位置，结果与精确值
+# 相差在 $2 \times 10^{-7}$ 以内，而且全程使用 float32。我们在 $10^6$ 附近取一千个位置、
+# 宽度 128，把两者都与 posenc 以 float64 计算的 NumPy 表（与精确值相差在 $10^{-15}$ 以内）
+# 作比较。
 
 # %%
 posenc_jit = jax.jit(posenc.jax.encode, static_argnums=1)
@@ -193,17 +191,17 @@ print(f"posenc.jax under jit:    {posenc_error:.1e}")
 assert posenc_error < 2e-7, "posenc's documented bound"
 
 # %% [markdown]
-# The lecture's route is off by about one float32 step of the angle, posenc's by less than
-# $2 \times 10^{-7}$. And no float64 appears anywhere in what `jit` compiles: the trace
-# (`jax.make_jaxpr` prints it) holds no `f64`.
+# 讲义做法的误差约为角度的一个 float32 间隔，posenc 的误差则小于
+# $2 \times 10^{-7}$。而且 `jit` 编译的内容中完全没有出现 float64：追踪结果
+# （可用 `jax.make_jaxpr` 打印）中没有 `f64`。
 
 # %%
 trace = str(jax.make_jaxpr(lambda p: posenc.jax.encode(p, 128))(far))
 print("float64 in posenc's trace:", "f64" in trace)
 
 # %% [markdown]
-# Across positions the error of the float32 route grows with the angle, while posenc's
-# stays flat:
+# 随着位置增大，float32 做法的误差随角度一起增长，而 posenc 的误差
+# 始终保持平稳：
 
 # %%
 probes = jnp.asarray(np.unique(np.geomspace(1, 1e7, 60).astype(np.int32)))
@@ -220,12 +218,12 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# ## 3. `vmap`: write it for one, run it on a batch
+# ## 3. `vmap`：为单个元素编写，在批量上运行
 #
-# [`jax.vmap`](https://docs.jax.dev/en/latest/automatic-vectorization.html) adds a batch
-# axis to a function written for one item. The functions above already broadcast over any
-# shape of positions, so mapping them would change nothing. Here is one that does not: it
-# encodes a *single* position (a scalar) into its row of width 8.
+# [`jax.vmap`](https://docs.jax.dev/en/latest/automatic-vectorization.html) 为一个
+# 针对单个元素编写的函数添加批量轴。上面的函数已经能对任意形状的位置
+# 进行广播，所以对它们做映射不会有任何变化。下面这个函数则不能广播：它
+# 把*单个*位置（一个标量）编码为宽度为 8 的一行。
 
 # %%
 denominators_8 = jnp.power(10000.0, jnp.arange(0, 8, 2, dtype=jnp.float32) / 8)
@@ -240,10 +238,10 @@ def encode_position(position):
 print(encode_position(3.0).shape)
 
 # %% [markdown]
-# Handed four positions at once, it does not even fail: four positions over four
-# denominators divide entry by entry (position $k$ by denominator $k$), and out comes one
-# row of 8 numbers that is no row of the table. `jax.vmap(encode_position)` runs it once per
-# position instead, and stacks the rows:
+# 一次传给它四个位置，它甚至不会报错：四个位置与四个
+# 分母逐元素相除（位置 $k$ 除以分母 $k$），输出的是一行 8 个数，
+# 而这不是表中的任何一行。`jax.vmap(encode_position)` 则会对每个
+# 位置各运行一次，再把各行堆叠起来：
 
 # %%
 four = jnp.arange(4.0)
@@ -252,10 +250,10 @@ print("under vmap:     ", jax.vmap(encode_position)(four).shape)
 np.testing.assert_allclose(np.asarray(jax.vmap(encode_position)(four)), posenc.encode(np.arange(4), 8), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# `vmap` composes. A chunk of a long document starts at its own position: `encode_chunk`
-# encodes one chunk of four positions from its start, and a second `vmap` runs it over the
-# starts of a batch. The result equals the broadcasting `lecture_encode` of section 2 on
-# the same positions.
+# `vmap` 可以组合使用。长文档中的每个片段都从自己的位置开始：`encode_chunk`
+# 从起点开始编码一个包含四个位置的片段，再用第二个 `vmap` 对一个批量中的
+# 各个起点运行它。结果与第 2 节中支持广播的 `lecture_encode` 在
+# 相同位置上的结果相等。
 
 # %%
 def encode_chunk(start):
@@ -268,12 +266,12 @@ print(chunks.shape)
 np.testing.assert_allclose(np.asarray(chunks), np.asarray(lecture_encode(starts[:, None] + jnp.arange(4.0), 8)), rtol=0, atol=1e-6)
 
 # %% [markdown]
-# ## 4. The Flax modules in a tiny model
+# ## 4. 在小模型中使用 Flax 模块
 #
-# `posenc.jax.PositionalEncoding` is a [Flax NNX](https://flax.readthedocs.io/en/latest/nnx_basics.html) module with the arguments of the torch
-# module (`d_model`, `max_len`, `dropout`, `convention`, ...) and `rngs` for its dropout. The
-# table is `module.pe`, a variable but not a parameter, so an optimizer of the `nnx.Param`
-# leaves it alone. A tiny model: embedding, positional encoding, one linear layer.
+# `posenc.jax.PositionalEncoding` 是一个 [Flax NNX](https://flax.readthedocs.io/en/latest/nnx_basics.html) 模块，参数与 torch
+# 版模块相同（`d_model`、`max_len`、`dropout`、`convention`……），另有供 dropout 使用的 `rngs`。
+# 表保存在 `module.pe` 中，它是一个变量而不是参数，所以针对 `nnx.Param` 的优化器
+# 不会改动它。一个小模型：嵌入、位置编码、一个线性层。
 
 # %%
 class TinyModel(nnx.Module):
@@ -295,18 +293,18 @@ print(logits.shape, model.position.pe[...].shape)
 np.testing.assert_allclose(np.asarray(logits), np.asarray(by_hand), rtol=1e-6, atol=1e-6)
 
 # %% [markdown]
-# The compiled model gives what the embedding plus posenc's NumPy table gives (above), and
-# its parameters are the embedding's and the linear layer's only:
+# 编译后的模型给出的结果与嵌入加上 posenc 的 NumPy 表（如上）相同，
+# 而它的参数只有嵌入层和线性层的参数：
 
 # %%
 print(sorted(nnx.state(model, nnx.Param).keys()))
 assert "position" not in nnx.state(model, nnx.Param)
 
 # %% [markdown]
-# RoPE (notebook 08) works the same way: `posenc.jax.RotaryEmbedding` returns `(cos, sin)`
-# for the positions of a batch, and `posenc.jax.apply_rotary` turns the queries and keys
-# with them. Under `jit` the score of a query and a key depends only on how far apart they
-# are, here positions 3 and 1 against 1,000,003 and 1,000,001.
+# 旋转位置编码（RoPE，笔记本 08）的用法也一样：`posenc.jax.RotaryEmbedding` 为一个批量中的
+# 位置返回 `(cos, sin)`，`posenc.jax.apply_rotary` 用它们旋转查询和键。
+# 在 `jit` 下，一个查询和一个键的注意力分数只取决于它们相距多远，
+# 这里比较位置 3 和 1 与位置 1,000,003 和 1,000,001。
 
 # %%
 rope = posenc.jax.RotaryEmbedding(64)
@@ -327,42 +325,42 @@ near_score, far_score = score(rope, 3, 1), score(rope, 1_000_003, 1_000_001)
 print(f"scores: {float(near_score):.4f} and {float(far_score):.4f}")
 
 # %% [markdown]
-# How close is "the same"? Each cosine and sine is within $2 \times 10^{-7}$ of its exact
-# value at both distances, so each product $q_i k_i$ of the score moves by at most about
-# $4 \times 10^{-7} \, |q_i| |k_i|$: the bound below, $4 \times 10^{-7} \sum_i |q_i||k_i|$,
-# is about $1.4 \times 10^{-5}$.
+# “相同”到什么程度？在这两组距离下，每个余弦和正弦都与其精确值相差在 $2 \times 10^{-7}$
+# 以内，所以分数中的每个乘积 $q_i k_i$ 最多变化约
+# $4 \times 10^{-7} \, |q_i| |k_i|$：下面的误差界 $4 \times 10^{-7} \sum_i |q_i||k_i|$
+# 约为 $1.4 \times 10^{-5}$。
 
 # %%
 bound = 4e-7 * float(jnp.abs(q * k).sum())
 print(f"the scores differ by less than {bound:.1e}:", abs(float(near_score) - float(far_score)) <= bound)
 
 # %% [markdown]
-# ## Summary
+# ## 小结
 #
-# - The lecture's table is five lines of `jax.numpy`. JAX arrays are immutable: where NumPy
-#   assigned `pe[:, 0::2] = ...`, JAX writes `pe = pe.at[:, 0::2].set(...)`, which returns a
-#   new array (or stacks and reshapes, as notebook 01 did).
-# - `jax.jit` traces a function with shapes and dtypes only. An argument that decides a shape
-#   (`d_model`) must be static (`static_argnums`); every new shape and every new static value
-#   traces and compiles again, new values of a known shape do not.
-# - posenc's JAX functions stay within $2 \times 10^{-7}$ under `jit`, in float32 with no
-#   float64 in the trace, where the lecture's float32 route is off by hundredths at
-#   position $10^6$.
-# - `jax.vmap` turns a function of one position into a function of a batch, and nests; the
-#   Flax NNX modules `PositionalEncoding` and `RotaryEmbedding` go into models and compile
-#   with `nnx.jit`.
+# - 讲义的表只需五行 `jax.numpy` 代码。JAX 数组是不可变的：NumPy 中的赋值
+#   `pe[:, 0::2] = ...`，在 JAX 中写作 `pe = pe.at[:, 0::2].set(...)`，它返回一个
+#   新数组（也可以像笔记本 01 那样先堆叠再重塑形状）。
+# - `jax.jit` 只用形状和数据类型来追踪函数。决定形状的参数
+#   （`d_model`）必须是静态参数（`static_argnums`）；每个新形状和每个新的静态参数值
+#   都会重新追踪和编译，而已知形状上的新值则不会。
+# - posenc 的 JAX 函数在 `jit` 下误差保持在 $2 \times 10^{-7}$ 以内，全程使用 float32，
+#   追踪结果中没有 float64；而讲义的 float32 做法在位置 $10^6$ 处
+#   会偏差零点零几。
+# - `jax.vmap` 把处理单个位置的函数变成处理一个批量的函数，而且可以嵌套；
+#   Flax NNX 模块 `PositionalEncoding` 和 `RotaryEmbedding` 可以放进模型，并用
+#   `nnx.jit` 编译。
 #
-# ## Exercises
+# ## 练习
 #
-# Each exercise ends with a check that says what is wrong. `nb11.<name>.hint()` gives a
-# nudge, and `nb11.<name>.solution()` prints the reference solution when you are stuck.
+# 每个练习最后都有一个检查，告诉你哪里不对。`nb11.<name>.hint()` 给出一点提示，
+# 卡住时 `nb11.<name>.solution()` 会打印参考答案。
 #
-# ### Exercise 1 · Fill the columns with `.at`
+# ### 练习 1 · 用 `.at` 填充列
 #
-# Write `at_table(length, d_model)` (an even `d_model`) that starts from
-# `jnp.zeros((length, d_model))` and fills the even columns with sines and the odd ones with
-# cosines using `.at[...].set()`. The draft below runs without an error, yet the check
-# finds something wrong: what does `.at[...].set()` return?
+# 编写 `at_table(length, d_model)`（`d_model` 为偶数），它从
+# `jnp.zeros((length, d_model))` 开始，用 `.at[...].set()` 把正弦填入偶数列、
+# 把余弦填入奇数列。下面的草稿运行时不报错，但检查
+# 发现了问题：`.at[...].set()` 返回的是什么？
 
 # %%
 def at_table(length, d_model):
@@ -377,12 +375,12 @@ def at_table(length, d_model):
 nb11.at_table.check(at_table)
 
 # %% [markdown]
-# ### Exercise 2 · How many compilations?
+# ### 练习 2 · 编译了多少次？
 #
-# `lecture_jit` is the function of section 2, compiled with `static_argnums=1`. A fresh copy
-# of it is called on `jnp.arange(start, start + length)` with `d_model` for each of these
-# seven calls. Predict how many times it traces (and compiles), then check; the solution
-# runs the calls and counts, as section 2 did.
+# `lecture_jit` 是第 2 节中用 `static_argnums=1` 编译的函数。用它的一个全新副本
+# 依次进行下面七次调用，每次传入 `jnp.arange(start, start + length)` 和 `d_model`。
+# 预测它会追踪（并编译）多少次，然后检查；参考答案会像第 2 节那样
+# 实际运行这些调用并计数。
 
 # %%
 print("(start, length, d_model):", *nb11.CALLS)
@@ -390,12 +388,12 @@ compilations = 7  # one per call?
 nb11.compilations.check(compilations)
 
 # %% [markdown]
-# ### Exercise 3 · A batch of chunks with `vmap`
+# ### 练习 3 · 用 `vmap` 处理一批片段
 #
-# A batch of three chunks of four positions each, starting at positions 0, 100 and 7, as
-# in section 3, width 8. Write `encode_chunk(start)` from `encode_position` and
-# `jax.vmap`, map it over `nb11.STARTS`, and check the `(3, 4, 8)` result. The draft
-# forgets something.
+# 一个批量包含三个片段，每个片段有四个位置，分别从位置 0、100 和 7 开始，与
+# 第 3 节相同，宽度为 8。用 `encode_position` 和 `jax.vmap` 编写
+# `encode_chunk(start)`，把它映射到 `nb11.STARTS` 上，再检查形状为 `(3, 4, 8)` 的结果。
+# 草稿漏掉了一样东西。
 
 # %%
 def encode_chunk(start):
@@ -405,14 +403,14 @@ def encode_chunk(start):
 nb11.chunks.check(jax.vmap(encode_chunk)(nb11.STARTS))
 
 # %% [markdown]
-# ## Cross-checks
+# ## 交叉检查
 #
-# The claims above, checked together: the lecture's error at $10^6$ is about one float32
-# step of the angle there (between half a step and one step); posenc's trace holds no
-# float64; the float32 route's error passes 0.1 before position $10^7$ (where float32
-# numbers are 1 apart) while posenc's stays within its bound; the RoPE scores agree within
-# the bound derived above; mapping a function that already broadcasts (section 3) gives
-# what a direct call gives; and the whole notebook runs in under a minute.
+# 把上面的结论放在一起检查：讲义在 $10^6$ 处的误差约为那里角度的一个 float32
+# 间隔（在半个间隔到一个间隔之间）；posenc 的追踪结果中没有
+# float64；float32 做法的误差在位置 $10^7$（那里的 float32
+# 数相距为 1）之前就超过 0.1，而 posenc 的误差始终在其误差界以内；RoPE 分数在
+# 上面推出的误差界内一致；对已经支持广播的函数做映射（第 3 节），
+# 结果与直接调用相同；整个笔记本在一分钟内运行完毕。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
