@@ -118,7 +118,8 @@ colab-stack:
 
 # The course in pt_BR and zh_CN (scripts/translations.py). `make catalogs` brings every catalog
 # in line with the English text; `make translations` writes the translated notebooks and READMEs
-# from the catalogs, then executes the notebooks (LANGS=pt_BR for one language).
+# from the catalogs and the English .ipynb (run `make outputs` first after changing English code),
+# then executes the notebooks (LANGS=pt_BR for one language).
 LANGS ?= pt_BR zh_CN
 
 catalogs: $(READY)

@@ -502,11 +502,13 @@ MISTAKES = {
 class GridDiagnosis:
     """What ``diagnose_grid`` found: ``identification`` (``identify_grid``'s answer) and
     ``findings``, one sentence per mistake that reproduces the table (empty when the table
-    is a convention's own, or nothing explains it). ``language``: the language of the findings
+    is a convention's own, or nothing explains it); ``mistakes``, the same as codes. ``language``: the language of the findings
     and of ``str()`` (``posenc.language``; None: the locale's), the one current when it was made."""
 
     identification: GridIdentification
     findings: tuple
+    #: (convention, mistake) for each finding of a mistake: the keys of ``MISTAKES``, English in every language.
+    mistakes: tuple = ()
     language: str | None = dataclasses.field(default_factory=get_language, compare=False, repr=False)
 
     def __str__(self) -> str:
@@ -543,7 +545,7 @@ def _diagnose_grid(table, shape, convention, options):
     d = body.shape[1]
     names = list(_PRESETS) if convention is None else [_check_convention(convention)]
     h, w = shape
-    findings = []
+    findings, mistakes = [], []
     for name in names:
         opts = {k: v for k, v in options.items() if k != "cls_token"}
         try:
@@ -560,13 +562,14 @@ def _diagnose_grid(table, shape, convention, options):
             # height inside.
             order = _("width outer")
         found = []
-        for build, text in MISTAKES.values():
+        for mistake, (build, text) in MISTAKES.items():
             wrong = build(name, shape, d, opts)[-h * w :]
             if _deviation(wrong, body) <= TOLERANCE < _deviation(wrong, right):
                 found.append(_(text).format(convention=name, width=w, height=h, order=order))
+                mistakes.append((name, mistake))
         if len(found) > 1 and h == w:
             # Translators: {convention}: a grid convention's name, e.g. mae.
             found.append(_("{convention}: on a square grid these mistakes write the same table; a non-square grid tells "
                            "them apart").format(convention=name))
         findings += found
-    return GridDiagnosis(identification, tuple(findings))
+    return GridDiagnosis(identification, tuple(findings), tuple(mistakes))

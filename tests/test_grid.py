@@ -425,3 +425,10 @@ def test_bad_arguments(call, error, message):
     with pytest.raises(error) as caught:
         call()
     assert message in str(caught.value)
+
+
+def test_diagnose_grid_names_its_mistakes_as_codes_in_every_language():
+    table = posenc.grid_encoding((10, 6), 64, convention="mae")  # built for the shape (W, H)
+    for language in ("en", "pt_BR", "zh_CN"):
+        found = posenc.diagnose_grid(table, (6, 10), "mae", language=language)
+        assert found.mistakes == (("mae", "height and width swapped"),) and len(found.findings) == 1

@@ -280,9 +280,9 @@ mistakes = {
 }
 diagnosed = {}
 for name, table in mistakes.items():
-    findings = posenc.diagnose_grid(table, shape, "mae").findings
-    diagnosed[name] = [f.split(": ")[1] for f in findings]
-    print(f"{name}:\n  " + "\n  ".join(f.split(": ", 1)[1] for f in findings))
+    found = posenc.diagnose_grid(table, shape, "mae")
+    diagnosed[name] = [mistake for _, mistake in found.mistakes]
+    print(f"{name}:\n  " + "\n  ".join(found.findings))
 
 # %%
 assert list(diagnosed.values()) == [["height and width swapped"], ["wrong flattening order"], ["axes stacked in the wrong order"]]
