@@ -99,9 +99,12 @@ def _is_row_prose(row: str) -> bool:
     return not re.fullmatch(r"[|\s:-]+", row) and _is_prose(row)
 
 
+LINKS_ONLY = re.compile(r"\[[^\]]+\]\([^)]+\)( · \[[^\]]+\]\([^)]+\))*")  # e.g. the README's language links
+
+
 def _is_prose(text: str) -> bool:
     stripped = text.strip()
-    if stripped.startswith(("```", "$$", "[![Open In Colab]", "<!--")) or "    " == text[:4]:
+    if stripped.startswith(("```", "$$", "[![Open In Colab]", "<!--")) or "    " == text[:4] or LINKS_ONLY.fullmatch(stripped):
         return False
     return bool(re.search(r"[A-Za-z]{2}", re.sub(r"\$[^$]+\$|`[^`]+`", "", stripped)))
 
