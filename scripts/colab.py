@@ -4,7 +4,7 @@
 
 The slug lives in pyproject.toml ([project.urls] Repository) and the branch next to it
 ([tool.posenc] colab-branch). This rewrites both, then the badge and install lines of every
-notebook pair and of the README, by plain text replacement: outputs and everything else stay
+notebook pair (translations included) and the READMEs' links, by plain text replacement: outputs and everything else stay
 byte for byte, and an .ipynb and its .py twin get the same edit, so they stay paired.
 """
 
@@ -26,8 +26,9 @@ def configured():
 
 
 def links(slug, branch):
-    """The two strings that name the slug and branch in a notebook."""
-    return [f"colab.research.google.com/github/{slug}/blob/{branch}/", f"git+{GITHUB}{slug}@{branch}"]
+    """The strings that name the slug and branch: a notebook's badge and install line, the READMEs' language links."""
+    return [f"colab.research.google.com/github/{slug}/blob/{branch}/", f"git+{GITHUB}{slug}@{branch}",
+            f"{GITHUB}{slug}/blob/{branch}/"]
 
 
 def replace_once(text, old, new, where):
@@ -49,7 +50,8 @@ def main(slug, branch=None):
     text = replace_once(text, f'Repository = "{GITHUB}{old_slug}"', f'Repository = "{GITHUB}{slug}"', PYPROJECT.name)
     text = replace_once(text, f'colab-branch = "{old_branch}"', f'colab-branch = "{branch}"', PYPROJECT.name)
     files = {PYPROJECT: text}
-    for path in [ROOT / "README.md", *sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("notebooks/*.py"))]:
+    # The translations too (notebooks/LANG/, README.LANG.md), as `make translations` would rewrite them.
+    for path in [*sorted(ROOT.glob("README*.md")), *sorted(ROOT.glob("notebooks/**/*.ipynb")), *sorted(ROOT.glob("notebooks/**/*.py"))]:
         text = path.read_text()
         for old, new in zip(links(old_slug, old_branch), links(slug, branch)):
             text = text.replace(old, new)
