@@ -53,6 +53,8 @@ def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.
     angle of position 10**7 is still right to about 2e-9 radians.
     """
     positions = as_positions(positions)
+    d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("positions.size * ceil(d_model / 2)", (positions.size, (d_model + 1) // 2))
     return positions[..., None] * frequencies(d_model, base)
 
 
@@ -67,6 +69,8 @@ def interleave(sines: npt.ArrayLike, cosines: npt.ArrayLike) -> np.ndarray:
         raise ValueError(
             f"sines and cosines must have the same shape, got {sines.shape} and {cosines.shape}"
         )
+    if sines.ndim == 0:
+        raise ValueError(f"sines and cosines must have at least one axis, got {sines!r} and {cosines!r}")
     stacked = np.stack([sines, cosines], axis=-1)
     return stacked.reshape(*sines.shape[:-1], 2 * sines.shape[-1])
 
@@ -150,7 +154,9 @@ def encode(
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
-    shifted = conventions.offset_positions(as_positions(positions), chosen)
+    positions = as_positions(positions)
+    _checks.check_entries("positions.size * d_model", (positions.size, d_model))
+    shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
     flat = shifted.reshape(-1)
@@ -183,6 +189,7 @@ def positional_encoding(
     length = _checks.check_length(length)
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
     out = _output(out, (length, d_model), dtype)
