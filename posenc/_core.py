@@ -9,6 +9,7 @@ Every layout is the interleaved table with its columns permuted; ``column_order`
 is that permutation, and the torch and TensorFlow front ends use it too.
 """
 
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,9 @@ def as_positions(positions: npt.ArrayLike) -> np.ndarray:
         array = np.asarray(positions)
     except (ValueError, TypeError) as error:
         raise TypeError(f"positions must be an array of numbers, got {positions!r}") from error
+    if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
+        # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
+        raise TypeError(f"positions must be numbers (integers or real floats), got {reprlib.repr(positions)}")
     _checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
     if array.dtype.kind == "f":
         _checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
@@ -153,9 +157,9 @@ def encode(
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
     positions = as_positions(positions)
     _checks.check_entries("positions.size * d_model", (positions.size, d_model))
+    w_hi, w_lo, width = chosen.parts(d_model)
     shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)

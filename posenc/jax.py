@@ -189,7 +189,7 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
     return _rope_cos_sin(position_ids, parts, "half", _check_dtype(dtype), groups=groups)
 
 
-def _as_array(value, name):
+def _as_array(value: object, name: str) -> jax.Array:
     """``jnp.asarray(value)``; what JAX cannot hold (a string, an int past int32...) is a TypeError naming ``name``."""
     try:
         return jnp.asarray(value)
@@ -205,7 +205,7 @@ def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, s
     (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). Channels beyond
     ``rotary_dim`` pass through. Elementwise, so ``jit`` fuses it.
     """
-    x, cos, sin = (_as_array(value, name) for name, value in (("x", x), ("cos", cos), ("sin", sin)))
+    x, cos, sin = _as_array(x, "x"), _as_array(cos, "cos"), _as_array(sin, "sin")
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
     return kernels.apply_rotary(JAX, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 

@@ -105,10 +105,10 @@ def encode(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
     positions = _as_positions(positions)
     if positions.shape.num_elements() is not None:  # None: a graph's unknown shape
         _checks.check_entries("positions.size * d_model", (positions.shape.num_elements(), d_model))
+    w_hi, w_lo, width = chosen.parts(d_model)
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     if tf.executing_eagerly() and "CPU" in positions.device:
         table = _aligned_empty((*positions.shape, d_model), built.as_numpy_dtype)

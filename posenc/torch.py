@@ -105,10 +105,10 @@ def encode(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    positions = _as_positions(positions)
+    checked = _as_positions(positions)
     if not torch.compiler.is_compiling():  # a compiled graph's sizes may be symbols
-        _checks.check_entries("positions.size * d_model", (positions.numel(), d_model))
-    return _encode(positions, d_model, chosen, chosen.parts(d_model), dtype, out)
+        _checks.check_entries("positions.size * d_model", (checked.numel(), d_model))
+    return _encode(checked, d_model, chosen, chosen.parts(d_model), dtype, out)
 
 
 def _encode(positions, d_model, chosen, parts, dtype, out=None):

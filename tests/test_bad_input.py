@@ -13,7 +13,6 @@ messages of the escapes this test found.
 """
 
 import math
-import string
 import tracemalloc
 
 import numpy as np
@@ -110,7 +109,7 @@ def _calls():
                                             "dtype": np.float32}),
         "rotary_frequencies": ((8,), {"base": 10000.0, "rope_type": "default"}),
         "rotary_permutation": ((8, "half", "interleaved"), {"heads": 2, "rotary_dim": 8}),
-        "set_language": ((None,), {}),
+        "set_language": (("en",), {}),
         "shift_matrix": ((3, 8), {"base": 10000.0, "layout": "interleaved"}),
         "wavelengths": ((8,), {"base": 10000.0}),
     }
@@ -130,13 +129,14 @@ def test_every_public_callable_has_a_valid_call_here():
 
 def check_answer(function, args, kwargs):
     """Call ``function``; whatever it raises must be a plain ValueError or TypeError of posenc's."""
+    language = posenc.get_language()  # set_language may be among the calls
     try:
         function(*args, **kwargs)
     except ALLOWED as error:
         assert not isinstance(error, NUMPY_ERRORS), f"NumPy's {type(error).__name__} escaped: {error}"
         assert str(error), f"{type(error).__name__} without a message"
     finally:
-        posenc.set_language(None)
+        posenc.set_language(language)
 
 
 @st.composite
@@ -288,3 +288,118 @@ def test_the_fronts_raise_value_or_type_errors(framework, name, data):
     else:
         kwargs[slot] = data.draw(FRONT_VALUES)
     check_answer(getattr(front, name), args, kwargs)
+
+
+# --- absurd sizes answer at once --------------------------------------------------------
+
+ABSURD_SIZES = [
+    (posenc.positional_encoding, (10**12, 512), {}, "length * d_model must be at most 2**31 = 2147483648 entries, "
+                                                    "got 1000000000000 * 512 = 512000000000000"),
+    (posenc.positional_encoding, (6, 10**12), {}, "d_model must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.encode, (np.zeros(10**4), 2**20), {}, "positions.size * d_model must be at most 2**31 = 2147483648 "
+                                                  "entries, got 10000 * 1048576 = 10485760000"),
+    (posenc.angles, (np.zeros(10**4), 2**20), {}, "positions.size * ceil(d_model / 2) must be at most 2**31 = "
+                                                  "2147483648 entries, got 10000 * 524288 = 5242880000"),
+    (posenc.frequencies, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.column_order, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.wavelengths, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.shift_matrix, (1, 2**20), {}, "d_model * d_model must be at most 2**31 = 2147483648 entries, "
+                                          "got 1048576 * 1048576 = 1099511627776"),
+    (posenc.grid_encoding, ((2, 3), 10**11), {}, "d must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.grid_encoding, ((10**6, 10**6), 8), {}, "shape[0] * shape[1] * d must be at most 2**31 = 2147483648 "
+                                                    "entries, got 1000000 * 1000000 * 8 = 8000000000000"),
+    (posenc.rotary_frequencies, (10**12,), {}, "head_dim must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.rotary_cos_sin, ([0, 1], 10**12), {}, "head_dim must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.rotary_permutation, (8, "half", "interleaved"), {"heads": 10**12},
+     "heads * head_dim must be at most 2**31 = 2147483648 entries, got 1000000000000 * 8 = 8000000000000"),
+    (posenc.diagnose, ("[[0., 1., ...], [0., 1., ...]]",), {"shape": (10**12, 10**12)},
+     "shape must be at most 2**31 = 2147483648 entries, got 1000000000000 * 1000000000000 = 1000000000000000000000000"),
+]
+
+
+@pytest.mark.parametrize("function, args, kwargs, message", ABSURD_SIZES,
+                         ids=[f"{case[0].__name__}-{n}" for n, case in enumerate(ABSURD_SIZES)])
+def test_an_absurd_size_is_refused_before_anything_is_allocated(function, args, kwargs, message):
+    # Before: a MemoryError from NumPy, or minutes of work on a width of 10**12. Now the size
+    # is checked first: nothing is allocated (NumPy's arrays are traced by tracemalloc too).
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as caught:
+            function(*args, **kwargs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(caught.value) == message
+    assert peak < 2**20, f"{peak} bytes allocated before refusing"
+
+
+# --- the escapes this test found, pinned ------------------------------------------------
+
+@pytest.mark.parametrize("text, message", [
+    # OverflowError: 10.0 ** 43260 (the unit of the last digit of a 0 with a blown-up exponent).
+    ("[[0.0000e+43260, 1.]]", "text must print numbers a float64 holds (exponents up to 330), got '0.0000e+43260'"),
+    ("[[0., 1e432647]]", "text must print numbers a float64 holds (exponents up to 330), got '1e432647'"),
+    # ValueError from int() past 4300 digits, with Python's message.
+    ("[[1e" + "1" * 5000 + "]]", "text must print numbers a float64 holds (exponents up to 330), got '1e"
+     + "1" * 38 + "'"),
+    # IndexError: an empty print.
+    ("[[]]", "text must print an array of numbers; found none in '[[]]'"),
+    ("tensor([])", "text must print an array of numbers; found none in '[]'"),
+])
+def test_unreadable_prints_name_what_they_could_not_read(text, message):
+    with pytest.raises(ValueError) as caught:
+        posenc.diagnose(text)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("shape", [(math.inf, 2), (2.5, 2), "12", np.array([2.0, 2.0])])
+def test_a_shape_of_non_ints_is_a_type_error(shape):
+    # (inf, 2): OverflowError from int(inf); (2.5, 2) was read as (2, 2), "12" as (1, 2).
+    with pytest.raises(TypeError) as caught:
+        posenc.diagnose("[[0., 1.], [0.84, 0.54]]", shape=shape)
+    assert str(caught.value) == f"shape must be a tuple of ints (length, d_model), got {shape!r}"
+
+
+def test_a_complex_table_is_a_type_error():
+    # astype(float64) dropped the imaginary parts with a ComplexWarning and diagnosed the rest.
+    with pytest.raises(TypeError) as caught:
+        posenc.diagnose(np.array([[0, 1 + 2j]]))
+    assert str(caught.value) == "table must hold real numbers, got an array of complex128"
+
+
+def test_interleave_of_scalars_is_a_value_error():
+    # IndexError: tuple index out of range (sines.shape[-1] of a 0-d array).
+    with pytest.raises(ValueError) as caught:
+        posenc.interleave(1, 2)
+    assert str(caught.value) == "sines and cosines must have at least one axis, got array(1) and array(2)"
+
+
+@pytest.mark.parametrize("positions, shown", [("3", "'3'"), (["3", "4"], "['3', '4']"), ([0, None], "[0, None]"), (b"3", "b'3'"),
+                                              (list(map(str, range(9))), "['0', '1', '2', '3', '4', '5', ...]")])
+def test_a_string_position_shows_the_string(positions, shown):
+    # Was: "positions must hold integers or real floats, got an array of dtype <U1".
+    with pytest.raises(TypeError) as caught:
+        posenc.encode(positions, 8)
+    assert str(caught.value) == f"positions must be numbers (integers or real floats), got {shown}"
+
+
+@pytest.mark.parametrize("framework, kind", [("torch", "torch.Tensor"), ("tensorflow", "tf.Tensor")])
+def test_apply_rotary_of_a_non_tensor_is_a_type_error(framework, kind):
+    # AttributeError: 'NoneType' object has no attribute 'shape'.
+    pytest.importorskip(framework)
+    front = __import__(f"posenc.{framework}", fromlist=["_"])
+    cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
+    with pytest.raises(TypeError) as caught:
+        front.apply_rotary(front.positional_encoding(4, 8), None, sin)
+    assert str(caught.value) == f"cos must be a {kind}, got None (NoneType)"
+
+
+def test_jax_apply_rotary_of_an_int_past_int32_is_a_type_error():
+    # OverflowError: Python int 1000000000000 too large to convert to int32 (from inside JAX).
+    pytest.importorskip("flax")
+    import posenc.jax as pj
+
+    cos, sin = pj.rotary_cos_sin([0, 1, 2, 3], 8)
+    with pytest.raises(TypeError) as caught:
+        pj.apply_rotary(pj.positional_encoding(4, 8), 10**12, sin)
+    assert str(caught.value) == "cos must be an array of numbers, got 1000000000000 (int)"
