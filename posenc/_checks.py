@@ -10,6 +10,12 @@ import numbers
 from typing import TypeGuard
 
 LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
+#: The widest table (``d_model``, ``head_dim``, a grid's ``d``): its frequencies are built one
+#: by one in 45-digit decimals (about 2.5 s at this width), far wider than any model's.
+MAX_WIDTH = 2**20
+#: The most entries one output may hold (8 GiB of float32). A larger size is refused at once,
+#: before anything is allocated: it cannot be what was meant, and would not fit in memory.
+MAX_ENTRIES = 2**31
 
 
 def _is_int(value: object) -> TypeGuard[int]:
@@ -35,8 +41,25 @@ def check_int_at_least(value, name, minimum, why=""):
     return int(value)
 
 
+def check_width(value, name):
+    """``value`` (an int already checked) at most ``MAX_WIDTH``."""
+    if value > MAX_WIDTH:
+        raise ValueError(f"{name} must be at most 2**20 = {MAX_WIDTH}, got {value!r}")
+    return value
+
+
+def check_entries(names, sizes):
+    """An output of ``prod(sizes)`` entries (ints already checked), ``names`` spelling the
+    product ("length * d_model"): at most ``MAX_ENTRIES``, checked before allocating."""
+    count = math.prod(int(n) for n in sizes)
+    if count > MAX_ENTRIES:
+        product = " * ".join(str(int(n)) for n in sizes)
+        raise ValueError(f"{names} must be at most 2**31 = {MAX_ENTRIES} entries, got {product} = {count}")
+    return count
+
+
 def check_d_model(d_model):
-    return check_int_at_least(d_model, "d_model", 1)
+    return check_width(check_int_at_least(d_model, "d_model", 1), "d_model")
 
 
 def check_base(base):

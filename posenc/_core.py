@@ -9,6 +9,7 @@ Every layout is the interleaved table with its columns permuted; ``column_order`
 is that permutation, and the torch and TensorFlow front ends use it too.
 """
 
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,8 @@ def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.
     angle of position 10**7 is still right to about 2e-9 radians.
     """
     positions = as_positions(positions)
+    d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("positions.size * ceil(d_model / 2)", (positions.size, (d_model + 1) // 2))
     return positions[..., None] * frequencies(d_model, base)
 
 
@@ -67,6 +70,8 @@ def interleave(sines: npt.ArrayLike, cosines: npt.ArrayLike) -> np.ndarray:
         raise ValueError(
             f"sines and cosines must have the same shape, got {sines.shape} and {cosines.shape}"
         )
+    if sines.ndim == 0:
+        raise ValueError(f"sines and cosines must have at least one axis, got {sines!r} and {cosines!r}")
     stacked = np.stack([sines, cosines], axis=-1)
     return stacked.reshape(*sines.shape[:-1], 2 * sines.shape[-1])
 
@@ -101,6 +106,9 @@ def as_positions(positions: npt.ArrayLike) -> np.ndarray:
         array = np.asarray(positions)
     except (ValueError, TypeError) as error:
         raise TypeError(f"positions must be an array of numbers, got {positions!r}") from error
+    if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
+        # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
+        raise TypeError(f"positions must be numbers (integers or real floats), got {reprlib.repr(positions)}")
     _checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
     if array.dtype.kind == "f":
         _checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
@@ -149,8 +157,10 @@ def encode(
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    positions = as_positions(positions)
+    _checks.check_entries("positions.size * d_model", (positions.size, d_model))
     w_hi, w_lo, width = chosen.parts(d_model)
-    shifted = conventions.offset_positions(as_positions(positions), chosen)
+    shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
     flat = shifted.reshape(-1)
@@ -183,6 +193,7 @@ def positional_encoding(
     length = _checks.check_length(length)
     dtype = check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
     out = _output(out, (length, d_model), dtype)

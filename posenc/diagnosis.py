@@ -359,11 +359,13 @@ def _as_array(table):
     try:
         array = np.asarray(table)
         dtype = str(array.dtype) if str(array.dtype) in HALF_PRECISION else None  # ml_dtypes' bfloat16 too
-        return array.astype(np.float64), dtype
+        if array.dtype.kind != "c":  # astype would drop imaginary parts with a mere warning
+            return array.astype(np.float64), dtype
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"table must be an array, tensor, list or printed text, got {type(table).__name__}"
         ) from error
+    raise TypeError(f"table must hold real numbers, got an array of {array.dtype}")
 
 
 # --- the fit ---------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def shift_matrix(k: float, d_model: int, *, base: float = 10000.0, layout: str =
     """
     k = _check_offset(k)
     d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("d_model * d_model", (d_model, d_model))
     base = _checks.check_base(base)
     layout = _checks.check_layout(layout)
     if d_model % 2:

@@ -261,7 +261,8 @@ def grid_encoding(
     """
     convention = _check_convention(convention)
     shape = _check_shape(shape)
-    d = _checks.check_int_at_least(d, "d", 1)
+    d = _checks.check_width(_checks.check_int_at_least(d, "d", 1), "d")
+    _checks.check_entries(" * ".join(f"shape[{n}]" for n in range(len(shape))) + " * d", (*shape, d))
     dtype = _core.check_dtype(dtype)
     conv, prefix, opts = _options(convention, len(shape), options)
     multiple = 16 if len(shape) == 3 else 4

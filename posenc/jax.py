@@ -189,6 +189,14 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
     return _rope_cos_sin(position_ids, parts, "half", _check_dtype(dtype), groups=groups)
 
 
+def _as_array(value: object, name: str) -> jax.Array:
+    """``jnp.asarray(value)``; what JAX cannot hold (a string, an int past int32...) is a TypeError naming ``name``."""
+    try:
+        return jnp.asarray(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise TypeError(f"{name} must be an array of numbers, got {value!r} ({type(value).__name__})") from error
+
+
 def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, sin: jax.Array | npt.ArrayLike, *,
                  layout: str = "half") -> jax.Array:
     """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``, as ``posenc.apply_rotary``.
@@ -197,7 +205,7 @@ def apply_rotary(x: jax.Array | npt.ArrayLike, cos: jax.Array | npt.ArrayLike, s
     (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). Channels beyond
     ``rotary_dim`` pass through. Elementwise, so ``jit`` fuses it.
     """
-    x, cos, sin = jnp.asarray(x), jnp.asarray(cos), jnp.asarray(sin)
+    x, cos, sin = _as_array(x, "x"), _as_array(cos, "cos"), _as_array(sin, "sin")
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
     return kernels.apply_rotary(JAX, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 

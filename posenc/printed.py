@@ -16,6 +16,8 @@ import re
 
 import numpy as np
 
+from . import _checks
+
 # An ellipsis, a bracket, or a number ("0.", "-1.2e-03", "nan"); commas and spaces separate.
 _TOKEN = re.compile(r"\.\.\.|\[|\]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s,]*")
@@ -88,6 +90,11 @@ def parse_printed(text: str, shape: tuple[int, ...] | None = None) -> "Entries":
     if not _SEPARATORS.fullmatch(leftover):
         bad = _SEPARATORS.sub(" ", leftover).strip()
         raise ValueError(f"text must print an array of numbers; found {bad[:40]!r} inside the brackets")
+    numbers = [token for token in tokens if token not in ("[", "]", "...")]
+    if not numbers:
+        raise ValueError(f"text must print an array of numbers; found none in {text[start:end][:40]!r}")
+    for token in numbers:
+        _check_exponent(token)
     nested = _nest(tokens)
     while _depth(nested) > 2 and len(nested) == 1:
         nested = nested[0]
@@ -133,6 +140,13 @@ def _half_dtype(text, shown):
             spacing = 2.0 ** (np.floor(np.log2(abs(value))) - 10)
             log_odds += min(0.0, np.log10(digit / spacing))
     return "float16" if log_odds < -4 else None
+
+
+def _check_exponent(token):
+    """A number's exponent must be one a float64 prints (|e| <= 330), not a pasted "1e432647"."""
+    exponent = token.lower().partition("e")[2].lstrip("+-")
+    if len(exponent) > 3 or (exponent and int(exponent) > 330):
+        raise ValueError(f"text must print numbers a float64 holds (exponents up to 330), got {token[:40]!r}")
 
 
 def _last_digit(token):
@@ -194,15 +208,19 @@ def _printed_shape(before, after):
 
 def _two_axes(shape):
     try:
-        dims = [int(n) for n in shape]
-    except (TypeError, ValueError):
-        raise TypeError(f"shape must be a tuple of ints (length, d_model), got {shape!r}") from None
+        dims = None if isinstance(shape, (str, bytes)) else list(shape)
+    except TypeError:
+        dims = None
+    if dims is None or not all(_checks._is_int(n) for n in dims):  # not int(): 2.5 and inf are no sizes
+        raise TypeError(f"shape must be a tuple of ints (length, d_model), got {shape!r}")
+    dims = [int(n) for n in dims]
     if len(dims) > 2:  # (1, L, d) and (L, 1, d)
         dims = [n for n in dims if n != 1] or [1]
     if len(dims) == 1:
         dims = [1, *dims]
     if len(dims) != 2 or min(dims) < 1:
         raise ValueError(f"shape must be (length, d_model), axes of length 1 allowed, got {tuple(shape)!r}")
+    _checks.check_entries("shape", dims)
     return tuple(dims)
 
 

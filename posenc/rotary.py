@@ -75,7 +75,7 @@ def check_head_dim(head_dim):
         raise TypeError(f"head_dim must be an even int >= 2, got {head_dim!r} ({type(head_dim).__name__})")
     if head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim must be an even int >= 2 (channels rotate in pairs), got {head_dim!r}")
-    return int(head_dim)
+    return _checks.check_width(int(head_dim), "head_dim")
 
 
 def _check_params(rope_type, params):
@@ -408,6 +408,7 @@ def rotary_cos_sin(
     dtype = _core.check_dtype(dtype)
     w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
     positions = _core.as_positions(positions)
+    _checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
     return kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
 
 
@@ -466,6 +467,7 @@ def rotary_permutation(head_dim: int, source: str, target: str, *, heads: int = 
     """
     head_dim = check_head_dim(head_dim)
     heads = _checks.check_length(heads, "heads")
+    _checks.check_entries("heads * head_dim", (heads, head_dim))
     rotated = head_dim if rotary_dim is None else rotary_dim
     if not _checks._is_int(rotated) or rotated < 2 or rotated % 2 or rotated > head_dim:
         raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")

@@ -105,8 +105,10 @@ def encode(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
     positions = _as_positions(positions)
+    if positions.shape.num_elements() is not None:  # None: a graph's unknown shape
+        _checks.check_entries("positions.size * d_model", (positions.shape.num_elements(), d_model))
+    w_hi, w_lo, width = chosen.parts(d_model)
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     if tf.executing_eagerly() and "CPU" in positions.device:
         table = _aligned_empty((*positions.shape, d_model), built.as_numpy_dtype)
@@ -224,6 +226,7 @@ def positional_encoding(
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     if not tf.executing_eagerly():
         return _graph_table(length, d_model, chosen, dtype)
@@ -375,6 +378,9 @@ def apply_rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, *, layout: str = 
     ``a cos - b sin`` and ``b cos + a sin``, put back in the layout's order; channels beyond
     ``rotary_dim`` pass through.
     """
+    for name, value in (("x", x), ("cos", cos), ("sin", sin)):
+        if not tf.is_tensor(value) and not isinstance(value, np.ndarray):
+            raise TypeError(f"{name} must be a tf.Tensor, got {value!r} ({type(value).__name__})")
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
     return kernels.apply_rotary(TF, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 

@@ -105,7 +105,10 @@ def encode(
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    return _encode(_as_positions(positions), d_model, chosen, chosen.parts(d_model), dtype, out)
+    checked = _as_positions(positions)
+    if not torch.compiler.is_compiling():  # a compiled graph's sizes may be symbols
+        _checks.check_entries("positions.size * d_model", (checked.numel(), d_model))
+    return _encode(checked, d_model, chosen, chosen.parts(d_model), dtype, out)
 
 
 def _encode(positions, d_model, chosen, parts, dtype, out=None):
@@ -195,6 +198,7 @@ def positional_encoding(
     length = _checks.check_length(length)
     dtype = _check_dtype(dtype)
     d_model = _checks.check_d_model(d_model)
+    _checks.check_entries("length * d_model", (length, d_model))
     out = None if out is None else _output(out, (length, d_model), dtype, device)
     # NumPy writes the table straight into out's memory when it can: on the CPU, in a NumPy dtype, without autograd.
     shared = out if out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad else None
@@ -317,6 +321,9 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layou
     (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``): ``kernels.apply_rotary``.
     Channels beyond ``rotary_dim`` pass through.
     """
+    for name, value in (("x", x), ("cos", cos), ("sin", sin)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {value!r} ({type(value).__name__})")
     rotated = rotary.check_rotary_shapes(x.shape, cos.shape, sin.shape)
     return kernels.apply_rotary(TORCH, x, cos, sin, rotary.check_rotary_layout(layout), rotated)
 

@@ -1,0 +1,405 @@
+"""Bad input anywhere gets a ValueError or TypeError (issue 27), never an obscure crash or a hang.
+
+Every public callable of ``posenc`` (``posenc.__all__``) is called with a valid set of
+arguments in which one or two are replaced by absurd values (wrong types, NaN, inf,
+negatives, 10**30, strings, nested lists, empty arrays, bools, unknown keywords); the
+frameworks' fronts get a smaller set. ``diagnose``'s text reader gets random text and
+mangled prints of real tables (cut, duplicated, exponents blown up, brackets removed, stray
+characters). Whatever is raised must be a ``ValueError`` or ``TypeError`` (not an
+``OverflowError``, ``IndexError``, ``ZeroDivisionError``, ``MemoryError``, ``KeyError``,
+``AttributeError`` or NumPy's own errors, which would be tracebacks from deep inside), and an
+absurd size is refused before anything is allocated. The regression tests at the end pin the
+messages of the escapes this test found.
+"""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import posenc
+
+ALLOWED = (ValueError, TypeError)
+# NumPy's own errors (AxisError, _ArrayMemoryError...) subclass ValueError, IndexError or
+# MemoryError: a ValueError from NumPy itself would pass the isinstance test, so its module
+# is checked too (posenc's messages are raised from posenc).
+NUMPY_ERRORS = tuple(
+    error for error in (getattr(np.exceptions, name, None) for name in ("AxisError", "DTypePromotionError"))
+    if error is not None
+)
+
+# --- the absurd values -----------------------------------------------------------------
+
+# Ints away from the band where a valid call would build gigabytes (2**20 .. 2**31 entries):
+# small ones, and sizes far past anything that fits in memory.
+HUGE = [10**12, 2**40, 10**30, 2**63, 2**64, 10**100]
+INTS = st.one_of(
+    st.integers(-5, 40),
+    st.sampled_from(HUGE + [-n for n in HUGE] + [-(2**63)]),
+    st.integers(10**11, 10**40),
+    st.integers(-(10**40), -(10**11)),
+)
+FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, -0.0, 0.5, 1.0, 1e30]),
+)
+WORDS = st.sampled_from(["3", "8", "1e3", "nan", "", " ", "interleaved", "sin_cos", "half", "paper", "mae",
+                         "default", "en", "xx", "float32", "[1, 2]", "None"])
+SCALARS = st.one_of(
+    st.none(), st.booleans(), INTS, FLOATS, WORDS, st.text(max_size=12), st.binary(max_size=6),
+    st.complex_numbers(allow_nan=True, allow_infinity=True),
+    st.sampled_from([np.float64("nan"), np.int64(-1), np.float32("inf"), np.bool_(True), np.str_("3"),
+                     np.int64(2**62), np.uint64(2**64 - 1), np.float16(65504)]),
+)
+ARRAYS = st.sampled_from([
+    np.array([]), np.zeros((0, 4)), np.zeros((4, 0)), np.zeros((2, 3, 0)), np.zeros(()), np.array(["3", "4"]),
+    np.array([np.nan, 1.0]), np.array([np.inf]), np.array([1 + 2j]), np.array([None, 1], dtype=object),
+    np.array([True, False]), np.ones((2, 3, 4, 5)), np.array([[1.0, 2.0], [3.0, 4.0]]), np.arange(6),
+    np.array([10**18], dtype=np.int64), np.array([1e308, -1e308]), np.array(["2020-01-01"], dtype="datetime64[D]"),
+    np.zeros(3, dtype=[("a", "f4")]), np.array([-1, 2**62], dtype=np.int64),
+])
+OTHERS = st.sampled_from([
+    {}, {"a": 1}, set(), frozenset({1}), (), (1,), (2, 3), (0, 0), (-1, 4), (2, 3, 4, 5, 6), (1.5, 2), ("2", 3),
+    (10**12, 10**12), (None,), object(), slice(None), Ellipsis, np.float32, np.int32, "float32", type, print,
+    range(3), iter([1, 2]),
+])
+LISTS = st.recursive(
+    st.one_of(st.integers(-(10**20), 10**20), st.floats(), st.text(max_size=3), st.none()),
+    lambda inner: st.lists(inner, max_size=4),
+    max_leaves=12,
+)
+ABSURD = st.one_of(SCALARS, ARRAYS, OTHERS, LISTS, st.lists(st.floats(), min_size=1, max_size=6))
+
+
+# --- every public callable, with a valid call to spoil ---------------------------------
+
+def _calls():
+    """``name -> (args, kwargs)``: a valid call of each public callable of ``posenc``."""
+    table = posenc.positional_encoding(6, 8)
+    grid = posenc.grid_encoding((2, 3), 8)
+    cos, sin = posenc.rotary_cos_sin([0, 1, 2, 3], 8)
+    return {
+        "Convention": (("x",), {"rule": "paper", "base": 10000.0, "layout": "interleaved", "odd": "sine",
+                                "offset": 0, "padding_idx": None, "shift": 1.0, "factor": 1.0, "clamp": False}),
+        "angles": (([0, 1, 2], 8), {"base": 10000.0}),
+        "apply_rotary": ((np.ones((2, 4, 8)), cos, sin), {"layout": "half"}),
+        "column_order": ((8,), {"layout": "interleaved"}),
+        "convert_layout": ((table, "interleaved", "sin_cos"), {"axis": -1, "odd": "sine"}),
+        "convert_rotary_layout": ((np.zeros((16, 5)), "half", "interleaved"), {"heads": 2, "axis": 0, "rotary_dim": 8}),
+        "denominators": ((8,), {"base": 10000.0}),
+        "diagnose": ((table,), {"shape": None, "language": "en"}),
+        "diagnose_grid": ((grid, (2, 3)), {"convention": "mae", "language": "en"}),
+        "encode": (([0, 1.5, 2], 8), {"convention": "paper", "base": 10000.0, "layout": "interleaved",
+                                       "dtype": np.float32, "out": None}),
+        "frequencies": ((8,), {"base": 10000.0}),
+        "get_language": ((), {}),
+        "grid_encoding": (((2, 3), 8), {"convention": "mae", "dtype": np.float32, "positions": None}),
+        "identify_grid": ((grid, (2, 3)), {"language": "en"}),
+        "identify": ((table,), {"atol": 1e-6}),
+        "interleave": ((np.zeros((2, 3)), np.ones((2, 3))), {}),
+        "layout_permutation": ((8, "interleaved", "sin_cos"), {"odd": "sine"}),
+        "list_conventions": ((), {}),
+        "list_grid_conventions": ((), {}),
+        "positional_encoding": ((6, 8), {"convention": "paper", "base": 10000.0, "layout": "interleaved",
+                                         "dtype": np.float32, "out": None}),
+        "rotary_cos_sin": (([0, 1, 2], 8), {"base": 10000.0, "rope_type": "default", "layout": "half",
+                                            "dtype": np.float32}),
+        "rotary_frequencies": ((8,), {"base": 10000.0, "rope_type": "default"}),
+        "rotary_permutation": ((8, "half", "interleaved"), {"heads": 2, "rotary_dim": 8}),
+        "set_language": (("en",), {}),
+        "shift_matrix": ((3, 8), {"base": 10000.0, "layout": "interleaved"}),
+        "wavelengths": ((8,), {"base": 10000.0}),
+    }
+
+
+CALLS = _calls()
+# Diagnosis and Identification are what diagnose and identify return, not something to call.
+RESULTS = {"Diagnosis", "Identification"}
+PUBLIC = sorted(name for name in posenc.__all__ if callable(getattr(posenc, name)) and name not in RESULTS)
+
+
+def test_every_public_callable_has_a_valid_call_here():
+    assert sorted(CALLS) == PUBLIC
+    for name, (args, kwargs) in CALLS.items():
+        getattr(posenc, name)(*args, **kwargs)
+
+
+def check_answer(function, args, kwargs):
+    """Call ``function``; whatever it raises must be a plain ValueError or TypeError of posenc's."""
+    language = posenc.get_language()  # set_language may be among the calls
+    try:
+        function(*args, **kwargs)
+    except ALLOWED as error:
+        assert not isinstance(error, NUMPY_ERRORS), f"NumPy's {type(error).__name__} escaped: {error}"
+        assert str(error), f"{type(error).__name__} without a message"
+    finally:
+        posenc.set_language(language)
+
+
+@st.composite
+def spoiled_calls(draw, name):
+    """``(args, kwargs)``: the valid call of ``name`` with one to three arguments made absurd
+    (or an unknown keyword added, or an argument missing)."""
+    args, kwargs = CALLS[name]
+    args, kwargs = list(args), dict(kwargs)
+    for _ in range(draw(st.integers(1, 3))):
+        slots = [("arg", n) for n in range(len(args))] + [("kw", key) for key in kwargs]
+        what = draw(st.sampled_from(slots + [("extra", None), ("drop", None)]) if slots else st.just(("extra", None)))
+        if what[0] == "arg":
+            args[what[1]] = draw(ABSURD)
+        elif what[0] == "kw":
+            kwargs[what[1]] = draw(ABSURD)
+        elif what[0] == "extra":
+            kwargs[draw(st.sampled_from(["bogus", "offset", "padding_idx", "factor", "scale", "length", "d"]))] = draw(ABSURD)
+        elif args:
+            args.pop()
+    return args, kwargs
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_spoiled_call_raises_a_value_or_type_error(name, data):
+    args, kwargs = data.draw(spoiled_calls(name))
+    check_answer(getattr(posenc, name), args, kwargs)
+
+
+# --- diagnose's text reader ------------------------------------------------------------
+
+PRINTABLE = "[]()0123456789.,-+eE \n...naninf" + "tensor array dtype=float32 shape=(1, 4, 6) torch.Size"
+TEXTS = st.one_of(
+    st.text(max_size=200),
+    st.text(alphabet=PRINTABLE, max_size=300),
+    st.lists(st.sampled_from(["[", "]", "[[", "]]", "...", ",", " ", "\n", "0.", "1.", "-0.5", "1e5", "1e-3", "e432647",
+                              "1e432647", "0.0e999", "nan", "inf", "shape=(2, 3)", "torch.Size([2, 3])", "(2, 3)",
+                              "dtype=float16", "dtype=torch.bfloat16", "array(", ")", "tensor("]), max_size=60).map("".join),
+)
+SHAPES = st.one_of(st.none(), st.sampled_from([(6, 4), (1, 6, 4), (4, 6), (10**12, 4), (0, 4), (6,), (2, 3, 4), ()]), ABSURD)
+
+
+def _print_of(table, form):
+    """A print of ``table`` a learner could paste: NumPy's str or repr, plain or rounded, or a
+    torch-like / TensorFlow-like wrapper around NumPy's print (no framework needed)."""
+    body = np.array2string(table, separator=", " if form in ("repr", "tf") else " ",
+                           precision=4 if form == "rounded" else 8, threshold=40 if form == "summary" else 1000)
+    if form == "repr":
+        return f"array({body}, dtype=float32)"
+    if form == "tf":
+        return f"<tf.Tensor: shape={table.shape}, dtype=float32, numpy=\narray({body}, dtype=float32)>"
+    if form == "sci":
+        return np.array2string(table, separator=", ", formatter={"float": lambda x: f"{x:.4e}"})
+    return body
+
+
+@st.composite
+def mangled_prints(draw):
+    """``(text, shape)``: a print of a real table (a convention's, a few rows and columns),
+    then cut, duplicated, exponents blown up, brackets removed, stray characters put in."""
+    length, d_model = draw(st.integers(1, 12)), draw(st.integers(1, 10))
+    convention = draw(st.sampled_from(["paper", "tensor2tensor", "fairseq"]))
+    try:
+        table = posenc.positional_encoding(length, d_model, convention=convention)
+    except ValueError:  # a width the source cannot build
+        table = posenc.positional_encoding(length, d_model)
+    form = draw(st.sampled_from(["str", "repr", "rounded", "summary", "tf", "sci"]))
+    text = _print_of(table, form)
+    for _ in range(draw(st.integers(1, 4))):
+        where = draw(st.integers(0, len(text)))
+        how = draw(st.sampled_from(["cut", "cut_front", "duplicate", "exponent", "exponent_everywhere", "no_open",
+                                    "no_close", "stray", "delete", "swap_digits"]))
+        if how == "cut":
+            text = text[:where]
+        elif how == "cut_front":
+            text = text[where:]
+        elif how == "duplicate":
+            end = draw(st.integers(where, len(text)))
+            text = text[:end] + text[where:end] + text[end:]
+        elif how == "exponent":
+            digits = draw(st.sampled_from(["432647", "-432647", "308", "309", "-400", "9" * 30, "1" * 5000]))
+            text = text[:where] + "e" + digits + text[where:]
+        elif how == "exponent_everywhere":
+            text = text.replace("e-0", "e-4326").replace("e+0", "e+4326").replace(". ", ".e4326 ")
+        elif how == "no_open":
+            text = text.replace("[", "", draw(st.integers(1, 3)))
+        elif how == "no_close":
+            text = text[::-1].replace("]", "", draw(st.integers(1, 3)))[::-1]
+        elif how == "stray":
+            text = text[:where] + draw(st.text(alphabet="[](),.-+e xj*#\t\u00a0\u2212", min_size=1, max_size=3)) + text[where:]
+        elif how == "delete":
+            text = text[:where] + text[where + draw(st.integers(1, 8)):]
+        else:
+            text = text.translate(str.maketrans("0123456789", draw(st.permutations("0123456789")).__str__()[2::5]))
+    shape = draw(st.one_of(st.none(), st.just(table.shape), st.just((1, *table.shape)), SHAPES))
+    return text, shape
+
+
+def check_reading(text, shape):
+    """``diagnose(text, shape=shape)``: a Diagnosis, or a ValueError/TypeError that says what it could not read."""
+    try:
+        found = posenc.diagnose(text, shape=shape)
+    except ALLOWED as error:
+        assert str(error) and not isinstance(error, NUMPY_ERRORS), repr(error)
+        return
+    assert isinstance(found, posenc.Diagnosis)
+    str(found)
+
+
+@settings(max_examples=400)
+@given(TEXTS, SHAPES)
+def test_random_text_is_read_or_refused(text, shape):
+    check_reading(text, shape)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(mangled_prints())
+def test_a_mangled_print_is_read_or_refused(case):
+    check_reading(*case)
+
+
+# --- the frameworks' fronts ------------------------------------------------------------
+
+FRONT_VALUES = st.one_of(
+    st.sampled_from([None, True, -1, 0, 2.5, math.nan, math.inf, 10**12, 10**30, "3", "", [], [[1], [2, 3]], (),
+                     np.array([]), np.array(["3"]), np.array([np.nan]), np.array([1 + 2j]), {}, object()]),
+    st.integers(-3, 12),
+)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
+@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary"])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_fronts_raise_value_or_type_errors(framework, name, data):
+    pytest.importorskip(framework if framework != "jax" else "flax")
+    front = __import__(f"posenc.{framework}", fromlist=["_"])
+    if name == "apply_rotary":
+        cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
+        x = front.positional_encoding(8, 8)[None, :4]
+        args, kwargs = [x, cos, sin], {"layout": "half"}
+    else:
+        args, kwargs = CALLS[name]
+        args, kwargs = list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
+    slot = data.draw(st.sampled_from(list(range(len(args))) + list(kwargs)))
+    if isinstance(slot, int):
+        args[slot] = data.draw(FRONT_VALUES)
+    else:
+        kwargs[slot] = data.draw(FRONT_VALUES)
+    check_answer(getattr(front, name), args, kwargs)
+
+
+# --- absurd sizes answer at once --------------------------------------------------------
+
+ABSURD_SIZES = [
+    (posenc.positional_encoding, (10**12, 512), {}, "length * d_model must be at most 2**31 = 2147483648 entries, "
+                                                    "got 1000000000000 * 512 = 512000000000000"),
+    (posenc.positional_encoding, (6, 10**12), {}, "d_model must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.encode, (np.zeros(10**4), 2**20), {}, "positions.size * d_model must be at most 2**31 = 2147483648 "
+                                                  "entries, got 10000 * 1048576 = 10485760000"),
+    (posenc.angles, (np.zeros(10**4), 2**20), {}, "positions.size * ceil(d_model / 2) must be at most 2**31 = "
+                                                  "2147483648 entries, got 10000 * 524288 = 5242880000"),
+    (posenc.frequencies, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.column_order, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.wavelengths, (10**11,), {}, "d_model must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.shift_matrix, (1, 2**20), {}, "d_model * d_model must be at most 2**31 = 2147483648 entries, "
+                                          "got 1048576 * 1048576 = 1099511627776"),
+    (posenc.grid_encoding, ((2, 3), 10**11), {}, "d must be at most 2**20 = 1048576, got 100000000000"),
+    (posenc.grid_encoding, ((10**6, 10**6), 8), {}, "shape[0] * shape[1] * d must be at most 2**31 = 2147483648 "
+                                                    "entries, got 1000000 * 1000000 * 8 = 8000000000000"),
+    (posenc.rotary_frequencies, (10**12,), {}, "head_dim must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.rotary_cos_sin, ([0, 1], 10**12), {}, "head_dim must be at most 2**20 = 1048576, got 1000000000000"),
+    (posenc.rotary_permutation, (8, "half", "interleaved"), {"heads": 10**12},
+     "heads * head_dim must be at most 2**31 = 2147483648 entries, got 1000000000000 * 8 = 8000000000000"),
+    (posenc.diagnose, ("[[0., 1., ...], [0., 1., ...]]",), {"shape": (10**12, 10**12)},
+     "shape must be at most 2**31 = 2147483648 entries, got 1000000000000 * 1000000000000 = 1000000000000000000000000"),
+]
+
+
+@pytest.mark.parametrize("function, args, kwargs, message", ABSURD_SIZES,
+                         ids=[f"{case[0].__name__}-{n}" for n, case in enumerate(ABSURD_SIZES)])
+def test_an_absurd_size_is_refused_before_anything_is_allocated(function, args, kwargs, message):
+    # Before: a MemoryError from NumPy, or minutes of work on a width of 10**12. Now the size
+    # is checked first: nothing is allocated (NumPy's arrays are traced by tracemalloc too).
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as caught:
+            function(*args, **kwargs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(caught.value) == message
+    assert peak < 2**20, f"{peak} bytes allocated before refusing"
+
+
+# --- the escapes this test found, pinned ------------------------------------------------
+
+@pytest.mark.parametrize("text, message", [
+    # OverflowError: 10.0 ** 43260 (the unit of the last digit of a 0 with a blown-up exponent).
+    ("[[0.0000e+43260, 1.]]", "text must print numbers a float64 holds (exponents up to 330), got '0.0000e+43260'"),
+    ("[[0., 1e432647]]", "text must print numbers a float64 holds (exponents up to 330), got '1e432647'"),
+    # ValueError from int() past 4300 digits, with Python's message.
+    ("[[1e" + "1" * 5000 + "]]", "text must print numbers a float64 holds (exponents up to 330), got '1e"
+     + "1" * 38 + "'"),
+    # IndexError: an empty print.
+    ("[[]]", "text must print an array of numbers; found none in '[[]]'"),
+    ("tensor([])", "text must print an array of numbers; found none in '[]'"),
+])
+def test_unreadable_prints_name_what_they_could_not_read(text, message):
+    with pytest.raises(ValueError) as caught:
+        posenc.diagnose(text)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("shape", [(math.inf, 2), (2.5, 2), "12", np.array([2.0, 2.0])])
+def test_a_shape_of_non_ints_is_a_type_error(shape):
+    # (inf, 2): OverflowError from int(inf); (2.5, 2) was read as (2, 2), "12" as (1, 2).
+    with pytest.raises(TypeError) as caught:
+        posenc.diagnose("[[0., 1.], [0.84, 0.54]]", shape=shape)
+    assert str(caught.value) == f"shape must be a tuple of ints (length, d_model), got {shape!r}"
+
+
+def test_a_complex_table_is_a_type_error():
+    # astype(float64) dropped the imaginary parts with a ComplexWarning and diagnosed the rest.
+    with pytest.raises(TypeError) as caught:
+        posenc.diagnose(np.array([[0, 1 + 2j]]))
+    assert str(caught.value) == "table must hold real numbers, got an array of complex128"
+
+
+def test_interleave_of_scalars_is_a_value_error():
+    # IndexError: tuple index out of range (sines.shape[-1] of a 0-d array).
+    with pytest.raises(ValueError) as caught:
+        posenc.interleave(1, 2)
+    assert str(caught.value) == "sines and cosines must have at least one axis, got array(1) and array(2)"
+
+
+@pytest.mark.parametrize("positions, shown", [("3", "'3'"), (["3", "4"], "['3', '4']"), ([0, None], "[0, None]"), (b"3", "b'3'"),
+                                              (list(map(str, range(9))), "['0', '1', '2', '3', '4', '5', ...]")])
+def test_a_string_position_shows_the_string(positions, shown):
+    # Was: "positions must hold integers or real floats, got an array of dtype <U1".
+    with pytest.raises(TypeError) as caught:
+        posenc.encode(positions, 8)
+    assert str(caught.value) == f"positions must be numbers (integers or real floats), got {shown}"
+
+
+@pytest.mark.parametrize("framework, kind", [("torch", "torch.Tensor"), ("tensorflow", "tf.Tensor")])
+def test_apply_rotary_of_a_non_tensor_is_a_type_error(framework, kind):
+    # AttributeError: 'NoneType' object has no attribute 'shape'.
+    pytest.importorskip(framework)
+    front = __import__(f"posenc.{framework}", fromlist=["_"])
+    cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
+    with pytest.raises(TypeError) as caught:
+        front.apply_rotary(front.positional_encoding(4, 8), None, sin)
+    assert str(caught.value) == f"cos must be a {kind}, got None (NoneType)"
+
+
+def test_jax_apply_rotary_of_an_int_past_int32_is_a_type_error():
+    # OverflowError: Python int 1000000000000 too large to convert to int32 (from inside JAX).
+    pytest.importorskip("flax")
+    import posenc.jax as pj
+
+    cos, sin = pj.rotary_cos_sin([0, 1, 2, 3], 8)
+    with pytest.raises(TypeError) as caught:
+        pj.apply_rotary(pj.positional_encoding(4, 8), 10**12, sin)
+    assert str(caught.value) == "cos must be an array of numbers, got 1000000000000 (int)"
