@@ -166,9 +166,11 @@ def read(path: Path, locale: str | None = None) -> Catalog:
         return pofile.read_po(f, locale=locale)
 
 
-def dumps(catalog: Catalog) -> bytes:
+def dumps(catalog: Catalog, path: Path) -> bytes:
     out = io.BytesIO()
-    pofile.write_po(out, catalog, **WRITE)
+    # The course's entries point at their cell (a translator reads it there); posenc's messages at
+    # their file only, so editing code above a message does not change its catalog.
+    pofile.write_po(out, catalog, include_lineno=LOCALE in path.parents, **WRITE)
     # The creation and revision dates would change every file on every run.
     return re.sub(rb'"(POT-Creation-Date|PO-Revision-Date): [^"]*\\n"\n', b"", out.getvalue())
 
@@ -184,7 +186,7 @@ def write(path: Path, catalog: Catalog) -> None:
     if LOCALE in path.parents:
         without_format_flags(catalog)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(dumps(catalog))
+    path.write_bytes(dumps(catalog, path))
 
 
 def templates() -> dict[Path, Catalog]:
@@ -288,7 +290,7 @@ def problems() -> list[str]:
     """Everything that keeps the translations from being complete and current, one line each."""
     found = []
     for path, new in templates().items():
-        if not path.exists() or path.read_bytes() != dumps(new):
+        if not path.exists() or path.read_bytes() != dumps(new, path):
             found.append(f"{path.relative_to(ROOT)} is out of date: run `make catalogs`")
         for language in LANGUAGES:
             target = catalog_path(path, language)
