@@ -7,6 +7,7 @@ what is allowed, so a mistake never surfaces as a shape error deep inside a fram
 
 import math
 import numbers
+from collections.abc import Hashable
 from typing import TypeGuard
 
 LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
@@ -78,7 +79,8 @@ def check_layout(layout):
 
 def check_dtype(dtype, allowed, names):
     """Return ``dtype`` if it is in ``allowed``; ``names`` spells them for the message."""
-    if dtype not in allowed:
+    # An array is no dtype, and `in` would compare it element by element (a warning on NumPy 1.24).
+    if not isinstance(dtype, Hashable) or dtype not in allowed:
         raise TypeError(f"dtype must be one of {names}, got {dtype!r}")
     return dtype
 

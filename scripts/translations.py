@@ -171,8 +171,8 @@ def dumps(catalog: Catalog, path: Path) -> bytes:
     # The course's entries point at their cell (a translator reads it there); posenc's messages at
     # their file only, so editing code above a message does not change its catalog.
     pofile.write_po(out, catalog, include_lineno=LOCALE in path.parents, **WRITE)
-    # The creation and revision dates would change every file on every run.
-    return re.sub(rb'"(POT-Creation-Date|PO-Revision-Date): [^"]*\\n"\n', b"", out.getvalue())
+    # The dates would change every file on every run, Babel's version with every Babel.
+    return re.sub(rb'"(POT-Creation-Date|PO-Revision-Date|Generated-By): [^"]*\\n"\n', b"", out.getvalue())
 
 
 def without_format_flags(catalog: Catalog) -> Catalog:
@@ -279,6 +279,19 @@ def site(language: str) -> None:
         shutil.copy(path, target / "notebooks" / path.name)
 
 
+def compiled_messages(data: bytes) -> dict[str, str]:
+    """msgid -> translation of a compiled catalog (its header left out: it names Babel's version)."""
+    return {message.id: message.string for message in mofile.read_mo(io.BytesIO(data)) if message.id}
+
+
+def same_content(path: Path, content: str | bytes) -> bool:
+    if not path.exists():
+        return False
+    if path.suffix == ".mo":
+        return compiled_messages(path.read_bytes()) == compiled_messages(content)  # type: ignore[arg-type]
+    return path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
+
+
 def build() -> None:
     for language in LANGUAGES:
         for path, content in outputs(language).items():
@@ -309,8 +322,7 @@ def problems() -> list[str]:
                     found.append(f"{language}: {state}: {where}: {message.id[:100]!r}")
     for language in LANGUAGES:
         for path, content in outputs(language).items():
-            current = path.read_bytes() if path.exists() else None
-            if current != (content if isinstance(content, bytes) else content.encode()):
+            if not same_content(path, content):
                 found.append(f"{path.relative_to(ROOT)} differs from what the English source and its catalog make: run `make translations`")
     return found
 

@@ -26,8 +26,9 @@ ALLOWED = (ValueError, TypeError)
 # NumPy's own errors (AxisError, _ArrayMemoryError...) subclass ValueError, IndexError or
 # MemoryError: a ValueError from NumPy itself would pass the isinstance test, so its module
 # is checked too (posenc's messages are raised from posenc).
+# np.exceptions is NumPy 1.25 and later; 1.24 has AxisError at the top level.
 NUMPY_ERRORS = tuple(
-    error for error in (getattr(np.exceptions, name, None) for name in ("AxisError", "DTypePromotionError"))
+    error for error in (getattr(getattr(np, "exceptions", np), name, None) for name in ("AxisError", "DTypePromotionError"))
     if error is not None
 )
 
