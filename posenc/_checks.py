@@ -72,15 +72,20 @@ def check_base(base):
 
 
 def check_layout(layout):
-    if layout not in LAYOUTS:
+    if not is_one_of(layout, LAYOUTS):
         raise ValueError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}; got {layout!r}")
     return layout
 
 
+def is_one_of(value, choices):
+    """``value`` is one of ``choices`` (a name, a dtype): an array or a list never is, and is
+    not compared element by element (NumPy warns, or raises its own error, for an empty one)."""
+    return isinstance(value, Hashable) and value in choices
+
+
 def check_dtype(dtype, allowed, names):
     """Return ``dtype`` if it is in ``allowed``; ``names`` spells them for the message."""
-    # An array is no dtype, and `in` would compare it element by element (a warning on NumPy 1.24).
-    if not isinstance(dtype, Hashable) or dtype not in allowed:
+    if not is_one_of(dtype, allowed):
         raise TypeError(f"dtype must be one of {names}, got {dtype!r}")
     return dtype
 

@@ -310,7 +310,7 @@ def changes_beyond_options(name: str, convention: Convention) -> int:
 
 
 def check_convention(name):
-    if name not in _PRESETS:
+    if not _checks.is_one_of(name, _PRESETS):
         raise ValueError(f"convention must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
     return name
 

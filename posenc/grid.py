@@ -158,7 +158,7 @@ def list_grid_conventions() -> dict[str, str]:
 
 
 def _check_convention(convention):
-    if convention not in _PRESETS:
+    if not _checks.is_one_of(convention, _PRESETS):
         raise ValueError(f"convention must be one of {', '.join(map(repr, _PRESETS))}; got {convention!r}")
     return convention
 

@@ -271,7 +271,7 @@ class RotaryEmbedding(nnx.Module):
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
                  **params: Any) -> None:
         self.layout = rotary.check_rotary_layout(layout)
-        if form not in self.FORMS:
+        if not _checks.is_one_of(form, self.FORMS):
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params

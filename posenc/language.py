@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import _checks
+
 __all__ = ["LANGUAGES", "get_language", "set_language", "translator", "using_language"]
 
 #: The languages posenc's messages come in.
@@ -34,7 +36,7 @@ _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_l
 
 
 def _check(language: str | None) -> str | None:
-    if language is not None and language not in LANGUAGES:
+    if language is not None and not _checks.is_one_of(language, LANGUAGES):
         raise ValueError(f"language must be one of {', '.join(map(repr, LANGUAGES))} or None (the locale), got {language!r}")
     return language
 

@@ -39,7 +39,7 @@ def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "si
     """
     d_model = _checks.check_d_model(d_model)
     source, target = _checks.check_layout(source), _checks.check_layout(target)
-    if odd not in ODD_POLICIES:
+    if not _checks.is_one_of(odd, ODD_POLICIES):
         raise ValueError(f"odd must be one of {', '.join(map(repr, ODD_POLICIES))}; got {odd!r}")
     width = d_model - d_model % 2 if odd == "zero" else d_model
     if width == 0:

@@ -161,7 +161,7 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
     (default ``length - 1``), normalised so panels share a y axis. Returns the ``Figure``;
     ``fig.axes`` holds the panels row by row (then the colorbar, for tables).
     """
-    if kind not in ("table", "offset"):
+    if not _checks.is_one_of(kind, ("table", "offset")):
         raise ValueError(f"kind must be 'table' or 'offset', got {kind!r}")
     length = _checks.check_length(length)
     rows, cols = len(bases), len(d_models)

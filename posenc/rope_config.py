@@ -22,7 +22,7 @@ dict). What is read:
 
 from typing import Any
 
-from . import rotary
+from . import _checks, rotary
 
 # model_type -> (layout, form, M-RoPE: None, or (default mrope_section, interleaved)).
 # Each entry checked against the family's rotary module in tests/test_rope_config.py.
@@ -58,7 +58,7 @@ def _get(config, name, default=None):
 
 def _model_type(config):
     model_type = _get(config, "model_type")
-    if model_type not in FAMILIES:
+    if not _checks.is_one_of(model_type, FAMILIES):
         raise ValueError(
             f"config.model_type must be one of the families posenc reads ({', '.join(sorted(FAMILIES))}), "
             f"got {model_type!r}"

@@ -65,7 +65,7 @@ _SHARED = ("partial_rotary_factor", "max_position_embeddings")
 
 
 def check_rotary_layout(layout):
-    if layout not in ROTARY_LAYOUTS:
+    if not _checks.is_one_of(layout, ROTARY_LAYOUTS):
         raise ValueError(f"layout must be one of {', '.join(map(repr, ROTARY_LAYOUTS))}; got {layout!r}")
     return layout
 
@@ -79,7 +79,7 @@ def check_head_dim(head_dim):
 
 
 def _check_params(rope_type, params):
-    if rope_type not in _PARAMETERS:
+    if not _checks.is_one_of(rope_type, _PARAMETERS):
         raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
     required, optional = _PARAMETERS[rope_type]
     allowed = set(required) | set(optional) | set(_SHARED)

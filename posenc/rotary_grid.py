@@ -56,7 +56,7 @@ def axial_parts(head_dim: int, base: float = 10000.0, *, convention: str = "qwen
     """
     head_dim = rotary.check_head_dim(head_dim)
     base = _checks.check_base(base)
-    if convention not in AXIAL_CONVENTIONS:
+    if not _checks.is_one_of(convention, AXIAL_CONVENTIONS):
         raise ValueError(f"convention must be one of {', '.join(map(repr, AXIAL_CONVENTIONS))}; got {convention!r}")
     if head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter per axis and cos/sin half), got {head_dim}")
@@ -259,7 +259,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
-    if text_resumes not in RESUME_RULES:
+    if not _checks.is_one_of(text_resumes, RESUME_RULES):
         raise ValueError(f"text_resumes must be one of {', '.join(map(repr, RESUME_RULES))}; got {text_resumes!r}")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:
