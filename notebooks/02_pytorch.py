@@ -517,7 +517,7 @@ print(found)
 # %%
 tensor = draft_table(50, 64, multiply=True)
 printed = repr(tensor)
-shown = posenc.printed.parse_printed(printed, shape=(50, 64))
+shown = posenc.parse_printed(printed, shape=(50, 64))
 print("rows shown:", shown.rows.tolist(), " columns shown:", shown.columns.tolist())
 found = posenc.diagnose(printed, shape=(50, 64))
 assert found.codes == posenc.diagnose(tensor).codes == ["multiplied_not_divided"], "the print says what the tensor says"

@@ -44,7 +44,7 @@ import transformers  # noqa: E402
 
 import posenc  # noqa: E402
 import posenc.torch  # noqa: E402
-from posenc import rotary_grid  # noqa: E402
+from posenc import rope  # noqa: E402
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -74,8 +74,8 @@ started = time.perf_counter()
 
 # %%
 d = 32
-qwen, _, axes = rotary_grid.axial_parts(d, convention="qwen2_vl")
-pixtral, _, _ = rotary_grid.axial_parts(d, convention="pixtral")
+qwen, _, axes = rope.axial_parts(d, convention="qwen2_vl")
+pixtral, _, _ = rope.axial_parts(d, convention="pixtral")
 print("axis of each pair (0 row, 1 column):", axes)
 print("row frequencies, both:       ", np.round(qwen[:4], 4), "...")
 print("column frequencies, Qwen2-VL:", np.round(qwen[8:12], 4), "...")
@@ -101,8 +101,8 @@ np.testing.assert_allclose(ratio, 10000 ** (-2 / d), rtol=1e-14)  # float64 roun
 
 # %%
 height, width = 6, 8
-ids = rotary_grid.grid_position_ids(height, width)  # (2, 48): rows, columns
-cos, sin = rotary_grid.axial_cos_sin(ids, d, dtype=np.float64)
+ids = rope.grid_position_ids(height, width)  # (2, 48): rows, columns
+cos, sin = rope.axial_cos_sin(ids, d, dtype=np.float64)
 q, k = rng.standard_normal((2, d))
 queries = posenc.apply_rotary(np.broadcast_to(q, cos.shape), cos, sin)
 keys = posenc.apply_rotary(np.broadcast_to(k, cos.shape), cos, sin)
@@ -199,7 +199,7 @@ print("spatial_merge_size:", vision.spatial_merge_size, "  temporal_patch_size:"
 
 # %%
 segments = [4, (1, 4, 6), 3, (3, 4, 4), 3]
-rows = rotary_grid.mrope_position_ids(segments, spatial_merge_size=2)
+rows = rope.mrope_position_ids(segments, spatial_merge_size=2)
 print("shape:", rows.shape)
 print(rows)
 
@@ -240,12 +240,12 @@ assert rows[0, 25] == 10 + max(2, 2)
 # docstring example).
 
 # %%
-reference = rotary_grid.mrope_position_ids(segments, text_resumes="after_largest")
+reference = rope.mrope_position_ids(segments, text_resumes="after_largest")
 print("text after the video, 5.23:", rows[0, 25:].tolist(), "  4.x:", reference[0, 25:].tolist())
 print("tokens whose ids differ:", np.flatnonzero((rows != reference).any(axis=0)).tolist())
 example = [(3, 2, 2), 5]  # the 4.x docstring's video, already merged (spatial_merge_size 1), then 5 text tokens
 for rule in ("after_largest", "longer_side"):
-    example_rows = rotary_grid.mrope_position_ids(example, spatial_merge_size=1, text_resumes=rule)
+    example_rows = rope.mrope_position_ids(example, spatial_merge_size=1, text_resumes=rule)
     print(f"docstring example, {rule}: text at", example_rows[0, 12:].tolist())
 assert (rows[:, :25] == reference[:, :25]).all(), "up to the video's end the two rules agree"
 
@@ -280,8 +280,8 @@ plt.show()
 vision_2_5 = transformers.Qwen2_5_VLConfig().vision_config
 per_second = vision_2_5.tokens_per_second
 interval = per_second * vision_2_5.temporal_patch_size / 2  # second_per_grid_t at fps = 2
-spaced = rotary_grid.mrope_position_ids(segments, time_interval=interval)
-spaced_reference = rotary_grid.mrope_position_ids(segments, time_interval=interval, text_resumes="after_largest")
+spaced = rope.mrope_position_ids(segments, time_interval=interval)
+spaced_reference = rope.mrope_position_ids(segments, time_interval=interval, text_resumes="after_largest")
 print(f"tokens_per_second {per_second}, time interval {interval:g}")
 print("video times:", sorted(set(spaced[0, video].tolist())))
 print("text after the video, 5.23:", spaced[0, 25:].tolist(), "  4.x:", spaced_reference[0, 25:].tolist())
@@ -301,9 +301,9 @@ assert spaced[0, 25] == 12, "5.23: the start plus the longer side, whatever the 
 # %%
 stamp = 5
 per_frame = [4, (1, 4, 6), 3, stamp, (1, 4, 4), stamp, (1, 4, 4), stamp, (1, 4, 4), 3]
-qwen3 = rotary_grid.mrope_position_ids(per_frame)
+qwen3 = rope.mrope_position_ids(per_frame)
 print("Qwen3-VL time row:", qwen3[0].tolist())
-assert (qwen3 == rotary_grid.mrope_position_ids(per_frame, text_resumes="after_largest")).all(), "one rule when frames come alone"
+assert (qwen3 == rope.mrope_position_ids(per_frame, text_resumes="after_largest")).all(), "one rule when frames come alone"
 
 # %% [markdown]
 # ## 3. Which pair reads which row: `mrope_section`
@@ -321,8 +321,8 @@ from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbe
 qwen2_section = Qwen2VLRotaryEmbedding(transformers.Qwen2VLConfig().text_config).mrope_section
 qwen3_section = Qwen3VLTextRotaryEmbedding(transformers.Qwen3VLConfig().text_config).mrope_section
 print("default mrope_section, Qwen2-VL:", qwen2_section, "  Qwen3-VL:", qwen3_section)
-print("Qwen2-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen2_section)[:20])
-print("Qwen3-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen3_section, interleaved=True)[:20])
+print("Qwen2-VL, first 20 pairs:", rope.mrope_axes(qwen2_section)[:20])
+print("Qwen3-VL, first 20 pairs:", rope.mrope_axes(qwen3_section, interleaved=True)[:20])
 
 # %% [markdown]
 # Why interleave: pair $j$'s frequency falls with $j$, so consecutive sections give time only
@@ -334,12 +334,12 @@ print("Qwen3-VL, first 20 pairs:", rotary_grid.mrope_axes(qwen3_section, interle
 theta = transformers.Qwen2VLConfig().text_config.rope_parameters["rope_theta"]
 print(f"Qwen2-VL's rope_theta: {theta:g}")
 w = posenc.rotary_frequencies(128, base=theta)[0]
-for name, pair_axes in [("sections [16, 24, 24]", rotary_grid.mrope_axes(qwen2_section)),
-                        ("interleaved [24, 20, 20]", rotary_grid.mrope_axes(qwen3_section, interleaved=True))]:
+for name, pair_axes in [("sections [16, 24, 24]", rope.mrope_axes(qwen2_section)),
+                        ("interleaved [24, 20, 20]", rope.mrope_axes(qwen3_section, interleaved=True))]:
     spans = ", ".join(f"{axis} {w[pair_axes == a].max():.1e}..{w[pair_axes == a].min():.1e}"
                       for a, axis in enumerate(["time", "height", "width"]))
     print(f"{name:25s} {spans}")
-widest_turn = 31 * w[rotary_grid.mrope_axes(qwen2_section) == 2].max()
+widest_turn = 31 * w[rope.mrope_axes(qwen2_section) == 2].max()
 print(f"sections: the width's fastest pair over 32 columns turns by {widest_turn:.4f} rad")
 assert widest_turn < 0.006
 
@@ -351,7 +351,7 @@ assert widest_turn < 0.006
 text = np.r_[0:4, 10:13, 25:28]
 same_as_1d = []
 for section, flag in [([4, 6, 6], False), ([6, 5, 5], True)]:
-    m_cos, m_sin = rotary_grid.mrope_cos_sin(rows[:, text], d, mrope_section=section, interleaved=flag)
+    m_cos, m_sin = rope.mrope_cos_sin(rows[:, text], d, mrope_section=section, interleaved=flag)
     cos_1d, sin_1d = posenc.rotary_cos_sin(rows[0, text], d)
     same_as_1d.append(np.array_equal(m_cos, cos_1d) and np.array_equal(m_sin, sin_1d))
 print("text tokens: M-RoPE equals 1-D RoPE (sections, interleaved):", same_as_1d)
@@ -480,18 +480,18 @@ print(nb10.same_offset.check(same_offset))
 # %%
 np.testing.assert_allclose(maps[1].reshape(height, width)[1:, 3:], maps[0].reshape(height, width)[:-1, :-3], atol=1e-12)
 for convention in ("pixtral", "qwen2_vl"):
-    c, s = rotary_grid.axial_cos_sin(ids, d, convention=convention, dtype=np.float64)
+    c, s = rope.axial_cos_sin(ids, d, convention=convention, dtype=np.float64)
     qs = posenc.apply_rotary(np.broadcast_to(q, c.shape), c, s)
     ks = posenc.apply_rotary(np.broadcast_to(k, c.shape), c, s)
     grid_scores = (qs @ ks.T).T
     for dr, dc in [(0, 0), (1, -2), (2, -1), (-3, 4)]:
         assert np.ptp(grid_scores[(offsets[0] == dr) & (offsets[1] == dc)]) < 1e-12
-np.testing.assert_array_equal(nb10.mrope_rows_solution(), rotary_grid.mrope_position_ids([2, (1, 4, 6), 2]))
+np.testing.assert_array_equal(nb10.mrope_rows_solution(), rope.mrope_position_ids([2, (1, 4, 6), 2]))
 assert (rows[1:, image] == [[4, 4, 4, 5, 5, 5], [4, 5, 6, 4, 5, 6]]).all() and (rows[0, image] == 4).all()
 assert (rows[:, text] == rows[0, text]).all()
 assert np.flatnonzero((rows != reference).any(axis=0)).tolist() == [25, 26, 27]
 assert sorted(set(spaced[0, video].tolist())) == [10, 10 + interval, 10 + 2 * interval]
-assert rotary_grid.mrope_position_ids(example, spatial_merge_size=1, text_resumes="after_largest")[0, 12:].tolist() == [3, 4, 5, 6, 7]
+assert rope.mrope_position_ids(example, spatial_merge_size=1, text_resumes="after_largest")[0, 12:].tolist() == [3, 4, 5, 6, 7]
 seconds = time.perf_counter() - started
 assert seconds < 60
 

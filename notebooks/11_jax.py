@@ -171,7 +171,7 @@ assert len(traces) == 2, "only (12, 6) and (10, 8) are new"
 # $10^6$ are $1/16$ apart, so at position $10^6$ the angle, and with it the sine, is off by
 # hundredths (notebook 06 works this out). posenc's JAX route never forms that rounded angle:
 # it counts the angle in half turns with exact float32 products
-# (`posenc.kernels.half_turns_float32`) and stays within $2 \times 10^{-7}$ of the exact
+# (`posenc.engine.kernels.half_turns_float32`) and stays within $2 \times 10^{-7}$ of the exact
 # value for positions up to $2^{24}$, all in float32. We compare both with posenc's NumPy
 # table at float64 (within $10^{-15}$ of the exact value) for a thousand positions near
 # $10^6$ and width 128.

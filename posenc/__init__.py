@@ -1,31 +1,33 @@
 """posenc: the sinusoidal positional encoding of "Attention Is All You Need", and RoPE.
 
-``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow``,
+``import posenc`` loads NumPy only; ``posenc.torch``, ``posenc.tensorflow``, ``posenc.jax``,
 ``posenc.plot`` (matplotlib) and ``posenc.lessons`` (PyTorch; the notebooks' copy task,
 scaffolding rather than library) load their framework when imported.
+
+The package, bottom up: ``posenc.engine`` (checks, the backend table, kernels, the accurate
+builder), ``posenc.sinusoidal`` (tables, conventions, layouts, geometry, grids),
+``posenc.rope`` (rotary embeddings, on sequences and grids), ``posenc.forensics`` (identify,
+diagnose, printed tables), then one module per framework and the lessons. The names below are
+the ones a learner meets first, then the rest of each group.
 
 ``posenc.set_language("pt_BR")`` (or "zh_CN") puts the messages a learner reads (``diagnose``,
 ``diagnose_grid``, the exercises' feedback) in that language; English by default.
 """
 
-from ._checks import LAYOUTS
-from ._core import (
-    angles,
-    column_order,
-    denominators,
-    encode,
-    frequencies,
-    interleave,
-    positional_encoding,
+from .engine.checks import LAYOUTS
+from .forensics import (
+    Diagnosis,
+    GridDiagnosis,
+    GridIdentification,
+    Identification,
+    diagnose,
+    diagnose_grid,
+    identify,
+    identify_grid,
+    parse_printed,
 )
-from .conventions import Convention, list_conventions
-from .diagnosis import Diagnosis, diagnose
-from .geometry import shift_matrix, wavelengths
-from .grid import diagnose_grid, grid_encoding, identify_grid, list_grid_conventions
-from .identification import Identification, identify
 from .language import get_language, set_language
-from .layouts import convert_layout, layout_permutation
-from .rotary import (
+from .rope import (
     ROPE_TYPES,
     ROTARY_LAYOUTS,
     apply_rotary,
@@ -34,39 +36,68 @@ from .rotary import (
     rotary_frequencies,
     rotary_permutation,
 )
+from .sinusoidal import (
+    Convention,
+    angles,
+    column_order,
+    convert_layout,
+    denominators,
+    encode,
+    frequencies,
+    grid_encoding,
+    interleave,
+    layout_permutation,
+    list_conventions,
+    list_grid_conventions,
+    positional_encoding,
+    shift_matrix,
+    wavelengths,
+)
+from .sinusoidal.conventions import NAMES as CONVENTIONS
+from .sinusoidal.conventions import resolve as convention
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LAYOUTS",
-    "ROPE_TYPES",
-    "ROTARY_LAYOUTS",
-    "Convention",
-    "Diagnosis",
-    "Identification",
-    "angles",
-    "apply_rotary",
-    "column_order",
-    "convert_layout",
-    "convert_rotary_layout",
-    "denominators",
-    "diagnose",
-    "diagnose_grid",
+    # The core: the table, its steps, RoPE, and the check on a table of your own.
+    "positional_encoding",
     "encode",
+    "denominators",
     "frequencies",
-    "get_language",
-    "grid_encoding",
-    "identify_grid",
-    "identify",
+    "angles",
     "interleave",
+    "rotary_cos_sin",
+    "apply_rotary",
+    "diagnose",
+    "set_language",
+    # Sinusoidal: conventions, layouts, geometry, grids.
+    "CONVENTIONS",
+    "Convention",
+    "LAYOUTS",
+    "column_order",
+    "convention",
+    "convert_layout",
+    "grid_encoding",
     "layout_permutation",
     "list_conventions",
     "list_grid_conventions",
-    "positional_encoding",
-    "rotary_cos_sin",
-    "rotary_frequencies",
-    "rotary_permutation",
-    "set_language",
     "shift_matrix",
     "wavelengths",
+    # Rotary (posenc.rope has the grids and configs too).
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
+    "convert_rotary_layout",
+    "rotary_frequencies",
+    "rotary_permutation",
+    # Forensics.
+    "Diagnosis",
+    "GridDiagnosis",
+    "GridIdentification",
+    "Identification",
+    "diagnose_grid",
+    "identify",
+    "identify_grid",
+    "parse_printed",
+    # Messages.
+    "get_language",
 ]

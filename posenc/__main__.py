@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from .diagnosis import diagnose
+from .forensics.diagnosis import diagnose
 from .language import LANGUAGES
 
 

@@ -20,10 +20,12 @@ import numpy as np
 import numpy.typing as npt
 from flax import nnx
 
-from . import _checks, _core, _rotation, conventions, grid, kernels, rope_config, rotary, rotary_grid
-from .backends import backend, backend_of
-from .layouts import convert_layout
-from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .engine import checks, kernels, rotation
+from .engine.backends import backend, backend_of
+from .rope import axial, configs, rotary
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .sinusoidal import conventions, grid, tables
+from .sinusoidal.layouts import convert_layout
 
 __all__ = [
     "DTYPES",
@@ -61,7 +63,7 @@ def _check_dtype(dtype):
         dtype = jnp.dtype(dtype)
     except TypeError:
         raise TypeError(f"dtype must be one of {_NAMES}, got {dtype!r}") from None
-    dtype = _checks.check_dtype(dtype, DTYPES, _NAMES)
+    dtype = checks.check_dtype(dtype, DTYPES, _NAMES)
     if dtype == jnp.float64 and not jax.config.jax_enable_x64:
         raise ValueError(f"dtype float64 needs jax.config.update('jax_enable_x64', True); got dtype={dtype!r} with x64 off")
     return dtype
@@ -71,11 +73,11 @@ def _concrete(positions):
     """``positions`` as NumPy float64 (checked as ``posenc.encode`` checks them), or None when traced."""
     if isinstance(positions, jax.core.Tracer):
         kind = jnp.dtype(positions.dtype).kind
-        _checks.check_position_kind("f" if kind == "V" else kind, f"dtype {positions.dtype}")  # bfloat16: kind V
+        checks.check_position_kind("f" if kind == "V" else kind, f"dtype {positions.dtype}")  # bfloat16: kind V
         return None
     if isinstance(positions, jax.Array) and positions.dtype == jnp.bfloat16:
         positions = positions.astype(jnp.float32)
-    return _core.as_positions(np.asarray(positions))
+    return tables.as_positions(np.asarray(positions))
 
 
 def encode(
@@ -90,12 +92,12 @@ def encode(
     ``|positions| <= 2**24``; an offset is added in float32 (exact for integers).
     """
     dtype = _check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
+    d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
-        return jnp.asarray(_core.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
+        return jnp.asarray(tables.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
     w_hi, w_lo, width = chosen.parts(d_model)
     traced = cast(jax.Array, positions)  # _concrete returns None for a tracer only
     shifted = conventions.offset_positions(traced.astype(jnp.float32), chosen)
@@ -120,7 +122,7 @@ def positional_encoding(
     """
     dtype = _check_dtype(dtype)
     wide = np.float64 if dtype == jnp.float64 else np.float32
-    table = _core.positional_encoding(length, d_model, convention=convention, base=base, layout=layout, dtype=wide, **options)
+    table = tables.positional_encoding(length, d_model, convention=convention, base=base, layout=layout, dtype=wide, **options)
     return jnp.asarray(table, dtype)
 
 
@@ -135,17 +137,17 @@ def grid_encoding(
 
 def _rope_cos_sin(positions, parts, layout, dtype, form="channels", groups=None):
     # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced;
-    # groups: rotary_grid.axis_groups of the coordinate each pair reads (positions (axes, ...)).
+    # groups: axial.axis_groups of the coordinate each pair reads (positions (axes, ...)).
     if form == "complex":
         c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs", groups)
         return c + 1j * s
     concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
-        sin_cos = rotary_grid.pair_sin_cos(NUMPY, _rotation.sin_cos, groups)
+        sin_cos = axial.pair_sin_cos(NUMPY, rotation.sin_cos, groups)
         c, s = kernels.rope_cos_sin(NUMPY, sin_cos, concrete, parts, layout, wide, form)
         return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
-    sin_cos = rotary_grid.pair_sin_cos(JAX, _SIN_COS, groups)
+    sin_cos = axial.pair_sin_cos(JAX, _SIN_COS, groups)
     return kernels.rope_cos_sin(JAX, sin_cos, positions.astype(jnp.float32), parts, layout, dtype, form)
 
 
@@ -169,11 +171,11 @@ def axial_cos_sin(
     dtype: jax.typing.DTypeLike | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """``(cos, sin)`` arrays of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
-    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
+    ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    parts, groups = axial.axial_inputs(head_dim, base, convention)
     return _rope_cos_sin(positions, parts, "half", _check_dtype(dtype), groups=groups)
 
 
@@ -181,11 +183,11 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
                   interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
                   dtype: jax.typing.DTypeLike | None = None, **params: Any) -> tuple[jax.Array, jax.Array]:
     """``(cos, sin)`` arrays of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
-    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
+    ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
     return _rope_cos_sin(position_ids, parts, "half", _check_dtype(dtype), groups=groups)
 
 
@@ -227,10 +229,10 @@ class PositionalEncoding(nnx.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0, convention: str | conventions.Convention = "paper",
                  base: float | None = None, layout: str | None = None, rngs: nnx.Rngs | None = None, **options: Any) -> None:
-        self.d_model = _checks.check_d_model(d_model)
+        self.d_model = checks.check_d_model(d_model)
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
-        max_len = _checks.check_length(max_len, "max_len")
-        self.dropout = nnx.Dropout(_checks.check_dropout(dropout), rngs=rngs)
+        max_len = checks.check_length(max_len, "max_len")
+        self.dropout = nnx.Dropout(checks.check_dropout(dropout), rngs=rngs)
         self.pe = _Table(positional_encoding(max_len, self.d_model, convention=self.convention))
 
     @property
@@ -240,7 +242,7 @@ class PositionalEncoding(nnx.Module):
     def __call__(self, x: jax.Array | np.ndarray) -> jax.Array:
         if not isinstance(x, (jax.Array, np.ndarray)):
             raise TypeError(f"x must be a JAX or NumPy array, got {type(x).__name__}")
-        _checks.check_input_width(x.shape, self.d_model)
+        checks.check_input_width(x.shape, self.d_model)
         seq = x.shape[-2]
         if seq > self.max_len:
             self.pe = _Table(positional_encoding(seq, self.d_model, convention=self.convention, dtype=self.pe[...].dtype))
@@ -271,7 +273,7 @@ class RotaryEmbedding(nnx.Module):
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
                  **params: Any) -> None:
         self.layout = rotary.check_rotary_layout(layout)
-        if not _checks.is_one_of(form, self.FORMS):
+        if not checks.is_one_of(form, self.FORMS):
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
@@ -283,16 +285,16 @@ class RotaryEmbedding(nnx.Module):
         self.axes: tuple[int, ...] | None = None
         self._groups = None
         if mrope_section is not None:
-            axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+            axes = axial.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
             self.mrope_section, self.axes = tuple(mrope_section), tuple(axes.tolist())
-            self._groups = rotary_grid.axis_groups(axes)
+            self._groups = axial.axis_groups(axes)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> "RotaryEmbedding | RotaryEmbeddingPerLayerType":
         """The module for a transformers ``config``, as ``posenc.torch.RotaryEmbedding.from_config``
         (``posenc.rope_config.rotary_arguments``); a config with rope parameters per layer type
         (Gemma 3) gives, without ``layer_type``, a ``RotaryEmbeddingPerLayerType``."""
-        return rope_config.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
+        return configs.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
 
     @property
     def inv_freq(self) -> np.ndarray:
@@ -310,7 +312,7 @@ class RotaryEmbedding(nnx.Module):
         concrete = _concrete(position_ids)
         positions = position_ids if concrete is None else concrete
         if self.axes is not None:
-            positions = rotary_grid.text_rows(backend_of(positions), positions)
+            positions = axial.text_rows(backend_of(positions), positions)
         w_hi, w_lo, attention = self._parts
         parts = np.array(w_hi), np.array(w_lo), attention
         if self.rope_type in rotary.LENGTH_DEPENDENT and self.params.get("seq_len") is None:
@@ -333,7 +335,7 @@ class RotaryEmbeddingPerLayerType(nnx.Module):
         self.modules = nnx.Dict(modules)
 
     def __getitem__(self, layer_type: str) -> RotaryEmbedding:
-        return self.modules[rope_config.check_layer_type(layer_type, self)]
+        return self.modules[configs.check_layer_type(layer_type, self)]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.modules.keys())

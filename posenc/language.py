@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import _checks
+from .engine import checks
 
 __all__ = ["LANGUAGES", "get_language", "set_language", "translator", "using_language"]
 
@@ -36,7 +36,7 @@ _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_l
 
 
 def _check(language: str | None) -> str | None:
-    if language is not None and not _checks.is_one_of(language, LANGUAGES):
+    if language is not None and not checks.is_one_of(language, LANGUAGES):
         raise ValueError(f"language must be one of {', '.join(map(repr, LANGUAGES))} or None (the locale), got {language!r}")
     return language
 

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from ._checks import check_int_at_least
+from .engine.checks import check_int_at_least
 
 __all__ = [
     "BATCH",

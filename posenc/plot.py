@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-import numpy as np
 
-from . import _checks
-from ._core import column_order, encode, positional_encoding
-from .geometry import wavelengths as _wavelengths
+from .engine import checks
+from .sinusoidal.geometry import wavelengths as _wavelengths
+from .sinusoidal.tables import column_order, encode, positional_encoding
 
 DIVERGING = "RdBu_r"
 
@@ -92,7 +92,7 @@ def wavelengths(d_model: int, base: float = 10000.0, ax: Axes | None = None, *, 
     order = column_order(d_model, layout)
     lengths = _wavelengths(d_model, base)
     half = len(lengths)
-    base = _checks.check_base(base)
+    base = checks.check_base(base)
     ax = _axes(ax, (8, 3.5))
     col = np.arange(d_model)
     sine = order < half
@@ -161,9 +161,9 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
     (default ``length - 1``), normalised so panels share a y axis. Returns the ``Figure``;
     ``fig.axes`` holds the panels row by row (then the colorbar, for tables).
     """
-    if not _checks.is_one_of(kind, ("table", "offset")):
+    if not checks.is_one_of(kind, ("table", "offset")):
         raise ValueError(f"kind must be 'table' or 'offset', got {kind!r}")
-    length = _checks.check_length(length)
+    length = checks.check_length(length)
     rows, cols = len(bases), len(d_models)
     figsize = figsize or (2.6 * cols + 1, 2.1 * rows + 0.4)
     fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, layout="constrained",

@@ -22,11 +22,14 @@ import numpy as np
 import numpy.typing as npt
 import tensorflow as tf
 
-from . import _checks, _core, _rotation, conventions, grid, kernels, rotary, rotary_grid
-from .backends import backend
-from .grid import diagnose_grid, identify_grid, list_grid_conventions
-from .layouts import convert_layout
-from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .engine import checks, kernels, rotation
+from .engine.backends import backend
+from .forensics.grids import diagnose_grid, identify_grid
+from .rope import axial, rotary
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .sinusoidal import conventions, grid, tables
+from .sinusoidal.grid import list_grid_conventions
+from .sinusoidal.layouts import convert_layout
 
 __all__ = [
     "DTYPES",
@@ -66,20 +69,20 @@ def _check_dtype(dtype):
         dtype = tf.as_dtype(dtype)
     except TypeError:
         pass  # left as received, so the message shows what the caller passed
-    return _checks.check_dtype(dtype, DTYPES, names)
+    return checks.check_dtype(dtype, DTYPES, names)
 
 
 def _as_positions(positions):
     if not tf.is_tensor(positions):
-        return tf.constant(_core.as_positions(positions))
+        return tf.constant(tables.as_positions(positions))
     dtype = positions.dtype
     kind = "f" if dtype.is_floating else "i" if dtype.is_integer else "other"
-    _checks.check_position_kind(kind, f"dtype {dtype.name}")
+    checks.check_position_kind(kind, f"dtype {dtype.name}")
     positions = tf.cast(positions, tf.float64)
     if kind == "f":
         if tf.executing_eagerly():
             finite = bool(tf.reduce_all(tf.math.is_finite(positions)))
-            _checks.check_finite(finite, f"a tensor of shape {tuple(positions.shape)}")
+            checks.check_finite(finite, f"a tensor of shape {tuple(positions.shape)}")
         else:
             positions = tf.debugging.assert_all_finite(positions, "positions must be finite")
     return positions
@@ -103,16 +106,16 @@ def encode(
     shape of ``positions``.
     """
     dtype = _check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
+    d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     positions = _as_positions(positions)
     if positions.shape.num_elements() is not None:  # None: a graph's unknown shape
-        _checks.check_entries("positions.size * d_model", (positions.shape.num_elements(), d_model))
+        checks.check_entries("positions.size * d_model", (positions.shape.num_elements(), d_model))
     w_hi, w_lo, width = chosen.parts(d_model)
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     if tf.executing_eagerly() and "CPU" in positions.device:
         table = _aligned_empty((*positions.shape, d_model), built.as_numpy_dtype)
-        _core.encode(positions.numpy(), d_model, convention=chosen, dtype=table.dtype, out=table)
+        tables.encode(positions.numpy(), d_model, convention=chosen, dtype=table.dtype, out=table)
         return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
     positions = conventions.offset_positions(positions, chosen)
     if dtype == tf.float64:
@@ -223,16 +226,16 @@ def positional_encoding(
     precision one rounding of the float32 value. ``convention``, ``base``, ``layout`` and
     ``options`` as in ``posenc.positional_encoding``.
     """
-    length = _checks.check_length(length)
+    length = checks.check_length(length)
     dtype = _check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
-    _checks.check_entries("length * d_model", (length, d_model))
+    d_model = checks.check_d_model(d_model)
+    checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     if not tf.executing_eagerly():
         return _graph_table(length, d_model, chosen, dtype)
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     table = _aligned_empty((length, d_model), built.as_numpy_dtype)
-    _core.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table)
+    tables.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table)
     return tf.cast(tf.experimental.dlpack.from_dlpack(table.__dlpack__()), dtype)
 
 
@@ -240,8 +243,8 @@ def _graph_table(length, d_model, chosen, dtype):
     # Row q*B + r is within[r] * steps[q]: one broadcast complex multiply (kernels.rotated_table).
     w_hi, w_lo, width = chosen.parts(d_model)
     real = tf.float64 if dtype == tf.float64 else tf.float32
-    ctype = _rotation.complex_dtype(real.as_numpy_dtype)
-    within, steps = _rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
+    ctype = rotation.complex_dtype(real.as_numpy_dtype)
+    within, steps = rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
     table = kernels.rotated_table(TF, within, steps, length, chosen.layout, width)
     positions = np.arange(length) + chosen.offset if chosen.padding_idx is not None else None
     return _finish(table, d_model, chosen, positions, dtype)
@@ -289,9 +292,9 @@ class PositionalEncoding(keras.layers.Layer):
                  layout: str | None = None, **kwargs: Any) -> None:
         options = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
-        self.d_model = _checks.check_d_model(d_model)
-        self.max_len = _checks.check_length(max_len, "max_len")
-        self.dropout = _checks.check_dropout(dropout)
+        self.d_model = checks.check_d_model(d_model)
+        self.max_len = checks.check_length(max_len, "max_len")
+        self.dropout = checks.check_dropout(dropout)
         if isinstance(convention, dict):  # as get_config wrote it
             convention = conventions.Convention(**convention)
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
@@ -302,7 +305,7 @@ class PositionalEncoding(keras.layers.Layer):
         return encode(positions, self.d_model, convention=self.convention)
 
     def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
-        _checks.check_input_width(x.shape, self.d_model)
+        checks.check_input_width(x.shape, self.d_model)
         seq = tf.shape(x)[-2]
         # The stored rows, then the rows past max_len computed here: none for a sequence that
         # fits (the range is empty), so no branch is needed. A tf.cond here would become
@@ -325,12 +328,12 @@ class PositionalEncoding(keras.layers.Layer):
         }
 
 
-# Rotary position embedding (RoPE): posenc.rotary's functions with TF ops, and a Keras layer.
+# Rotary position embedding (RoPE): posenc.rope.rotary's functions with TF ops, and a Keras layer.
 
 
 def _rope_cos_sin(positions, parts, layout, dtype, groups=None):
-    # groups: rotary_grid.axis_groups of the coordinate each pair reads (positions (axes, ...)).
-    return kernels.rope_cos_sin(TF, rotary_grid.pair_sin_cos(TF, _sin_cos, groups), positions, parts, layout, dtype)
+    # groups: axial.axis_groups of the coordinate each pair reads (positions (axes, ...)).
+    return kernels.rope_cos_sin(TF, axial.pair_sin_cos(TF, _sin_cos, groups), positions, parts, layout, dtype)
 
 
 def rotary_cos_sin(
@@ -354,9 +357,9 @@ def axial_cos_sin(
     dtype: tf.DType | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
-    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
+    ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    parts, groups = axial.axial_inputs(head_dim, base, convention)
     return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
 
 
@@ -364,9 +367,9 @@ def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mro
                   interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
                   dtype: tf.DType | None = None, **params: Any) -> tuple[tf.Tensor, tf.Tensor]:
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
-    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
+    ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
     return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
 
 
@@ -447,7 +450,7 @@ class RotaryEmbedding(keras.layers.Layer):
         }
 
 
-# Sin-cos tables on image grids (posenc.grid), as tensors.
+# Sin-cos tables on image grids (posenc.sinusoidal.grid), as tensors.
 
 
 def grid_encoding(

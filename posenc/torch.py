@@ -13,11 +13,14 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from . import _checks, _core, _rotation, conventions, grid, kernels, rope_config, rotary, rotary_grid
-from .backends import backend
-from .grid import diagnose_grid, identify_grid, list_grid_conventions
-from .layouts import convert_layout
-from .rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .engine import checks, kernels, rotation
+from .engine.backends import backend
+from .forensics.grids import diagnose_grid, identify_grid
+from .rope import axial, configs, rotary
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .sinusoidal import conventions, grid, tables
+from .sinusoidal.grid import list_grid_conventions
+from .sinusoidal.layouts import convert_layout
 
 __all__ = [
     "DTYPES",
@@ -55,19 +58,19 @@ def _check_dtype(dtype):
     if dtype is None:
         dtype = torch.get_default_dtype()
     names = "torch.float16, torch.bfloat16, torch.float32, torch.float64 or None"
-    return _checks.check_dtype(dtype, DTYPES, names)
+    return checks.check_dtype(dtype, DTYPES, names)
 
 
 def _as_positions(positions):
     if not isinstance(positions, torch.Tensor):
         # Lists go through NumPy so Python floats keep float64 (torch would make float32).
-        return torch.from_numpy(_core.as_positions(positions))
+        return torch.from_numpy(tables.as_positions(positions))
     dtype = positions.dtype
     kind = "b" if dtype == torch.bool else "c" if dtype.is_complex else "f" if dtype.is_floating_point else "i"
-    _checks.check_position_kind(kind, f"dtype {dtype}")
+    checks.check_position_kind(kind, f"dtype {dtype}")
     if kind == "f" and not torch.compiler.is_compiling():
         # A compiled graph cannot branch on values: there the check would be a graph break.
-        _checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
+        checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
     return positions.to(torch.float64)
 
 
@@ -81,7 +84,7 @@ def _output(out, shape, dtype, device):
         return torch.empty(shape, dtype=dtype, device=device)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    _checks.check_out(out.shape, out.dtype, shape, dtype)
+    checks.check_out(out.shape, out.dtype, shape, dtype)
     if device is not None and out.device != torch.device(device):
         raise ValueError(f"out must be on device {device}, got out on {out.device}")
     return out
@@ -103,11 +106,11 @@ def encode(
     into (returned).
     """
     dtype = _check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
+    d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     checked = _as_positions(positions)
     if not torch.compiler.is_compiling():  # a compiled graph's sizes may be symbols
-        _checks.check_entries("positions.size * d_model", (checked.numel(), d_model))
+        checks.check_entries("positions.size * d_model", (checked.numel(), d_model))
     return _encode(checked, d_model, chosen, chosen.parts(d_model), dtype, out)
 
 
@@ -118,7 +121,7 @@ def _encode(positions, d_model, chosen, parts, dtype, out=None):
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
     flat = out.is_contiguous()
     rows = (out if flat else torch.empty(out.shape, dtype=dtype, device=out.device)).view(-1, d_model)
-    sines, cosines = _rotation.column_slices(width, chosen.layout)
+    sines, cosines = rotation.column_slices(width, chosen.layout)
     w_hi, w_lo = (_float64(w, positions.device) for w in (w_hi, w_lo))
     # The slices count the sin/cos columns only: an odd width's zero column lies past them.
     columns = rows[:, :width]
@@ -145,7 +148,7 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
 
     ``positions``: a float64 tensor of any shape; ``w_hi + w_lo``: ``h`` float64
     frequencies of any kind (tensors or arrays; ``w_lo`` may be zeros). On the positions'
-    device. Accuracy as ``posenc._rotation.sin_cos``: float64 ~2e-16, float32 within
+    device. Accuracy as ``posenc.engine.rotation.sin_cos``: float64 ~2e-16, float32 within
     2e-7, half precision one rounding of the float32 value.
     """
     w_hi, w_lo = (_float64(w, positions.device) for w in (w_hi, w_lo))
@@ -158,7 +161,7 @@ def _sin_cos(positions, w_hi, w_lo, dtype):
 
 
 def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
-    """``_rotation.write_sin_cos`` for tensors: into ``sines`` ``(N, h)`` and ``cosines`` ``(N, m <= h)``.
+    """``rotation.write_sin_cos`` for tensors: into ``sines`` ``(N, h)`` and ``cosines`` ``(N, m <= h)``.
 
     On the CPU, NumPy's kernel writes straight into the tensors' memory (``Tensor.numpy``
     shares it, strides and all): each core its own run of rows, block by block, where
@@ -173,7 +176,7 @@ def _write_sin_cos(positions, w_hi, w_lo, sines, cosines):
         cosines.copy_(c[:, : cosines.shape[-1]])
     elif sines.device.type == "cpu" and sines.dtype in _NUMPY and not sines.requires_grad:
         parts = (w.detach().cpu().numpy() for w in (positions, w_hi, w_lo))
-        _rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
+        rotation.write_sin_cos(*parts, sines.numpy(), cosines.numpy())
     else:
         # Blocks big enough that a device's threads split each op and its launch cost is spread thin.
         kernels.write_sin_cos(TORCH, positions, w_hi, w_lo, sines, cosines, block=4 * kernels.BLOCK)
@@ -195,14 +198,14 @@ def positional_encoding(
     ``(length, d_model)`` tensor of ``dtype`` to write into (returned); ``device``
     defaults to its device, else torch's default device.
     """
-    length = _checks.check_length(length)
+    length = checks.check_length(length)
     dtype = _check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
-    _checks.check_entries("length * d_model", (length, d_model))
+    d_model = checks.check_d_model(d_model)
+    checks.check_entries("length * d_model", (length, d_model))
     out = None if out is None else _output(out, (length, d_model), dtype, device)
     # NumPy writes the table straight into out's memory when it can: on the CPU, in a NumPy dtype, without autograd.
     shared = out if out is not None and out.device.type == "cpu" and dtype in _NUMPY and not out.requires_grad else None
-    table = _core.positional_encoding(
+    table = tables.positional_encoding(
         length, d_model, convention=convention, base=base, layout=layout,
         dtype=_NUMPY.get(dtype, np.float32), out=None if shared is None else shared.numpy(), **options,
     )
@@ -230,10 +233,10 @@ class PositionalEncoding(nn.Module):
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0, convention: str | conventions.Convention = "paper",
                  base: float | None = None, layout: str | None = None, **options: Any) -> None:
         super().__init__()
-        self.d_model = _checks.check_d_model(d_model)
+        self.d_model = checks.check_d_model(d_model)
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
-        max_len = _checks.check_length(max_len, "max_len")
-        self.dropout = nn.Dropout(_checks.check_dropout(dropout))
+        max_len = checks.check_length(max_len, "max_len")
+        self.dropout = nn.Dropout(checks.check_dropout(dropout))
         self._parts = self.convention.parts(self.d_model)
         self.register_buffer("pe", self._table(max_len), persistent=False)
 
@@ -253,7 +256,7 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        _checks.check_input_width(x.shape, self.d_model)
+        checks.check_input_width(x.shape, self.d_model)
         seq = x.shape[-2]
         if seq > self.max_len:
             self.pe = self._table(seq, device=self.pe.device, dtype=self.pe.dtype)
@@ -265,13 +268,13 @@ class PositionalEncoding(nn.Module):
         return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"
 
 
-# Rotary position embedding (RoPE): posenc.rotary's functions on tensors, and a module.
+# Rotary position embedding (RoPE): posenc.rope.rotary's functions on tensors, and a module.
 
 
 def _rope_cos_sin(positions, parts, layout, dtype, groups=None, form="channels"):
-    # kernels.rope_cos_sin on tensors; groups: rotary_grid.axis_groups of the coordinate each pair
+    # kernels.rope_cos_sin on tensors; groups: axial.axis_groups of the coordinate each pair
     # reads (positions (axes, ...)); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
-    sin_cos = rotary_grid.pair_sin_cos(TORCH, _sin_cos, groups)
+    sin_cos = axial.pair_sin_cos(TORCH, _sin_cos, groups)
     if form != "complex":
         return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, dtype, form)
     wide = torch.float64 if dtype == torch.float64 else torch.float32
@@ -300,8 +303,8 @@ def axial_cos_sin(
     dtype: torch.dtype | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
-    ``posenc.rotary_grid.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
-    parts, groups = rotary_grid.axial_inputs(head_dim, base, convention)
+    ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
+    parts, groups = axial.axial_inputs(head_dim, base, convention)
     return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
 
 
@@ -309,8 +312,8 @@ def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, 
                   interleaved: bool = False, base: float = 10000.0, rope_type: str = "default",
                   dtype: torch.dtype | None = None, **params: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
-    ``posenc.rotary_grid.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
-    parts, groups = rotary_grid.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
+    ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
+    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
     return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
 
 
@@ -341,7 +344,7 @@ class RotaryEmbedding(nn.Module):
     not keep state). The frequencies are NumPy float64, not buffers, so ``.to(bfloat16)``
     cannot round them (the failure of rounding ``inv_freq`` to bf16).
 
-    ``mrope_section`` (M-RoPE, ``posenc.rotary_grid.mrope_axes``; ``mrope_interleaved`` for
+    ``mrope_section`` (M-RoPE, ``posenc.rope.axial.mrope_axes``; ``mrope_interleaved`` for
     Qwen3-VL): ``position_ids`` of shape ``(3, batch, seq)`` (time, height, width; a
     ``(batch, seq)`` one stands for three equal rows, as in transformers), and pair ``j`` turns
     by the row ``mrope_axes[j]``. ``form``: ``"channels"`` (cos and sin per channel of
@@ -365,7 +368,7 @@ class RotaryEmbedding(nn.Module):
                  **params: Any) -> None:
         super().__init__()
         self.layout = rotary.check_rotary_layout(layout)
-        if not _checks.is_one_of(form, self.FORMS):
+        if not checks.is_one_of(form, self.FORMS):
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
@@ -377,8 +380,8 @@ class RotaryEmbedding(nn.Module):
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section, self.axes, self._groups = mrope_section, None, None
         if mrope_section is not None:
-            self.axes = rotary_grid.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
-            self._groups = rotary_grid.axis_groups(self.axes)
+            self.axes = axial.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
+            self._groups = axial.axis_groups(self.axes)
         self._tensors: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._frequencies(torch.get_default_device())
 
@@ -409,7 +412,7 @@ class RotaryEmbedding(nn.Module):
         A config with rope parameters per layer type (Gemma 3) gives, without ``layer_type``, a
         ``RotaryEmbeddingPerLayerType`` (``forward(x, position_ids, layer_type)``, as the model calls it).
         """
-        return rope_config.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
+        return configs.module_from_config(cls, RotaryEmbeddingPerLayerType, config, layer_type)
 
     @property
     def inv_freq(self) -> torch.Tensor:
@@ -430,7 +433,7 @@ class RotaryEmbedding(nn.Module):
         # position (a value: a graph break under torch.compile).
         positions = _as_positions(position_ids).to(x.device)
         if self.axes is not None:
-            positions = rotary_grid.text_rows(TORCH, positions)
+            positions = axial.text_rows(TORCH, positions)
         seq_len = None
         if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
             seq_len = int(positions.max()) + 1
@@ -480,10 +483,10 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
     ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
-        return self[rope_config.check_layer_type(layer_type, self)](x, position_ids)
+        return self[configs.check_layer_type(layer_type, self)](x, position_ids)
 
 
-# Sin-cos tables on image grids (posenc.grid), as tensors, and resampling a grid's table.
+# Sin-cos tables on image grids (posenc.sinusoidal.grid), as tensors, and resampling a grid's table.
 
 def grid_encoding(
     shape: Sequence[int], d: int, *, convention: str = "mae", dtype: torch.dtype | None = None,
@@ -523,8 +526,8 @@ def resample_abs_pos_embed(
         raise TypeError(f"posemb must be a torch.Tensor, got {type(posemb).__name__}")
     if posemb.ndim not in (2, 3) or (posemb.ndim == 3 and posemb.shape[0] != 1):
         raise ValueError(f"posemb must have shape (1, tokens, d) or (tokens, d), got {tuple(posemb.shape)}")
-    new_size = tuple(_checks.check_int_at_least(n, "each size in new_size", 1) for n in new_size)
-    num_prefix_tokens = _checks.check_int_at_least(num_prefix_tokens, "num_prefix_tokens", 0)
+    new_size = tuple(checks.check_int_at_least(n, "each size in new_size", 1) for n in new_size)
+    num_prefix_tokens = checks.check_int_at_least(num_prefix_tokens, "num_prefix_tokens", 0)
     table = posemb if posemb.ndim == 2 else posemb[0]
     tokens = table.shape[0] - num_prefix_tokens
     if old_size is None:
@@ -534,7 +537,7 @@ def resample_abs_pos_embed(
                 f"old_size is needed: {tokens} grid tokens (after {num_prefix_tokens} prefix) are not a square grid"
             )
         old_size = (side, side)
-    old_size = tuple(_checks.check_int_at_least(n, "each size in old_size", 1) for n in old_size)
+    old_size = tuple(checks.check_int_at_least(n, "each size in old_size", 1) for n in old_size)
     if old_size[0] * old_size[1] != tokens:
         raise ValueError(f"old_size {old_size} holds {old_size[0] * old_size[1]} tokens, posemb has {tokens} after the prefix")
     if old_size == new_size:

@@ -3,7 +3,7 @@
     python scripts/mutants.py                           every mutant (hours)
     python scripts/mutants.py --sample                  100 mutants drawn with seed 21 (about 20 minutes)
     python scripts/mutants.py --sample 400 --seed 7     another size, another draw
-    python scripts/mutants.py --sample --modules _core rotary   draw from these modules only
+    python scripts/mutants.py --sample --modules sinusoidal.tables rope.rotary   draw from these modules only
 
 What is mutated and which tests run is [tool.mutmut] in pyproject.toml. mutmut copies the
 project into mutants/ and keeps its results there: `mutmut show NAME` prints a mutant's diff,
@@ -49,8 +49,8 @@ def results():
 
 
 def module_of(name):
-    # posenc._core.x_angles__mutmut_3 -> _core
-    return name.split(".")[1]
+    # posenc.sinusoidal.tables.x_angles__mutmut_3 -> sinusoidal.tables
+    return ".".join(name.split(".")[1:-1])
 
 
 def summarise(names):
@@ -83,7 +83,7 @@ def main(argv=None):
     parser.add_argument("--sample", type=int, nargs="?", const=DEFAULT_SAMPLE, metavar="N",
                         help=f"run N mutants drawn at random (default N: {DEFAULT_SAMPLE})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the draw (default {DEFAULT_SEED})")
-    parser.add_argument("--modules", nargs="+", metavar="MODULE", help="draw from these posenc modules only, e.g. _core rotary")
+    parser.add_argument("--modules", nargs="+", metavar="MODULE", help="draw from these modules only, e.g. sinusoidal.tables rope.rotary")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
     args = parser.parse_args(argv)
     os.chdir(ROOT)

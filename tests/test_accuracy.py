@@ -15,8 +15,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import posenc  # noqa: E402
-from posenc import _rotation, kernels  # noqa: E402
-from posenc.backends import backend  # noqa: E402
+from posenc.engine import rotation as _rotation
+from posenc.engine import kernels  # noqa: E402
+from posenc.engine.backends import backend  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
 from reference import exact, exact_sin_cos, paper_table  # noqa: E402
 

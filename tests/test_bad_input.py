@@ -88,6 +88,7 @@ def _calls():
         "angles": (([0, 1, 2], 8), {"base": 10000.0}),
         "apply_rotary": ((np.ones((2, 4, 8)), cos, sin), {"layout": "half"}),
         "column_order": ((8,), {"layout": "interleaved"}),
+        "convention": (("paper",), {"base": 10000.0, "layout": "interleaved"}),
         "convert_layout": ((table, "interleaved", "sin_cos"), {"axis": -1, "odd": "sine"}),
         "convert_rotary_layout": ((np.zeros((16, 5)), "half", "interleaved"), {"heads": 2, "axis": 0, "rotary_dim": 8}),
         "denominators": ((8,), {"base": 10000.0}),
@@ -104,6 +105,7 @@ def _calls():
         "layout_permutation": ((8, "interleaved", "sin_cos"), {"odd": "sine"}),
         "list_conventions": ((), {}),
         "list_grid_conventions": ((), {}),
+        "parse_printed": (("[[0.0, 1.0], [0.8415, 0.5403]]",), {"shape": None}),
         "positional_encoding": ((6, 8), {"convention": "paper", "base": 10000.0, "layout": "interleaved",
                                          "dtype": np.float32, "out": None}),
         "rotary_cos_sin": (([0, 1, 2], 8), {"base": 10000.0, "rope_type": "default", "layout": "half",
@@ -117,8 +119,8 @@ def _calls():
 
 
 CALLS = _calls()
-# Diagnosis and Identification are what diagnose and identify return, not something to call.
-RESULTS = {"Diagnosis", "Identification"}
+# What diagnose, identify and their grid versions return, not something to call.
+RESULTS = {"Diagnosis", "Identification", "GridDiagnosis", "GridIdentification"}
 PUBLIC = sorted(name for name in posenc.__all__ if callable(getattr(posenc, name)) and name not in RESULTS)
 
 

@@ -88,7 +88,7 @@ def test_mrope_module_compiles_fullgraph_within_float32_round_off(section, inter
     blocked kernel computes these 2 x 17 x 16 angles, compiled the same kernel in torch operations;
     each is within 2e-7 of the exact values, and they differ by at most one float32 spacing at 1
     (2**-23; measured 6e-8)."""
-    from posenc import rotary_grid
+    from posenc.rope import axial as rotary_grid
 
     module = pt.RotaryEmbedding(32, 1e6, mrope_section=section, mrope_interleaved=interleaved)
     rows = rotary_grid.mrope_position_ids([3, (1, 4, 6), 2, (2, 2, 4), 2])

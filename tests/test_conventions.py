@@ -352,7 +352,7 @@ def test_identify_names_every_preset_and_its_parameters(name):
             continue
         result = posenc.identify(posenc.positional_encoding(length, d_model, convention=name))
         assert name in result.matches, (length, d_model, str(result))
-        preset = posenc.conventions.resolve(name)
+        preset = posenc.sinusoidal.conventions.resolve(name)
         assert expected_fields(result.convention) == expected_fields(preset), (length, d_model, str(result))
         assert result.max_deviation < 1e-6
 
@@ -386,9 +386,9 @@ def test_a_stable_diffusion_timestep_table_is_named_diffusers():
     assert result.name == "diffusers" and result.matches == ("diffusers",)
     c = result.convention
     assert (c.layout, c.rule, c.shift, c.base) == ("cos_sin", "h-1", 0, 10000) and not np.signbit(c.shift)
-    paper_cos_sin = posenc.conventions.resolve("paper", layout="cos_sin")
-    assert posenc.conventions.changes_beyond_options("paper", paper_cos_sin) == 1
-    assert posenc.conventions.changes_beyond_options("diffusers", c) == 0
+    paper_cos_sin = posenc.sinusoidal.conventions.resolve("paper", layout="cos_sin")
+    assert posenc.sinusoidal.conventions.changes_beyond_options("paper", paper_cos_sin) == 1
+    assert posenc.sinusoidal.conventions.changes_beyond_options("diffusers", c) == 0
 
 
 def test_a_base_set_by_the_sources_option_names_that_source_alone():
@@ -396,7 +396,7 @@ def test_a_base_set_by_the_sources_option_names_that_source_alone():
     # such option, so their rebuilds of the same numbers rank after it.
     result = posenc.identify(posenc.positional_encoding(200, 64, convention="keras-hub", max_wavelength=500))
     assert result.name == "keras-hub" and result.matches == ("keras-hub",) and result.convention.base == 500
-    resolve, changes = posenc.conventions.resolve, posenc.conventions.changes_beyond_options
+    resolve, changes = posenc.sinusoidal.conventions.resolve, posenc.sinusoidal.conventions.changes_beyond_options
     assert changes("keras-hub", resolve("keras-hub", max_wavelength=500)) == 0
     assert changes("paper", resolve("paper", base=500)) == 1
     assert changes("hf-marian", resolve("hf-marian", base=500, layout="interleaved")) == 2
@@ -499,7 +499,7 @@ def test_a_bad_option_is_named_as_the_caller_spelled_it(name, options, error, wo
 def test_every_option_of_every_preset_has_a_bad_value_above():
     tried = {(name, option) for name, options, _, _ in BAD_OPTIONS for option in options}
     for name in SOURCES:
-        _, _, options = posenc.conventions._PRESETS[name]
+        _, _, options = posenc.sinusoidal.conventions._PRESETS[name]
         for option in inspect.signature(options).parameters:
             assert (name, option) in tried, (name, option)
     assert {option for _, option in tried} >= {"base", "layout", "offset", "padding_idx"}
@@ -507,7 +507,7 @@ def test_every_option_of_every_preset_has_a_bad_value_above():
 
 def test_adjustable_fields_are_the_overrides_and_what_the_sources_options_set():
     generic = {"base", "layout", "offset", "padding_idx"}
-    assert posenc.conventions.adjustable_fields("paper") == generic
-    assert posenc.conventions.adjustable_fields("whisper") == generic  # max_timescale sets the base
-    assert posenc.conventions.adjustable_fields("tensor2tensor") == generic | {"factor"}
-    assert posenc.conventions.adjustable_fields("diffusers") == generic | {"shift", "factor"}
+    assert posenc.sinusoidal.conventions.adjustable_fields("paper") == generic
+    assert posenc.sinusoidal.conventions.adjustable_fields("whisper") == generic  # max_timescale sets the base
+    assert posenc.sinusoidal.conventions.adjustable_fields("tensor2tensor") == generic | {"factor"}
+    assert posenc.sinusoidal.conventions.adjustable_fields("diffusers") == generic | {"shift", "factor"}

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import _rotation, kernels
-from posenc.backends import backend
+from posenc.engine import rotation as _rotation
+from posenc.engine import kernels
+from posenc.engine.backends import backend
 from lecture_values import (
     CORNERS_20x200,
     DENOMINATORS_D6,
@@ -291,7 +292,7 @@ def test_fractional_offset_shifts_every_row(offset, dtype):
     exact_table = exact_rows(positions[[0, 1, 64, 299]], 10)
     np.testing.assert_allclose(table[[0, 1, 64, 299]], exact_table, rtol=0, atol=2e-7 if dtype == np.float32 else 1e-14)
     np.testing.assert_allclose(table, posenc.encode(positions, 10, dtype=dtype), rtol=0, atol=4e-7 if dtype == np.float32 else 1e-14)
-    assert posenc.conventions.resolve("paper", offset=offset).offset == offset
+    assert posenc.sinusoidal.conventions.resolve("paper", offset=offset).offset == offset
 
 
 def test_fractional_offset_meets_no_padding_row():

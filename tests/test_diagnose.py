@@ -21,8 +21,8 @@ from lecture_values import CORNERS_20x200, TABLE_10x6, TABLE_10x6_4DP
 from messages import assert_raises_naming
 from published_tables import SOURCES
 import reference
-from posenc.diagnosis import CATALOG
-from posenc.printed import parse_printed
+from posenc.forensics.diagnosis import CATALOG
+from posenc.forensics.printed import parse_printed
 
 
 def _angles(length, d_model, dtype, *, base=10000, first=0, exponent=None, multiply=False):
@@ -555,7 +555,7 @@ def test_unknown_says_where_and_by_how_much(size):
 def test_the_probe_samples_the_whole_width():
     # The fit screens candidates on a probe: the first and last 16 columns of a wide table and
     # more spread over all of it, so no stretch of columns wider than one step of the spread is unseen.
-    from posenc.diagnosis import _probe, _entries
+    from posenc.forensics.diagnosis import _probe, _entries
 
     probe = _probe(_entries(learner_paper(30, 200), None))
     columns = probe.columns
@@ -593,7 +593,7 @@ def test_diagnosis_to_dict_in_process():
 def test_str_of_a_named_convention_and_of_alternatives_with_several_codes():
     # A Diagnosis as a caller may build one: the head for a named convention that is not the
     # paper's and has nothing else to say, and alternatives of two codes, joined in words.
-    from posenc.diagnosis import Finding
+    from posenc.forensics.diagnosis import Finding
 
     named = posenc.Diagnosis((Finding("matches", "convention 'x'", {"conventions": ["tensor2tensor"]}),), (4, 8), 0.0,
                              alternatives=(("swapped_sin_cos", "position_offset"), ()))

@@ -363,7 +363,7 @@ def test_module_takes_a_sources_options_as_keywords(front):
     # whisper's max_timescale, and the generic offset: the same table as NumPy's in every front.
     module = front.positional_encoding_module(6, max_len=9, convention="whisper", max_timescale=500, offset=3)
     expected = posenc.positional_encoding(9, 6, convention="whisper", max_timescale=500, offset=3)
-    assert module.convention == posenc.conventions.resolve("whisper", max_timescale=500, offset=3)
+    assert module.convention == posenc.sinusoidal.conventions.resolve("whisper", max_timescale=500, offset=3)
     np.testing.assert_allclose(front.numpy(module.pe), expected, rtol=0, atol=2e-7)
 
 
@@ -399,7 +399,7 @@ def test_rotary_module_attributes_are_named_alike(front):
 def test_mrope_module_attributes_are_named_alike(front):
     module = front.make(front.api.RotaryEmbedding, 32, 1e6, mrope_section=(6, 5, 5), mrope_interleaved=True)
     assert tuple(module.mrope_section) == (6, 5, 5)
-    np.testing.assert_array_equal(module.axes, posenc.rotary_grid.mrope_axes((6, 5, 5), interleaved=True))
+    np.testing.assert_array_equal(module.axes, posenc.rope.axial.mrope_axes((6, 5, 5), interleaved=True))
 
 
 def test_rotary_module_matches_the_function(front):

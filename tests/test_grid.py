@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc import grid
+from posenc.sinusoidal import grid
 
 torch = pytest.importorskip("torch")
 

@@ -14,8 +14,9 @@ from flax import nnx
 
 import posenc
 import posenc.jax as pj
-from posenc import _rotation, kernels
-from posenc.backends import backend, backend_of
+from posenc.engine import rotation as _rotation
+from posenc.engine import kernels
+from posenc.engine.backends import backend, backend_of
 from messages import assert_raises_naming
 from reference import exact_sin_cos
 

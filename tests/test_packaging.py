@@ -86,7 +86,8 @@ def test_mutmut_configuration_names_files_that_exist():
     assert mutmut["source_paths"] == ["posenc/"]
     for path in mutmut["only_mutate"]:
         assert (ROOT / path).is_file(), path
-    for module in ["_core", "_rotation", "conventions", "layouts", "rotary", "diagnosis"]:
+    for module in ["sinusoidal/tables", "engine/rotation", "sinusoidal/conventions", "sinusoidal/layouts", "rope/rotary",
+                   "forensics/diagnosis"]:
         assert f"posenc/{module}.py" in mutmut["only_mutate"]
     selection = mutmut["pytest_add_cli_args_test_selection"]
     assert selection[0] == "tests/"

@@ -21,8 +21,8 @@ transformers = pytest.importorskip(
 )
 
 import posenc.torch as pt  # noqa: E402
-from posenc import rope_config  # noqa: E402
-from posenc.rotary_grid import mrope_position_ids  # noqa: E402
+from posenc.rope import configs as rope_config  # noqa: E402
+from posenc.rope.axial import mrope_position_ids  # noqa: E402
 
 VOCAB = 101
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": VOCAB, "intermediate_size": 96}

@@ -12,7 +12,8 @@ import pytest
 from messages import assert_raises_naming
 
 import posenc
-from posenc import kernels, rotary
+from posenc.engine import kernels
+from posenc.rope import rotary
 
 HEAD_DIM = 64
 # One set of parameters per rope type (transformers' names), the kind real configs carry.

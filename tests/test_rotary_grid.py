@@ -1,4 +1,4 @@
-"""2-D vision RoPE and M-RoPE (posenc.rotary_grid) against transformers 5.23 itself and invariants.
+"""2-D vision RoPE and M-RoPE (posenc.rope.axial) against transformers 5.23 itself and invariants.
 
 transformers' modules compute ``position * inv_freq`` and cos/sin in float32; at the small
 grid positions used here that is within a few float32 roundings (atol 5e-7) of posenc's.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc import rotary_grid as rg
+from posenc.rope import axial as rg
 
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip(

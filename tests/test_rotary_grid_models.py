@@ -1,4 +1,4 @@
-"""M-RoPE position ids (posenc.rotary_grid.mrope_position_ids) against the installed transformers'
+"""M-RoPE position ids (posenc.rope.axial.mrope_position_ids) against the installed transformers'
 own ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL and Qwen3-VL, with tiny random models, offline;
 and the 4.x rule (text resumes one past the largest id) against the example in its docstring.
 Notebook 10 shows these sequences."""
@@ -6,7 +6,7 @@ Notebook 10 shows these sequences."""
 import numpy as np
 import pytest
 
-from posenc import rotary_grid as rg
+from posenc.rope import axial as rg
 
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip(

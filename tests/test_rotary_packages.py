@@ -163,7 +163,7 @@ def test_rope_types_are_transformers_rope_init_functions_and_default():
     assert set(ROPE_INIT_FUNCTIONS) == set(posenc.ROPE_TYPES) - {"default"}
 
 
-# Which channels each family's rotate function pairs, as notebook 08 and posenc.rotary's
+# Which channels each family's rotate function pairs, as notebook 08 and posenc.rope.rotary's
 # docstring say: rotating every pair by 90 degrees (cos 0, sin 1) is that function.
 PAIRINGS = [
     (modeling_llama.rotate_half, "half"),
@@ -187,7 +187,7 @@ def test_each_family_pairs_channels_as_documented(rotate, layout):
 def test_float32_route_is_llamas_forward():
     # Notebook 08's float32 route (torch.outer of float32 positions and inv_freq, then cos)
     # gives the numbers of LlamaRotaryEmbedding's element-wise product, and is off by about
-    # 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128), as posenc.rotary's docstring says.
+    # 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128), as posenc.rope.rotary's docstring says.
     config, _ = llama_config("default", {}, 2048, 128, 10000.0)
     positions = torch.tensor([[10**3, 10**4, 10**5, 10**6]])
     cos, sin = modeling_llama.LlamaRotaryEmbedding(config)(torch.zeros(1), positions)

@@ -77,7 +77,7 @@ def test_layer_config_round_trip(tmp_path):
 
 
 def test_layer_takes_a_convention_and_keeps_it_through_a_save(tmp_path):
-    whisper = posenc.conventions.resolve("whisper", max_timescale=100.0)
+    whisper = posenc.sinusoidal.conventions.resolve("whisper", max_timescale=100.0)
     model = keras.Sequential([keras.Input((None, 6)), ptf.PositionalEncoding(6, max_len=8, convention=whisper)])
     x = tf.zeros((1, 10, 6))  # past max_len too: the table computed in the call
     expected = posenc.positional_encoding(10, 6, convention="whisper", max_timescale=100.0)

@@ -70,7 +70,7 @@ for name, ax in zip(shown, axes.flat):
     posenc.plot.heatmap(posenc.positional_encoding(100, 64, convention=name), ax=ax, colorbar=False, title=name)
 fig.tight_layout()
 plt.show()
-assert [posenc.conventions.resolve(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
+assert [posenc.convention(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
 
 # %% [markdown]
 # Muitos nomes escrevem os mesmos números. Agrupando os presets pela tabela que geram com
@@ -91,7 +91,7 @@ assert len(groups) == 4
 # nas frequências (as do artigo ou "h-1", abaixo):
 
 # %%
-heads = {name: posenc.conventions.resolve(name) for name in groups}
+heads = {name: posenc.convention(name) for name in groups}
 for name, head in heads.items():
     print(f"{name:14} layout {head.layout:12} frequencies {head.rule}")
 
@@ -117,8 +117,8 @@ assert not fairseq[1].any()  # all zeros
 
 # %%
 d_model = 512
-paper_w = posenc.conventions.resolve("paper").frequencies(d_model)
-h1_w = posenc.conventions.resolve("tensor2tensor").frequencies(d_model)
+paper_w = posenc.convention("paper").frequencies(d_model)
+h1_w = posenc.convention("tensor2tensor").frequencies(d_model)
 gap = h1_w / paper_w - 1
 print(f"lowest frequency: paper {paper_w[-1]:.4e}, h-1 {h1_w[-1]:.4e}")
 print(f"largest gap: {100 * np.abs(gap).max():.1f} % at j = {np.abs(gap).argmax()}")
@@ -143,7 +143,7 @@ plt.show()
 h = d_model // 2
 same_base = 10000 ** (h / (h - 1))
 print(f"10000^(h/(h-1)) = {same_base:.1f}")
-np.testing.assert_allclose(posenc.conventions.resolve("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
+np.testing.assert_allclose(posenc.convention("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
 
 # %% [markdown]
 # Por menor que 3.5 % pareça, ao longo de 5000 posições os pares mais baixos das duas
@@ -439,7 +439,7 @@ nb05.to_paper_layout.check(mine)
 #
 # `nb05.mystery` é uma tabela de algum projeto, 20 posições por 16 colunas. As primeiras
 # linhas estão abaixo. Leia o layout na linha 0, olhe as outras linhas e dê o nome do
-# preset que a escreve (um nome de `posenc.conventions.NAMES`). A verificação compara a
+# preset que a escreve (um nome de `posenc.CONVENTIONS`). A verificação compara a
 # tabela que o seu preset escreve com a tabela misteriosa e diz o que difere;
 # `posenc.identify` é o juiz, depois que você tiver se decidido.
 
@@ -473,7 +473,7 @@ nb05.h1_frequencies.check(h1_frequencies)
 
 # %%
 # The zoo: diffusers' flip puts the cosines first; the three tables that differ in layout and rule.
-assert posenc.conventions.resolve("diffusers", flip_sin_to_cos=True).layout == "cos_sin"
+assert posenc.convention("diffusers", flip_sin_to_cos=True).layout == "cos_sin"
 assert [(c.layout, c.rule) for c in heads.values()][:3] == [("interleaved", "paper"), ("sin_cos", "paper"), ("sin_cos", "h-1")]
 assert np.flatnonzero((t2t != fairseq).any(axis=1)).tolist() == [1]
 
@@ -484,7 +484,7 @@ assert round(same_base, 1) == 10367.8
 
 # The Stable Diffusion table: seven paper-rule presets rebuild it in cos_sin, to float32 rounding.
 sd_rebuilt = posenc.identify(sd)
-paper_rule = [name for name in posenc.conventions.NAMES if posenc.conventions.resolve(name).rule == "paper"]
+paper_rule = [name for name in posenc.CONVENTIONS if posenc.convention(name).rule == "paper"]
 assert len(paper_rule) == 7
 for name in paper_rule:
     assert np.abs(sd - posenc.positional_encoding(200, 64, convention=name, layout="cos_sin")).max() <= sd_rebuilt.tolerance

@@ -181,7 +181,7 @@ assert len(traces) == 2, "only (12, 6) and (10, 8) are new"
 # perto de $10^6$ estão a $1/16$ um do outro; assim, na posição $10^6$, o ângulo, e com ele o
 # seno, erra por centésimos (o notebook 06 faz essa conta). O caminho do posenc em JAX nunca
 # forma esse ângulo arredondado: ele conta o ângulo em meias voltas com produtos exatos em
-# float32 (`posenc.kernels.half_turns_float32`) e fica a menos de $2 \times 10^{-7}$ do valor
+# float32 (`posenc.engine.kernels.half_turns_float32`) e fica a menos de $2 \times 10^{-7}$ do valor
 # exato para posições até $2^{24}$, tudo em float32. Comparamos os dois com a tabela em NumPy
 # do posenc em float64 (a menos de $10^{-15}$ do valor exato) para mil posições perto de
 # $10^6$ e largura 128.

@@ -67,7 +67,7 @@ for name, ax in zip(shown, axes.flat):
     posenc.plot.heatmap(posenc.positional_encoding(100, 64, convention=name), ax=ax, colorbar=False, title=name)
 fig.tight_layout()
 plt.show()
-assert [posenc.conventions.resolve(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
+assert [posenc.convention(name).layout for name in shown] == ["interleaved"] + ["sin_cos"] * 5
 
 # %% [markdown]
 # 许多名字写出的是相同的数字。把宽度为 64 时表相同的预设归为一组：
@@ -86,7 +86,7 @@ assert len(groups) == 4
 # 一共四张表。前三张在布局（交错，或正弦在前）和频率（论文的频率，或下文的“h-1”）上有所不同：
 
 # %%
-heads = {name: posenc.conventions.resolve(name) for name in groups}
+heads = {name: posenc.convention(name) for name in groups}
 for name, head in heads.items():
     print(f"{name:14} layout {head.layout:12} frequencies {head.rule}")
 
@@ -111,8 +111,8 @@ assert not fairseq[1].any()  # all zeros
 
 # %%
 d_model = 512
-paper_w = posenc.conventions.resolve("paper").frequencies(d_model)
-h1_w = posenc.conventions.resolve("tensor2tensor").frequencies(d_model)
+paper_w = posenc.convention("paper").frequencies(d_model)
+h1_w = posenc.convention("tensor2tensor").frequencies(d_model)
 gap = h1_w / paper_w - 1
 print(f"lowest frequency: paper {paper_w[-1]:.4e}, h-1 {h1_w[-1]:.4e}")
 print(f"largest gap: {100 * np.abs(gap).max():.1f} % at j = {np.abs(gap).argmax()}")
@@ -137,7 +137,7 @@ plt.show()
 h = d_model // 2
 same_base = 10000 ** (h / (h - 1))
 print(f"10000^(h/(h-1)) = {same_base:.1f}")
-np.testing.assert_allclose(posenc.conventions.resolve("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
+np.testing.assert_allclose(posenc.convention("paper", base=same_base).frequencies(d_model), h1_w, rtol=1e-14)
 
 # %% [markdown]
 # 3.5 % 看起来很小，但在 5000 个位置上，两张表的最低频的几对会完全错开：
@@ -405,7 +405,7 @@ nb05.to_paper_layout.check(mine)
 # ### 练习 2 · 说出一张表的约定
 #
 # `nb05.mystery` 是来自某个项目的一张表，20 个位置、16 列。下面是它的前几行。
-# 从第 0 行读出布局，再看看其他行，然后说出写出这张表的预设（取自 `posenc.conventions.NAMES` 的一个名字）。
+# 从第 0 行读出布局，再看看其他行，然后说出写出这张表的预设（取自 `posenc.CONVENTIONS` 的一个名字）。
 # 检查会把你的预设写出的表与这张神秘的表相比较，并告诉你哪里不同；
 # 等你拿定主意之后，可以用 `posenc.identify` 当裁判。
 
@@ -439,7 +439,7 @@ nb05.h1_frequencies.check(h1_frequencies)
 
 # %%
 # The zoo: diffusers' flip puts the cosines first; the three tables that differ in layout and rule.
-assert posenc.conventions.resolve("diffusers", flip_sin_to_cos=True).layout == "cos_sin"
+assert posenc.convention("diffusers", flip_sin_to_cos=True).layout == "cos_sin"
 assert [(c.layout, c.rule) for c in heads.values()][:3] == [("interleaved", "paper"), ("sin_cos", "paper"), ("sin_cos", "h-1")]
 assert np.flatnonzero((t2t != fairseq).any(axis=1)).tolist() == [1]
 
@@ -450,7 +450,7 @@ assert round(same_base, 1) == 10367.8
 
 # The Stable Diffusion table: seven paper-rule presets rebuild it in cos_sin, to float32 rounding.
 sd_rebuilt = posenc.identify(sd)
-paper_rule = [name for name in posenc.conventions.NAMES if posenc.conventions.resolve(name).rule == "paper"]
+paper_rule = [name for name in posenc.CONVENTIONS if posenc.convention(name).rule == "paper"]
 assert len(paper_rule) == 7
 for name in paper_rule:
     assert np.abs(sd - posenc.positional_encoding(200, 64, convention=name, layout="cos_sin")).max() <= sd_rebuilt.tolerance

@@ -175,7 +175,7 @@ assert len(traces) == 2, "only (12, 6) and (10, 8) are new"
 # 相距 $1/16$，所以在位置 $10^6$ 处，角度以及它的正弦会偏差
 # 零点零几（笔记本 06 详细推算了这一点）。posenc 的 JAX 做法从不构造这个被舍入的角度：
 # 它用精确的 float32 乘积以半圈为单位计算角度
-# （`posenc.kernels.half_turns_float32`），对于不超过 $2^{24}$ 的位置，结果与精确值
+# （`posenc.engine.kernels.half_turns_float32`），对于不超过 $2^{24}$ 的位置，结果与精确值
 # 相差在 $2 \times 10^{-7}$ 以内，而且全程使用 float32。我们在 $10^6$ 附近取一千个位置、
 # 宽度 128，把两者都与 posenc 以 float64 计算的 NumPy 表（与精确值相差在 $10^{-15}$ 以内）
 # 作比较。

@@ -66,15 +66,15 @@ def convention_solution():
 def _compare_convention(got, expected):
     """None when the preset named ``got`` writes the table of ``expected`` (at the mystery's shape)."""
     if not isinstance(got, str):
-        return _("answer with a preset's name, a string such as 'paper' (posenc.conventions.NAMES lists them)")
-    if got not in posenc.conventions.NAMES:
+        return _("answer with a preset's name, a string such as 'paper' (posenc.CONVENTIONS lists them)")
+    if got not in posenc.CONVENTIONS:
         # Translators: {preset} is the learner's answer in quotes, {names} the presets' names.
-        return _("{preset} is not a preset; posenc.conventions.NAMES lists them: {names}").format(
-            preset=repr(got), names=", ".join(posenc.conventions.NAMES))
+        return _("{preset} is not a preset; posenc.CONVENTIONS lists them: {names}").format(
+            preset=repr(got), names=", ".join(posenc.CONVENTIONS))
     made, wanted = (posenc.positional_encoding(*mystery.shape, convention=name, dtype=np.float64) for name in (got, expected))
     if np.allclose(made, wanted, atol=1e-6):
         return None
-    named, right = posenc.conventions.resolve(got), posenc.conventions.resolve(expected)
+    named, right = posenc.convention(got), posenc.convention(expected)
     if named.layout != right.layout:
         # Translators: {preset} is a preset's name in quotes, {layout} a layout's name in the code (sin_cos, interleaved, ...).
         return _("{preset} writes the {layout} layout; read row 0 of the table: the sines are 0 "

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from . import _checks
+from ..engine import checks
 
 # An ellipsis, a bracket, or a number ("0.", "-1.2e-03", "nan"); commas and spaces separate.
 _TOKEN = re.compile(r"\.\.\.|\[|\]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
@@ -211,7 +211,7 @@ def _two_axes(shape):
         dims = None if isinstance(shape, (str, bytes)) else list(shape)
     except TypeError:
         dims = None
-    if dims is None or not all(_checks._is_int(n) for n in dims):  # not int(): 2.5 and inf are no sizes
+    if dims is None or not all(checks._is_int(n) for n in dims):  # not int(): 2.5 and inf are no sizes
         raise TypeError(f"shape must be a tuple of ints (length, d_model), got {shape!r}")
     dims = [int(n) for n in dims]
     if len(dims) > 2:  # (1, L, d) and (L, 1, d)
@@ -220,7 +220,7 @@ def _two_axes(shape):
         dims = [1, *dims]
     if len(dims) != 2 or min(dims) < 1:
         raise ValueError(f"shape must be (length, d_model), axes of length 1 allowed, got {tuple(shape)!r}")
-    _checks.check_entries("shape", dims)
+    checks.check_entries("shape", dims)
     return tuple(dims)
 
 

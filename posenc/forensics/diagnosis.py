@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, conventions, identification, layouts
-from .language import N_, _, get_language, using_language
+from ..language import N_, _, get_language, using_language
+from ..sinusoidal import conventions, layouts, tables
+from . import identification
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
 #: Every code a ``Finding`` may carry.
@@ -838,7 +839,7 @@ def _preset_names(entries, offset):
     for name in conventions.NAMES:
         for part in (_probe(entries), entries):
             try:
-                table = _core.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
+                table = tables.encode(part.rows + offset, part.shape[1], convention=name, dtype=np.float64)
             except ValueError:
                 break  # the source has no table of this width
             deviation = np.abs(part.values - table[:, part.columns])

@@ -14,8 +14,8 @@ import numbers
 
 import numpy as np
 
-from . import _checks
-from ._core import column_order, denominators, frequencies
+from ..engine import checks
+from .tables import column_order, denominators, frequencies
 
 
 def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
@@ -62,10 +62,10 @@ def shift_matrix(k: float, d_model: int, *, base: float = 10000.0, layout: str =
     maps ``PE(p)`` to ``PE(p + k)`` for every ``p``; only the complete pairs shift linearly.
     """
     k = _check_offset(k)
-    d_model = _checks.check_d_model(d_model)
-    _checks.check_entries("d_model * d_model", (d_model, d_model))
-    base = _checks.check_base(base)
-    layout = _checks.check_layout(layout)
+    d_model = checks.check_d_model(d_model)
+    checks.check_entries("d_model * d_model", (d_model, d_model))
+    base = checks.check_base(base)
+    layout = checks.check_layout(layout)
     if d_model % 2:
         raise ValueError(
             f"d_model must be even for a shift matrix, got {d_model}: the last column of an odd "

@@ -1,6 +1,6 @@
 """Accurate sines and cosines of ``p * w``, and big tables built from two small ones.
 
-Three ideas, shared by every front end; ``posenc.kernels`` holds the arithmetic that
+Three ideas, shared by every front end; ``posenc.engine.kernels`` holds the arithmetic that
 frameworks run, this module the proofs and NumPy's table builder.
 
 1. The angle ``theta = p * w`` is carried as two float64 numbers, ``theta_hi + theta_lo``.
@@ -114,7 +114,7 @@ def block_rows(length):
 def column_slices(d_model, layout):
     """``(sines, cosines)``: the slices of output columns that hold each, for ``layout``.
 
-    The same columns as ``_core.column_order``, as basic slices so writing through them
+    The same columns as ``tables.column_order``, as basic slices so writing through them
     needs no gather: interleaved is ``0::2, 1::2``; the others are two contiguous runs.
     """
     half, n_cos = (d_model + 1) // 2, d_model // 2

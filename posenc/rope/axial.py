@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _checks, _core, _rotation, kernels, rotary
-from .backends import backend
+from ..engine import checks, kernels, rotation
+from ..engine.backends import backend
+from ..sinusoidal import tables
+from . import rotary
 
 __all__ = [
     "AXIAL_CONVENTIONS",
@@ -55,17 +57,17 @@ def axial_parts(head_dim: int, base: float = 10000.0, *, convention: str = "qwen
     multiple of 4.
     """
     head_dim = rotary.check_head_dim(head_dim)
-    base = _checks.check_base(base)
-    if not _checks.is_one_of(convention, AXIAL_CONVENTIONS):
+    base = checks.check_base(base)
+    if not checks.is_one_of(convention, AXIAL_CONVENTIONS):
         raise ValueError(f"convention must be one of {', '.join(map(repr, AXIAL_CONVENTIONS))}; got {convention!r}")
     if head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter per axis and cos/sin half), got {head_dim}")
     quarter = head_dim // 4
     if convention == "pixtral":
-        hi, lo = _rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
+        hi, lo = rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
         hi, lo = (np.concatenate([w[0::2], w[1::2]]) for w in (hi, lo))
     else:
-        hi, lo = (np.tile(w, 2) for w in _rotation.geometric_parts(quarter, base, quarter))
+        hi, lo = (np.tile(w, 2) for w in rotation.geometric_parts(quarter, base, quarter))
     return hi, lo, np.repeat([0, 1], quarter)
 
 
@@ -77,7 +79,7 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np
     mrope_section[1]``, axis 2 if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0.
     """
     sections = list(mrope_section) if isinstance(mrope_section, (list, tuple, np.ndarray)) else None
-    if not sections or not all(_checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
+    if not sections or not all(checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
         raise ValueError(
             "mrope_section must be a list of non-negative ints (pairs per axis: time, height, width"
             f"{'; exactly three when interleaved' if interleaved else ''}), got {mrope_section!r}"
@@ -117,7 +119,7 @@ def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
 
     ``groups``: ``axis_groups(axes)``. ``sin_cos`` is a framework's accurate kernel
-    (``_rotation.sin_cos``, ``posenc.torch._sin_cos``, the float32 half turns of
+    (``rotation.sin_cos``, ``posenc.torch._sin_cos``, the float32 half turns of
     ``posenc.jax``) and ``xp`` its backend entry: the pairs of each axis are computed
     together, then put back in their order.
     """
@@ -144,9 +146,9 @@ def text_rows(xp, positions):
 
 
 def _numpy_cos_sin(positions, parts, groups, dtype):
-    dtype = _core.check_dtype(dtype)
-    positions = _core.as_positions(positions)
-    return kernels.rope_cos_sin(NUMPY, pair_sin_cos(NUMPY, _rotation.sin_cos, groups), positions, parts, "half", dtype)
+    dtype = tables.check_dtype(dtype)
+    positions = tables.as_positions(positions)
+    return kernels.rope_cos_sin(NUMPY, pair_sin_cos(NUMPY, rotation.sin_cos, groups), positions, parts, "half", dtype)
 
 
 def axial_inputs(head_dim, base, convention):
@@ -205,7 +207,7 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
 
 
 def _check_merge(name, size, merge):
-    if not _checks._is_int(size) or size < 1 or size % merge:
+    if not checks._is_int(size) or size < 1 or size % merge:
         raise ValueError(f"{name} must be a positive int divisible by spatial_merge_size={merge}, got {size!r}")
 
 
@@ -217,12 +219,12 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     a block, so a block's patches are neighbours in the sequence. The grid repeats for each of
     ``frames`` (a video's temporal patches).
     """
-    merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
+    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
     _check_merge("height", height, merge)
     _check_merge("width", width, merge)
-    if not _checks._is_int(frames) or frames < 1:
+    if not checks._is_int(frames) or frames < 1:
         raise ValueError(f"frames must be an int >= 1, got {frames!r}")
     rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
     blocks = (height // merge, merge, width // merge, merge)
@@ -256,21 +258,21 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     The two agree for images and for Qwen3-VL's videos, whose frames come one by one
     (``(1, h, w)`` segments between timestamp text).
     """
-    merge = _checks.check_length(spatial_merge_size, "spatial_merge_size")
+    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
-    if not _checks.is_one_of(text_resumes, RESUME_RULES):
+    if not checks.is_one_of(text_resumes, RESUME_RULES):
         raise ValueError(f"text_resumes must be one of {', '.join(map(repr, RESUME_RULES))}; got {text_resumes!r}")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")
     start, rows = 0, []
     for segment in segments:
-        if _checks._is_int(segment) and segment >= 0:
+        if checks._is_int(segment) and segment >= 0:
             rows.append(np.broadcast_to(start + np.arange(segment), (3, segment)))
             start += segment
             continue
-        if not (isinstance(segment, (tuple, list)) and len(segment) == 3 and all(_checks._is_int(s) and s >= 1 for s in segment)):
+        if not (isinstance(segment, (tuple, list)) and len(segment) == 3 and all(checks._is_int(s) and s >= 1 for s in segment)):
             raise ValueError(
                 f"segments must hold ints (text lengths) or (t, h, w) tuples of positive ints (vision grids), got {segment!r}"
             )

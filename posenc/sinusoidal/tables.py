@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _checks, _rotation, conventions
+from ..engine import checks, rotation
+from . import conventions
 
 DTYPES = (np.float16, np.float32, np.float64)
 _ALLOWED = [np.dtype(t) for t in DTYPES]
@@ -28,8 +29,8 @@ def denominators(d_model: int, base: float = 10000.0) -> np.ndarray:
     shape ``(ceil(d_model / 2),)``. Column ``2i`` (a sine) and column ``2i + 1`` (a cosine)
     share the i-th one; for odd ``d_model`` the last one serves the last sine alone.
     """
-    d_model = _checks.check_d_model(d_model)
-    base = _checks.check_base(base)
+    d_model = checks.check_d_model(d_model)
+    base = checks.check_base(base)
     pair = np.arange((d_model + 1) // 2, dtype=np.float64)
     return np.power(base, 2.0 * pair / d_model)
 
@@ -40,8 +41,8 @@ def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
     Wavelengths ``2*pi / frequencies`` grow geometrically from ``2*pi`` towards
     ``base * 2*pi`` by the factor ``base ** (2 / d_model)``.
     """
-    d_model = _checks.check_d_model(d_model)
-    base = _checks.check_base(base)
+    d_model = checks.check_d_model(d_model)
+    base = checks.check_base(base)
     pair = np.arange((d_model + 1) // 2, dtype=np.float64)
     return np.power(base, -2.0 * pair / d_model)
 
@@ -54,8 +55,8 @@ def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.
     angle of position 10**7 is still right to about 2e-9 radians.
     """
     positions = as_positions(positions)
-    d_model = _checks.check_d_model(d_model)
-    _checks.check_entries("positions.size * ceil(d_model / 2)", (positions.size, (d_model + 1) // 2))
+    d_model = checks.check_d_model(d_model)
+    checks.check_entries("positions.size * ceil(d_model / 2)", (positions.size, (d_model + 1) // 2))
     return positions[..., None] * frequencies(d_model, base)
 
 
@@ -88,8 +89,8 @@ def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
 
     All three hold the same columns in different orders.
     """
-    d_model = _checks.check_d_model(d_model)
-    layout = _checks.check_layout(layout)
+    d_model = checks.check_d_model(d_model)
+    layout = checks.check_layout(layout)
     half = (d_model + 1) // 2
     sines = np.arange(half)
     cosines = half + np.arange(d_model // 2)
@@ -109,9 +110,9 @@ def as_positions(positions: npt.ArrayLike) -> np.ndarray:
     if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
         # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
         raise TypeError(f"positions must be numbers (integers or real floats), got {reprlib.repr(positions)}")
-    _checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
+    checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
     if array.dtype.kind == "f":
-        _checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
+        checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
     return array.astype(np.float64)
 
 
@@ -120,7 +121,7 @@ def check_dtype(dtype):
         dtype = np.dtype(dtype)
     except TypeError:
         pass  # left as received, so the message shows what the caller passed
-    return _checks.check_dtype(dtype, _ALLOWED, "numpy.float16, numpy.float32, numpy.float64")
+    return checks.check_dtype(dtype, _ALLOWED, "numpy.float16, numpy.float32, numpy.float64")
 
 
 def _output(out, shape, dtype):
@@ -129,7 +130,7 @@ def _output(out, shape, dtype):
         return np.empty(shape, dtype)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-    _checks.check_out(out.shape, out.dtype, shape, dtype)
+    checks.check_out(out.shape, out.dtype, shape, dtype)
     if not out.flags.writeable:
         raise ValueError("out must be writeable, got a read-only array")
     return out
@@ -155,16 +156,16 @@ def encode(
     and dtype to write into (returned).
     """
     dtype = check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
+    d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     positions = as_positions(positions)
-    _checks.check_entries("positions.size * d_model", (positions.size, d_model))
+    checks.check_entries("positions.size * d_model", (positions.size, d_model))
     w_hi, w_lo, width = chosen.parts(d_model)
     shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
     flat = shifted.reshape(-1)
-    _rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
+    rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
     rows[:, width:] = 0
     if chosen.padding_idx is not None:
         rows[flat == chosen.padding_idx] = 0
@@ -184,21 +185,21 @@ def positional_encoding(
     ``d_model`` is allowed: the last column is a sine. ``convention``, ``base``, ``layout``
     and ``options`` choose another convention and its parameters, as in ``encode``; row
     ``k`` then holds position ``offset + k``. Built by rotation from two small accurate
-    tables (``_rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
+    tables (``rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
     at any position (the lectures' float32 division is off by about 1e-3 near position
     10**5), float64 within ~1e-15, float16 one float16 rounding of the float32 value.
     ``out``: a ``(length, d_model)`` array of ``dtype`` to write into (returned), which
     saves allocating a fresh table.
     """
-    length = _checks.check_length(length)
+    length = checks.check_length(length)
     dtype = check_dtype(dtype)
-    d_model = _checks.check_d_model(d_model)
-    _checks.check_entries("length * d_model", (length, d_model))
+    d_model = checks.check_d_model(d_model)
+    checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     w_hi, w_lo, width = chosen.parts(d_model)
     out = _output(out, (length, d_model), dtype)
     if width:
-        _rotation.fill_table(out[:, :width], w_hi, w_lo, chosen.layout, chosen.offset)
+        rotation.fill_table(out[:, :width], w_hi, w_lo, chosen.layout, chosen.offset)
     if width < d_model:
         out[:, width:] = 0
     row = chosen.padding_row(length)

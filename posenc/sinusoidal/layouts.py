@@ -1,6 +1,6 @@
 """Moving a table, or the weights that read one, from one layout to another.
 
-Every layout holds the same columns in a different order (``_core.column_order``), so a
+Every layout holds the same columns in a different order (``tables.column_order``), so a
 conversion is one gather with a fixed index array ``perm``. A weight gathered along the
 axis that meets the table's columns follows the table: a linear layer that reads it,
 ``y = x @ W.T`` (torch ``Linear.weight``, shape ``(out, d)``) or ``y = x @ K`` (Keras
@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _checks, _core
-from .backends import backend_of
+from ..engine import checks
+from ..engine.backends import backend_of
+from . import tables
 
 ODD_POLICIES = ("sine", "zero")
 
@@ -37,16 +38,16 @@ def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "si
     zero column, which stays last). The inverse permutation is
     ``layout_permutation(d_model, target, source)``.
     """
-    d_model = _checks.check_d_model(d_model)
-    source, target = _checks.check_layout(source), _checks.check_layout(target)
-    if not _checks.is_one_of(odd, ODD_POLICIES):
+    d_model = checks.check_d_model(d_model)
+    source, target = checks.check_layout(source), checks.check_layout(target)
+    if not checks.is_one_of(odd, ODD_POLICIES):
         raise ValueError(f"odd must be one of {', '.join(map(repr, ODD_POLICIES))}; got {odd!r}")
     width = d_model - d_model % 2 if odd == "zero" else d_model
     if width == 0:
         return np.arange(d_model)
     # Column k of a layout holds entry column_order[k] of concat([sin, cos]); going back
     # through the source's order and forward through the target's composes the two.
-    perm = np.argsort(_core.column_order(width, source))[_core.column_order(width, target)]
+    perm = np.argsort(tables.column_order(width, source))[tables.column_order(width, target)]
     return np.concatenate([perm, np.arange(width, d_model)])
 
 

@@ -1,7 +1,7 @@
-"""posenc's numeric kernels, each written once against the backend table (``posenc.backends``).
+"""posenc's numeric kernels, each written once against the backend table (``posenc.engine.backends``).
 
 ``xp`` is a ``Backend``; the arrays are that framework's. Why each kernel is accurate is
-worked out in ``posenc._rotation``'s module docstring: ``sincos`` is its part 1 (the
+worked out in ``posenc.engine.rotation``'s module docstring: ``sincos`` is its part 1 (the
 double-float64 angle, ~2e-16), ``half_turns`` its part 3 (float32 within 2e-7 for angles
 up to 2**26), ``rotated_table`` its part 2 (a table as a product of two small ones).
 ``half_turns_float32`` is part 3 without float64, for JAX's default mode; its proof is
@@ -154,7 +154,7 @@ def columns(xp, s, c, layout, width):
 
 
 def rotated_table(xp, within, steps, length, layout, width):
-    """The table ``PE(offset + k)``, ``k < length``, from ``_rotation.rotation_factors``' ``within`` and ``steps``.
+    """The table ``PE(offset + k)``, ``k < length``, from ``rotation.rotation_factors``' ``within`` and ``steps``.
 
     Row ``q*B + r`` is ``within[r] * steps[q]`` (complex ``sin + i cos``): one broadcast
     complex multiply of the two small NumPy tables, taken apart into the columns of ``layout``.

@@ -1,6 +1,6 @@
 """The backend table: the few array operations posenc's kernels need, one entry per framework.
 
-Every numeric kernel (``posenc.kernels``) is written once against a ``Backend``, as einops
+Every numeric kernel (``posenc.engine.kernels``) is written once against a ``Backend``, as einops
 writes its operations against a small table of backends. An entry holds the framework's
 dtypes and functions; ``backend(name)`` builds an entry when first asked for it, so
 ``import posenc`` imports no framework, and ``backend_of(array)`` picks the entry for an

@@ -25,8 +25,8 @@ Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_di
   (``rotate_every_two``), and in transformers the ``rotate_half`` of Cohere and GLM.
 
 Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
-``_rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
-double-float64 angle of ``_rotation`` (``_rotation.sin_cos``; ``_sin_cos`` in
+``rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
+double-float64 angle of ``_rotation`` (``rotation.sin_cos``; ``_sin_cos`` in
 ``posenc.torch`` and ``posenc.tensorflow``): float32 within 2e-7 of the exact value at
 positions up to 10**7, float16 and bfloat16 one rounding of that, float64 within ~2e-16.
 With an attention factor other than 1 (yarn, longrope) they are computed in float64,
@@ -43,8 +43,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _checks, _core, _rotation, kernels, layouts
-from .backends import backend
+from ..engine import checks, kernels, rotation
+from ..engine.backends import backend
+from ..sinusoidal import layouts, tables
 
 # The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
 __all__ = [
@@ -65,21 +66,21 @@ _SHARED = ("partial_rotary_factor", "max_position_embeddings")
 
 
 def check_rotary_layout(layout):
-    if not _checks.is_one_of(layout, ROTARY_LAYOUTS):
+    if not checks.is_one_of(layout, ROTARY_LAYOUTS):
         raise ValueError(f"layout must be one of {', '.join(map(repr, ROTARY_LAYOUTS))}; got {layout!r}")
     return layout
 
 
 def check_head_dim(head_dim):
-    if not _checks._is_int(head_dim):
+    if not checks._is_int(head_dim):
         raise TypeError(f"head_dim must be an even int >= 2, got {head_dim!r} ({type(head_dim).__name__})")
     if head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim must be an even int >= 2 (channels rotate in pairs), got {head_dim!r}")
-    return _checks.check_width(int(head_dim), "head_dim")
+    return checks.check_width(int(head_dim), "head_dim")
 
 
 def _check_params(rope_type, params):
-    if not _checks.is_one_of(rope_type, _PARAMETERS):
+    if not checks.is_one_of(rope_type, _PARAMETERS):
         raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
     required, optional = _PARAMETERS[rope_type]
     allowed = set(required) | set(optional) | set(_SHARED)
@@ -195,7 +196,7 @@ def _rope_type(name, rule, required=(), optional=()):  # pragma: no mutate block
 
 def _paper(dim, base):
     """``w_j = base ** (-2j / dim)`` for the ``dim // 2`` pairs, as ``(w_hi, w_lo)``."""
-    return _rotation.geometric_parts(dim // 2, base, dim / 2)
+    return rotation.geometric_parts(dim // 2, base, dim / 2)
 
 
 def _default(dim, base, params):
@@ -339,7 +340,7 @@ def _proportional(dim, base, params):
     factor = _positive(params, "factor", "proportional", 1.0)
     fraction = _positive(params, "partial_rotary_factor", "proportional", 1.0)
     turning = int(fraction * dim // 2)
-    hi, lo = (np.concatenate([w, np.zeros(dim // 2 - turning)]) for w in _rotation.geometric_parts(turning, base, dim / 2))
+    hi, lo = (np.concatenate([w, np.zeros(dim // 2 - turning)]) for w in rotation.geometric_parts(turning, base, dim / 2))
     return (*_over(hi, lo, factor), 1.0)
 
 
@@ -355,7 +356,7 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
     in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
     sequence, a quotient or a blend of the two.
     """
-    base = _checks.check_base(base)
+    base = checks.check_base(base)
     dim = rotary_dim(head_dim, rope_type, **params)  # also checks rope_type and its parameters
     return _RULES[rope_type](dim, base, params)
 
@@ -405,11 +406,11 @@ def rotary_cos_sin(
     the exact value at positions up to 10**7, float16 one rounding of that, float64 ~2e-16.
     """
     layout = check_rotary_layout(layout)
-    dtype = _core.check_dtype(dtype)
+    dtype = tables.check_dtype(dtype)
     w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
-    positions = _core.as_positions(positions)
-    _checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
-    return kernels.rope_cos_sin(NUMPY, _rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
+    positions = tables.as_positions(positions)
+    checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
+    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
 
 
 def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, layout: str = "half") -> np.ndarray:
@@ -466,10 +467,10 @@ def rotary_permutation(head_dim: int, source: str, target: str, *, heads: int = 
     first member of each pair as the sine.
     """
     head_dim = check_head_dim(head_dim)
-    heads = _checks.check_length(heads, "heads")
-    _checks.check_entries("heads * head_dim", (heads, head_dim))
+    heads = checks.check_length(heads, "heads")
+    checks.check_entries("heads * head_dim", (heads, head_dim))
     rotated = head_dim if rotary_dim is None else rotary_dim
-    if not _checks._is_int(rotated) or rotated < 2 or rotated % 2 or rotated > head_dim:
+    if not checks._is_int(rotated) or rotated < 2 or rotated % 2 or rotated > head_dim:
         raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
     as_table = {"half": "sin_cos", "interleaved": "interleaved"}
     per_head = np.concatenate([
@@ -494,7 +495,7 @@ def convert_rotary_layout(
         outputs = shape[axis]
     except IndexError:
         raise ValueError(f"axis must index one of the {len(shape)} axes of weight (shape {shape}), got {axis}") from None
-    heads = _checks.check_length(heads, "heads")
+    heads = checks.check_length(heads, "heads")
     if heads == 0 or outputs % heads:
         raise ValueError(f"heads must divide the {outputs} outputs along axis {axis}, got heads={heads}")
     perm = rotary_permutation(outputs // heads, source, target, heads=heads, rotary_dim=rotary_dim)

@@ -22,7 +22,8 @@ dict). What is read:
 
 from typing import Any
 
-from . import _checks, rotary
+from ..engine import checks
+from . import rotary
 
 # model_type -> (layout, form, M-RoPE: None, or (default mrope_section, interleaved)).
 # Each entry checked against the family's rotary module in tests/test_rope_config.py.
@@ -58,7 +59,7 @@ def _get(config, name, default=None):
 
 def _model_type(config):
     model_type = _get(config, "model_type")
-    if not _checks.is_one_of(model_type, FAMILIES):
+    if not checks.is_one_of(model_type, FAMILIES):
         raise ValueError(
             f"config.model_type must be one of the families posenc reads ({', '.join(sorted(FAMILIES))}), "
             f"got {model_type!r}"

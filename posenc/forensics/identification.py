@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _checks, _core, _rotation, conventions
+from ..engine import checks, rotation
+from ..sinusoidal import conventions, tables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +98,7 @@ def _candidates(table, preset, zero):
     """
     d_model = table.shape[1]
     adjustable = set(conventions.adjustable_fields(preset.name))
-    for layout in [preset.layout, *(x for x in _checks.LAYOUTS if x != preset.layout)]:
+    for layout in [preset.layout, *(x for x in checks.LAYOUTS if x != preset.layout)]:
         structure = dataclasses.replace(preset, layout=layout)
         tier = 0 if layout == preset.layout else 1
         read = _read(table, structure, ~zero)
@@ -153,14 +154,14 @@ def _lowest_pair(width, layout):
     pairs = width // 2
     if pairs == 0:
         return None
-    sines, cosines = _rotation.column_slices(width, layout)
+    sines, cosines = rotation.column_slices(width, layout)
     columns = np.arange(width)
     return columns[sines][pairs - 1], columns[cosines][pairs - 1], pairs - 1
 
 
 def _deviation(table, convention):
     length, d_model = table.shape
-    rebuilt = _core.positional_encoding(length, d_model, convention=convention, dtype=np.float64)
+    rebuilt = tables.positional_encoding(length, d_model, convention=convention, dtype=np.float64)
     return float(np.abs(table - rebuilt).max())
 
 

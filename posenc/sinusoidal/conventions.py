@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _checks, _rotation
+from ..engine import checks, rotation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +84,9 @@ class Convention:
 
     def parts(self, d_model: int) -> tuple[np.ndarray, np.ndarray, int]:
         """``(w_hi, w_lo, width)``: the ``ceil(width / 2)`` frequencies as two float64 parts
-        (``_rotation.geometric_parts``, cached) and the number of sin/cos columns."""
+        (``rotation.geometric_parts``, cached) and the number of sin/cos columns."""
         width = self.width(d_model)
-        w_hi, w_lo = _rotation.geometric_parts((width + 1) // 2, self.base, self.span(d_model), self.factor)
+        w_hi, w_lo = rotation.geometric_parts((width + 1) // 2, self.base, self.span(d_model), self.factor)
         return w_hi, w_lo, width
 
     def frequencies(self, d_model: int) -> np.ndarray:
@@ -124,11 +124,11 @@ def _base(name, value):
 
 
 def _offset(name, value):
-    return int(value) if _checks._is_int(value) else _real(name, value)
+    return int(value) if checks._is_int(value) else _real(name, value)
 
 
 def _padding_idx(value):
-    if value is None or _checks._is_int(value):
+    if value is None or checks._is_int(value):
         return value if value is None else int(value)
     raise TypeError(f"padding_idx must be an int or None, got {value!r} ({type(value).__name__})")
 
@@ -310,7 +310,7 @@ def changes_beyond_options(name: str, convention: Convention) -> int:
 
 
 def check_convention(name):
-    if not _checks.is_one_of(name, _PRESETS):
+    if not checks.is_one_of(name, _PRESETS):
         raise ValueError(f"convention must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
     return name
 
@@ -347,9 +347,9 @@ def resolve(convention: str | Convention = "paper", *, base: float | None = None
         )
     fields = options(**overrides)
     if base is not None:
-        fields["base"] = _checks.check_base(base)
+        fields["base"] = checks.check_base(base)
     if layout is not None:
-        fields["layout"] = _checks.check_layout(layout)
+        fields["layout"] = checks.check_layout(layout)
     if "offset" in generic:
         fields["offset"] = _offset("offset", generic["offset"])
     if "padding_idx" in generic:

@@ -1,0 +1,43 @@
+"""Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
+tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE) and the position ids
+of vision-language models; what a transformers config asks for."""
+
+from .axial import (
+    AXIAL_CONVENTIONS,
+    axial_cos_sin,
+    axial_parts,
+    grid_position_ids,
+    mrope_axes,
+    mrope_cos_sin,
+    mrope_position_ids,
+)
+from .configs import rotary_arguments
+from .rotary import (
+    ROPE_TYPES,
+    ROTARY_LAYOUTS,
+    apply_rotary,
+    convert_rotary_layout,
+    rotary_cos_sin,
+    rotary_dim,
+    rotary_frequencies,
+    rotary_permutation,
+)
+
+__all__ = [
+    "AXIAL_CONVENTIONS",
+    "ROPE_TYPES",
+    "ROTARY_LAYOUTS",
+    "apply_rotary",
+    "axial_cos_sin",
+    "axial_parts",
+    "convert_rotary_layout",
+    "grid_position_ids",
+    "mrope_axes",
+    "mrope_cos_sin",
+    "mrope_position_ids",
+    "rotary_arguments",
+    "rotary_cos_sin",
+    "rotary_dim",
+    "rotary_frequencies",
+    "rotary_permutation",
+]

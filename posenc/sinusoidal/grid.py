@@ -1,0 +1,300 @@
+"""Sin-cos position tables on image grids (and video), exact to the projects that use them.
+
+A grid of ``H x W`` patches (or ``T x H x W`` for video) is flattened into ``H * W`` tokens,
+and every source writes, per token, sines and cosines of its row ``y`` and its column ``x``
+(and frame ``t``): ``sin(p * w_j)``, ``cos(p * w_j)`` with ``w_j = T ** (-j / span)``. The
+sources differ in five things only, and a ``GridConvention`` holds them as data:
+
+- ``columns``: which axis each block of columns encodes, and how (a block of sines, a block
+  of cosines, or DETR's interleaved sin/cos pairs), in column order;
+- ``flatten``: the order of the axes from the outer to the inner loop of the flattening.
+  Images are flattened row by row (``("y", "x")``); MoCo v3, the original RT-DETR code
+  (lyuwenyu/RT-DETR) and transformers' RT-DETR before huggingface/transformers#41380 flatten
+  a ``meshgrid(w, h, indexing="ij")``, width outer, so on a non-square grid token ``k`` gets
+  the position of another patch;
+- ``span``: ``"D/4"`` (``w_j = T ** (-j / (D/4))``, MAE and most) or ``"D/4-1"`` (big_vision,
+  "simple ViT": the lowest frequency exactly ``1 / T``);
+- ``positions``: integers ``0 .. n - 1``; DETR's ``1 .. n`` (the cumulative sum of its mask),
+  optionally normalised to ``(0, scale]``; diffusers' ``k / (n / base_size) / interpolation_scale``;
+- prefix rows of zeros for class (or extra) tokens, where the source writes them.
+
+Each axis' sines and cosines come from posenc's accurate 1-D kernel
+(``rotation.sin_cos``: float32 within 2e-7 of the exact value, float64 ~2e-16) for the
+``n`` values of that axis only; the table is then filled by broadcasting, so a 64 x 64
+table costs 128 rows of trigonometry. ``identify_grid`` says which convention wrote a
+frozen table, ``diagnose_grid`` which grid mistake did.
+"""
+
+import dataclasses
+import inspect
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from ..engine import checks, rotation
+from . import tables
+
+AXES_2D = ("y", "x")
+AXES_3D = ("t", "y", "x")
+
+
+@dataclasses.dataclass(frozen=True)
+class GridConvention:
+    """One way of writing a grid table; see the module docstring for each field.
+
+    ``columns``: ``((axis, kind), ...)`` with ``kind`` one of ``"sin"``, ``"cos"`` (a block
+    of ``F`` columns) or ``"interleaved"`` (``2F`` columns, sin at even offsets);
+    ``widths``: columns per axis as a fraction of ``d`` (``F`` = half of it).
+    """
+
+    name: str
+    columns: tuple
+    flatten: tuple = AXES_2D
+    span: str = "D/4"
+    positions: str = "index"
+    widths: tuple = (("y", 0.5), ("x", 0.5))
+
+
+def _sin_cos_blocks(first, second):
+    return ((first, "sin"), (first, "cos"), (second, "sin"), (second, "cos"))
+
+
+# Each builder takes the source's options (with its defaults) and returns (GridConvention, prefix rows);
+# temperature, normalize, scale, base_size, ... are read from the options where they act
+# (_frequencies, _axis_positions).
+def _mae(cls_token=False):
+    return GridConvention("mae", _sin_cos_blocks("x", "y")), cls_token
+
+
+def _moco(temperature=10000.0, cls_token=True):
+    conv = GridConvention("moco-v3", _sin_cos_blocks("x", "y"), flatten=("x", "y"))
+    return conv, cls_token
+
+
+def _rt_detr(temperature=10000.0, cls_token=False):
+    conv = GridConvention("rt-detr", _sin_cos_blocks("y", "x"))
+    return conv, cls_token
+
+
+def _big_vision(temperature=10000.0):
+    return GridConvention("big_vision", _sin_cos_blocks("x", "y"), span="D/4-1"), 0
+
+
+def _simple_vit(temperature=10000.0):
+    conv = GridConvention("simple-vit", _sin_cos_blocks("x", "y"), span="D/4-1")
+    return conv, 0
+
+
+def _timm(temperature=10000.0, reverse_coord=False, interleave_sin_cos=False):
+    first, second = ("x", "y") if reverse_coord else ("y", "x")
+    if interleave_sin_cos:
+        columns = _sin_cos_blocks(first, second)
+    else:
+        columns = ((first, "sin"), (second, "sin"), (first, "cos"), (second, "cos"))
+    return GridConvention("timm", columns, flatten=(first, second)), 0
+
+
+def _detr(temperature=10000.0, normalize=False, scale=None):
+    if scale is not None and not normalize:
+        raise ValueError(f"convention 'detr': scale={scale!r} needs normalize=True (DETR raises the same)")
+    conv = GridConvention("detr", (("y", "interleaved"), ("x", "interleaved")), positions="detr")
+    return conv, 0
+
+
+def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0):
+    conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
+    # diffusers prepends the extra rows only when both are given.
+    return conv, extra_tokens if cls_token and extra_tokens > 0 else 0
+
+
+def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=1.0):
+    columns = (("t", "sin"), ("t", "cos"), *_sin_cos_blocks("x", "y"))
+    conv = GridConvention("diffusers", columns, flatten=AXES_3D,
+                          positions="diffusers-3d", widths=(("t", 0.25), ("y", 0.375), ("x", 0.375)))
+    return conv, 0
+
+
+_PRESETS = {
+    "mae": ("MAE's get_2d_sincos_pos_embed (and the position_embeddings of transformers' ViTMAE models): "
+            "[sin x, cos x, sin y, cos y], x the width although MAE names that half emb_h", _mae),
+    "moco-v3": ("MoCo v3 (and the original RT-DETR code, transformers' RT-DETR before #41380, ultralytics): "
+                "[sin w, cos w, sin h, cos h] of "
+                "meshgrid(w, h) flattened width-outer: wrong positions on non-square grids; a zero class row", _moco),
+    "rt-detr": ("transformers 5.x build_2d_sinusoidal_position_embedding (RT-DETR after #41380; ViTMAE builds with "
+                "it and then swaps the halves to MAE's order): [sin h, cos h, sin w, cos w], row-major", _rt_detr),
+    "big_vision": ("big_vision posemb_sincos_2d: [sin x, cos x, sin y, cos y], frequencies over D/4 - 1 steps", _big_vision),
+    "simple-vit": ("lucidrains' simple ViT posemb_sincos_2d: the same numbers as big_vision", _simple_vit),
+    "timm": ("timm build_sincos2d_pos_embed: [sin h, sin w, cos h, cos w] (interleave_sin_cos: [sin h, cos h, sin w, "
+             "cos w]; reverse_coord: w first and flattened width-outer)", _timm),
+    "detr": ("DETR PositionEmbeddingSine: y block then x block, sin/cos interleaved, positions 1..n "
+             "(normalize: scaled to (0, scale], scale 2 pi)", _detr),
+    "diffusers": ("diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
+                  "interpolation_scale) and, for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]", _diffusers),
+}
+
+# What each source does when d is not a multiple of 4 (all of them need it).
+_NOT_DIVISIBLE = {
+    "mae": "MAE asserts embed_dim % 2 == 0 for each half (AssertionError)",
+    "moco-v3": "MoCo v3 asserts it (AssertionError)",
+    "rt-detr": "transformers raises ValueError",
+    "big_vision": "big_vision asserts it",
+    "simple-vit": "simple ViT asserts it",
+    "timm": "timm asserts it",
+    "detr": "DETR's torch.stack of num_pos_feats // 2 sines and cosines fails for odd num_pos_feats = d / 2 "
+            "(and num_pos_feats = d / 2 needs an even d)",
+    "diffusers": "diffusers raises ValueError('embed_dim must be divisible by 2') for each half",
+}
+
+
+def list_grid_conventions() -> dict[str, str]:
+    """``{name: description}`` of every grid convention ``grid_encoding`` knows."""
+    return {name: preset[0] for name, preset in _PRESETS.items()}
+
+
+def _check_convention(convention):
+    if not checks.is_one_of(convention, _PRESETS):
+        raise ValueError(f"convention must be one of {', '.join(map(repr, _PRESETS))}; got {convention!r}")
+    return convention
+
+
+def _check_shape(shape):
+    if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__"):
+        raise TypeError(f"shape must be a tuple (height, width) or (time, height, width), got {shape!r}")
+    if len(shape) not in (2, 3):
+        raise ValueError(f"shape must be (height, width) or (time, height, width), got {tuple(shape)!r}")
+    return tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
+
+
+def _options(convention, ndim, options):
+    """The preset's ``(GridConvention, prefix rows, options with defaults)`` for a grid of ``ndim`` axes."""
+    build = _PRESETS[convention][1]
+    if ndim == 3:
+        if convention != "diffusers":
+            raise ValueError(
+                f"convention {convention!r} is 2-D only (its source builds (height, width) grids); got a 3-D shape. "
+                "3-D (time, height, width): convention='diffusers' (get_3d_sincos_pos_embed)"
+            )
+        build = _diffusers_3d
+    allowed = inspect.signature(build).parameters
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        names = ", ".join(allowed) or "none"
+        raise TypeError(f"convention {convention!r} takes the options {names}; got {', '.join(unknown)}")
+    merged = {name: p.default for name, p in allowed.items()} | options
+    conv, prefix = build(**options)
+    return conv, int(prefix), merged
+
+
+def _frequencies(conv, d, temperature):
+    """``{axis: (w_hi, w_lo)}``: ``F`` frequencies ``T ** (-j / span)`` per axis."""
+    parts = {}
+    for axis, fraction in conv.widths:
+        count = round(d * fraction) // 2
+        span = count - 1 if conv.span == "D/4-1" else count
+        if span <= 0:
+            raise ValueError(
+                f"convention {conv.name!r} needs d >= 8: its frequencies run over D/4 - 1 steps, "
+                f"and at d={d} that is {span} (the source divides 0 by 0: NaN)"
+            )
+        parts[axis] = rotation.geometric_parts(count, float(temperature), float(span))
+    return parts
+
+
+def _axis_positions(conv, sizes, options):
+    """``{axis: float64 positions}`` along each axis, as the source computes them (exactly)."""
+    out = {}
+    for axis, n in sizes.items():
+        k = np.arange(n, dtype=np.float64)
+        if conv.positions == "detr":
+            k = k + 1  # the cumulative sum of an all-valid mask
+            if options["normalize"]:
+                scale = 2 * math.pi if options["scale"] is None else options["scale"]
+                k = k / (n + 1e-6) * scale
+        elif conv.positions == "diffusers":
+            k = k / (n / options["base_size"]) / options["interpolation_scale"]
+        elif conv.positions == "diffusers-3d":
+            name = "temporal" if axis == "t" else "spatial"
+            k = k / options[f"{name}_interpolation_scale"]
+        out[axis] = k
+    return out
+
+
+def _check_positions(positions, sizes):
+    if len(positions) != len(sizes):
+        raise ValueError(f"positions must hold one array per axis {tuple(sizes)}, got {len(positions)} arrays")
+    out = {}
+    for (axis, n), p in zip(sizes.items(), positions):
+        p = tables.as_positions(p)
+        if p.shape != (n,):
+            raise ValueError(f"positions for axis {axis!r} must have shape ({n},), got {p.shape}")
+        out[axis] = p
+    return out
+
+
+def grid_encoding(
+    shape: Sequence[int], d: int, *, convention: str = "mae", dtype: DTypeLike = np.float32, positions: Any = None,
+    **options: Any,
+) -> np.ndarray:
+    """The sin-cos table of a grid, exact to ``convention``'s source: ``(prefix + prod(shape), d)``.
+
+    ``shape``: ``(H, W)``, or ``(T, H, W)`` for video (convention "diffusers" only).
+    Token ``k`` is patch ``(k // W, k % W)`` (row-major, as images are flattened), except
+    where the source flattens otherwise (moco-v3; timm's ``reverse_coord``). Row ``k`` holds
+    ``sin(p * w_j)`` and ``cos(p * w_j)`` of the patch's positions ``p`` along each axis,
+    ``w_j = temperature ** (-j / span)`` with ``j < F`` (``F = d / 4`` per axis in 2-D;
+    ``span = F``, or ``F - 1`` for big_vision), in the blocks ``list_grid_conventions()``
+    describes. Options under the source's names (``cls_token``, ``temperature``,
+    ``normalize``, ``scale``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
+    ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
+    class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
+    to encode instead of the source's own (e.g. fractional ones). float32 within 2e-7 of
+    the exact value; float64 ~2e-16 for integer positions (fractional ones, e.g. DETR's
+    normalised, carry their own float64 rounding: ~1e-16 times the angle); float16 one
+    rounding of float32. DETR's own output
+    ``(batch, d, H, W)`` is ``table.T.reshape(d, H, W)``.
+    """
+    convention = _check_convention(convention)
+    shape = _check_shape(shape)
+    d = checks.check_width(checks.check_int_at_least(d, "d", 1), "d")
+    checks.check_entries(" * ".join(f"shape[{n}]" for n in range(len(shape))) + " * d", (*shape, d))
+    dtype = tables.check_dtype(dtype)
+    conv, prefix, opts = _options(convention, len(shape), options)
+    multiple = 16 if len(shape) == 3 else 4
+    if d % multiple:
+        why = ("diffusers' get_3d_sincos_pos_embed splits d into D/4 (time) and 3D/4 (space), each half of "
+               "which must be even (ValueError otherwise)") if multiple == 16 else _NOT_DIVISIBLE[convention]
+        raise ValueError(f"d must be a multiple of {multiple} for convention {convention!r} ({why}); got d={d}")
+    return _table(conv, opts, shape, d, dtype, prefix, positions)
+
+
+def _table(conv, opts, shape, d, dtype, prefix=0, positions=None):
+    """The table ``conv`` and its options ``opts`` describe, with ``prefix`` zero rows first."""
+    sizes = dict(zip(AXES_3D if len(shape) == 3 else AXES_2D, shape))
+    values = _axis_positions(conv, sizes, opts) if positions is None else _check_positions(positions, sizes)
+    parts = _frequencies(conv, d, opts.get("temperature", 10000.0))
+    trig = {axis: rotation.sin_cos(values[axis], *parts[axis], dtype) for axis in sizes}
+    out = np.zeros((prefix + math.prod(shape), d), dtype)
+    _fill(out[prefix:].reshape(*(sizes[a] for a in conv.flatten), d), conv, trig)
+    return out
+
+
+def _fill(body, conv, trig):
+    """Write each block of ``conv.columns`` into ``body`` (the grid in flattening order, ``(..., d)``)."""
+    start = 0
+    for axis, kind in conv.columns:
+        s, c = trig[axis]
+        where = [1] * (body.ndim - 1)
+        where[conv.flatten.index(axis)] = len(s)
+        s, c = (v.reshape(*where, v.shape[-1]) for v in (s, c))
+        width = s.shape[-1]
+        if kind == "interleaved":
+            body[..., start : start + 2 * width : 2] = s
+            body[..., start + 1 : start + 2 * width : 2] = c
+            width *= 2
+        else:
+            body[..., start : start + width] = s if kind == "sin" else c
+        start += width
