@@ -45,6 +45,7 @@ import numpy.typing as npt
 
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend
+from ..engine.frequencies import Frequencies
 from ..sinusoidal import layouts, tables
 
 # The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
@@ -181,7 +182,7 @@ def _blend(hi, lo, ramp, factor):
 
 
 # The rope types, each a function ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``
-# registered with its (required, optional) parameters, transformers' names; ``rotary_parts``
+# registered with its (required, optional) parameters, transformers' names; ``rope_frequencies``
 # checks the parameters before it calls one.
 _PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _RULES: dict[str, Callable[..., tuple]] = {}
@@ -349,8 +350,8 @@ _rope_type("proportional", _proportional, optional=("factor",))
 ROPE_TYPES = tuple(_RULES)
 
 
-def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
-    """``(w_hi, w_lo, attention_factor)``: the ``rotary_dim // 2`` frequencies as float64 + remainder.
+def rope_frequencies(head_dim, base=10000.0, rope_type="default", **params) -> Frequencies:
+    """The ``rotary_dim // 2`` frequencies and the attention factor of RoPE.
 
     The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),
     in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
@@ -358,7 +359,8 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
     """
     base = checks.check_base(base)
     dim = rotary_dim(head_dim, rope_type, **params)  # also checks rope_type and its parameters
-    return _RULES[rope_type](dim, base, params)
+    hi, lo, attention = _RULES[rope_type](dim, base, params)
+    return Frequencies(hi, lo, attention)
 
 
 def rotary_frequencies(head_dim: int, base: float = 10000.0, *, rope_type: str = "default", **params: Any) -> tuple[np.ndarray, float]:
@@ -388,8 +390,8 @@ def rotary_frequencies(head_dim: int, base: float = 10000.0, *, rope_type: str =
     original_max_position_embeddings``. Odd ``head_dim``, an unknown ``rope_type``, and
     missing, unknown or contradictory parameters raise errors naming the parameter.
     """
-    hi, _, attention = rotary_parts(head_dim, base, rope_type, **params)
-    return np.array(hi), float(attention)
+    frequencies = rope_frequencies(head_dim, base, rope_type, **params)
+    return np.array(frequencies.hi), float(frequencies.attention)
 
 
 def rotary_cos_sin(
@@ -407,10 +409,10 @@ def rotary_cos_sin(
     """
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
-    w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
+    frequencies = rope_frequencies(head_dim, base, rope_type, **params)
     positions = tables.as_positions(positions)
     checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
-    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
+    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype)
 
 
 def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, layout: str = "half") -> np.ndarray:
@@ -507,9 +509,9 @@ def convert_rotary_layout(
 LENGTH_DEPENDENT = ("dynamic", "longrope")
 
 
-def module_parts(head_dim, base, rope_type, params, seq_len):
-    """``rotary_parts`` for a rotary module's forward: ``seq_len`` (largest position + 1) is
+def module_frequencies(head_dim, base, rope_type, params, seq_len) -> Frequencies:
+    """``rope_frequencies`` for a rotary module's forward: ``seq_len`` (largest position + 1) is
     supplied to the rope types that read it, unless ``params`` fix ``seq_len`` themselves."""
     if rope_type in LENGTH_DEPENDENT and params.get("seq_len") is None and seq_len is not None:
         params = {**params, "seq_len": seq_len}
-    return rotary_parts(head_dim, base, rope_type, **params)
+    return rope_frequencies(head_dim, base, rope_type, **params)
