@@ -76,6 +76,10 @@ class Positions:
         return None if self.shape is None else count
 
 
+def _no_out(out, shape, dtype, device):
+    raise TypeError(f"out must be None: the framework's arrays are immutable, got {type(out).__name__}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """One framework as the generic front sees it; each front fills one in."""
@@ -95,7 +99,7 @@ class Spec:
     empty: Callable[..., np.ndarray] = np.empty  # NumPy memory the framework can adopt (shape, dtype)
     traced: Callable[[], bool] = lambda: False  # inside a compiler's trace: positional_encoding builds no NumPy table
     whole: Callable[..., Any] | None = None  # the WHOLE route compiled by the framework: (positions, w_hi, w_lo, dtype, layout, width)
-    out: Callable[..., tuple[Any, np.ndarray | None]] | None = None  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
+    out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
 
     @property
@@ -208,26 +212,31 @@ def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
     return table
 
 
+def _on_host(spec, shape, dtype, place, out, build):
+    """``build(array)`` writes a table of ``shape`` into NumPy memory: ``out``'s own where NumPy can
+    write it (torch on the CPU), else fresh memory the framework adopts (copied into ``out``)."""
+    memory = None
+    if out is not None:
+        out, memory = spec.out(out, shape, dtype, place)
+    table = build(spec.empty(shape, _built(spec.xp, dtype)) if memory is None else memory)
+    if memory is not None:
+        return out
+    table = spec.adopt(table, dtype, place)
+    return table if out is None else out.copy_(table)  # only torch takes out=
+
+
 def _encode(spec, positions, d_model, chosen, dtype, out=None, frequencies=None):
     # encode after its checks: the positions taken in, the convention resolved. ``frequencies``: its
     # frequency record made beforehand (torch.compile cannot trace the decimal arithmetic that makes it).
     if positions.size is not None and not positions.traced:
         checks.check_entries("positions.size * d_model", (positions.size, d_model))
-    memory = None
-    if out is not None:
-        out, memory = spec.out(out, (*positions.shape, d_model), dtype, positions.place)
     route = routes.choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
-    if route != routes.HOST:
-        frequencies = frequencies or chosen.frequency_record(d_model)
-        table = _sinusoid(spec, route, positions.tensor, d_model, chosen, frequencies, dtype)
-        return table if out is None else out.copy_(table)  # only torch takes out=
-    host = positions.host()
-    table = spec.empty((*host.shape, d_model), _built(spec.xp, dtype)) if memory is None else memory
-    tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table)
-    if memory is not None:
-        return out
-    table = spec.adopt(table, dtype, positions.place)
-    return table if out is None else out.copy_(table)
+    if route == routes.HOST:
+        host = positions.host()
+        return _on_host(spec, (*host.shape, d_model), dtype, positions.place, out,
+                        lambda table: tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table))
+    table = _sinusoid(spec, route, positions.tensor, d_model, chosen, frequencies or chosen.frequency_record(d_model), dtype)
+    return table if out is None else spec.out(out, (*positions.shape, d_model), dtype, positions.place)[0].copy_(table)
 
 
 def encode(
@@ -272,15 +281,8 @@ def positional_encoding(
     if spec.traced():  # in a graph: encode's rows, in the framework's operations
         return _encode(spec, _arange(spec, length, device), d_model, chosen, dtype, out)
     checks.check_entries("length * d_model", (length, d_model))
-    memory = None
-    if out is not None:
-        out, memory = spec.out(out, (length, d_model), dtype, device)
-    table = spec.empty((length, d_model), _built(spec.xp, dtype)) if memory is None else memory
-    tables.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table)
-    if memory is not None:
-        return out
-    tensor = spec.adopt(table, dtype, device if out is None else out.device)
-    return tensor if out is None else out.copy_(tensor)
+    return _on_host(spec, (length, d_model), dtype, device, out,
+                    lambda table: tables.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table))
 
 
 def _arange(spec, length, device=None):

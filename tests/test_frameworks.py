@@ -165,13 +165,9 @@ def only(*names):
 SHARED = ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", "grid_encoding", "convert_layout",
           "convert_rotary_layout", "rotary_frequencies", "rotary_permutation", "PositionalEncoding", "RotaryEmbedding",
           "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType"]
-# Not in the TensorFlow front: M-RoPE in the Keras layer (mrope_section, mrope_interleaved) and
-# from_config. A Keras layer's from_config is Keras' own (it rebuilds the layer from get_config's
-# dict when a model is loaded), so it cannot be the reader of a transformers config; without it
-# no per-layer-type layer is needed, and the M-RoPE configs it would read have no reader either.
+# Not in the TensorFlow front: a per-layer-type layer (Gemma 3's configs); the Keras layer reads
+# one layer type of such a config at a time (from_config(config, layer_type=...)).
 NOT_IN_TENSORFLOW = {"RotaryEmbeddingPerLayerType"}
-# The Keras layer's arguments lack M-RoPE's (above) and form: it has one output, cos and sin per channel.
-NOT_IN_THE_KERAS_LAYER = {"form", "mrope_section", "mrope_interleaved"}
 
 
 # Names and arguments.
@@ -196,8 +192,7 @@ def test_each_front_exports_the_shared_names_with_the_same_arguments(name):
     assert torch_args == jax_args
     if "tensorflow" in apis:
         tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params")]
-        lacking = NOT_IN_THE_KERAS_LAYER if name == "RotaryEmbedding" else set()
-        assert [a for a in torch_args if a not in lacking] == tf_args
+        assert torch_args == tf_args
     else:
         assert not hasattr(MAKERS["tensorflow"]().api, name)
 
