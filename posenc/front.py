@@ -25,6 +25,7 @@ from .rope import axial, configs, rotary
 from .sinusoidal import conventions, grid, tables
 
 __all__ = [
+    "NAMES",
     "Positions",
     "RotaryModule",
     "SinusoidalModule",
@@ -40,6 +41,10 @@ __all__ = [
     "rotary_cos_sin",
 ]
 
+# The names every front exports; each adds what its framework alone has.
+NAMES = ["DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "axial_cos_sin",
+         "convert_layout", "convert_rotary_layout", "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding",
+         "rotary_cos_sin", "rotary_frequencies", "rotary_permutation"]
 NUMPY = backend("numpy")
 # The framework's tensor and dtype in the generic signatures; ``bound`` writes each front's own.
 Tensor = Any
@@ -410,11 +415,20 @@ def _check_input(spec, x, d_model=None):
 
 
 class SinusoidalModule:
-    """What a front's ``PositionalEncoding`` holds and decides, mixed into its module class.
+    """Add the sinusoidal table to batch-first embeddings, then apply dropout.
 
-    The class sets ``_spec`` and ``_first_rows(x)`` (the table's first ``seq`` rows: the torch
-    and Flax modules grow their table, Keras' layer computes the rows past it in the call).
+    Called with ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq, d_model)``), it returns
+    ``dropout(x + PE[:seq])``, same shape; given ``positions`` (``(batch, seq)`` or ``(seq,)``:
+    packed sequences, a decoding step's index, as Flax's lm1b example, keras-hub's
+    ``SinePositionEncoding`` and MaxText take them), ``dropout(x + encode(positions))``.
+    ``convention``, ``base``, ``layout`` and ``options`` choose the table as in
+    ``positional_encoding`` (row ``k`` holds position ``offset + k``); ``self.convention`` is the
+    resolved one, ``self.pe`` the table.
     """
+
+    # Mixed into each front's module class, which sets _spec and _first_rows(x): the table's
+    # first seq rows (the torch and Flax modules grow their table, Keras' layer computes the rows
+    # past it in the call).
 
     _spec: ClassVar[Spec]
     d_model: int
@@ -507,6 +521,7 @@ class RotaryModule:
 
     FORMS = ("channels", "pairs", "complex")
     _spec: ClassVar[Spec]
+    _per_layer_type: ClassVar[Any] = None  # the front's RotaryEmbeddingPerLayerType
     head_dim: int
     base: float
     rope_type: str
@@ -539,11 +554,11 @@ class RotaryModule:
         read whole, the head size, the family's layout and output form. A config with rope parameters
         per layer type (Gemma 3) gives, without ``layer_type``, a ``RotaryEmbeddingPerLayerType``
         (called with the layer type, as the model calls it)."""
-        return configs.module_from_config(cls, cls._per_layer_type(), config, layer_type)
-
-    @classmethod
-    def _per_layer_type(cls) -> Any:
-        return None
+        types = configs.layer_types(config)
+        if cls._per_layer_type is None and layer_type is None and types is not None:
+            raise ValueError(f"layer_type must name one of {', '.join(map(repr, types))} (the config's rope parameters are per "
+                             f"layer type, and this front has no per-layer-type {cls.__name__}), got None")
+        return configs.module_from_config(cls, cls._per_layer_type, config, layer_type)
 
     @property
     def axes(self) -> np.ndarray | None:

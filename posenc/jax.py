@@ -24,29 +24,12 @@ from . import front
 from .engine import checks
 from .engine.backends import backend
 from .rope import configs
-from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation  # noqa: F401
 from .sinusoidal import conventions, tables
-from .sinusoidal.layouts import convert_layout
+from .sinusoidal.layouts import convert_layout  # noqa: F401
 
-__all__ = [
-    "DTYPES",
-    "ROPE_TYPES",
-    "ROTARY_LAYOUTS",
-    "PositionalEncoding",
-    "RotaryEmbedding",
-    "RotaryEmbeddingPerLayerType",
-    "apply_rotary",
-    "axial_cos_sin",
-    "convert_layout",
-    "convert_rotary_layout",
-    "encode",
-    "grid_encoding",
-    "mrope_cos_sin",
-    "positional_encoding",
-    "rotary_cos_sin",
-    "rotary_frequencies",
-    "rotary_permutation",
-]
+# The names every front has (front.NAMES: those imported with noqa above are re-exported), then its own.
+__all__ = [*front.NAMES, "RotaryEmbeddingPerLayerType"]
 
 
 def _as_dtype(dtype):
@@ -115,17 +98,11 @@ class _Table(nnx.Variable):
 
 
 class PositionalEncoding(front.SinusoidalModule, nnx.Module):
-    """Add the sinusoidal table to batch-first embeddings, then apply dropout (Flax NNX).
-
-    ``module(x, positions=None)``: ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq,
-    d_model)``) returns ``dropout(x + PE[:seq])`` in ``x``'s dtype; given ``positions``
-    (``(batch, seq)`` or ``(seq,)``: packed sequences, a decoding step's index, as Flax's lm1b
-    example takes them), ``dropout(x + encode(positions))``, under ``jit`` too. The table is
-    ``self.pe`` (a ``Variable``, not a ``nnx.Param``: optimizers that update ``nnx.Param``
-    leave it alone); a sequence longer than ``max_len`` grows it. ``convention``, ``base``,
-    ``layout`` and ``options`` as in ``positional_encoding``; ``self.convention`` is the
-    resolved one. ``rngs``: ``nnx.Rngs`` with a ``dropout`` stream, needed only for
-    ``dropout > 0`` in training mode. From Linen: ``flax.nnx.bridge.to_linen``.
+    __doc__ = f"""{front.SinusoidalModule.__doc__}
+    Flax NNX: ``module(x, positions=None)``, in ``x``'s dtype, under ``jit`` too; ``self.pe`` is a
+    ``Variable``, not a ``nnx.Param`` (optimizers leave it alone), grown for a longer sequence.
+    ``rngs``: ``nnx.Rngs`` with a ``dropout`` stream, needed only for ``dropout > 0`` in training
+    mode. From Linen: ``flax.nnx.bridge.to_linen``.
     """
 
     _spec = SPEC
@@ -149,42 +126,15 @@ class PositionalEncoding(front.SinusoidalModule, nnx.Module):
         return self.pe[...][: x.shape[-2]]
 
 
-class RotaryEmbedding(front.RotaryModule, nnx.Module):
-    __doc__ = f"""{front.RotaryModule.__doc__}
-    Flax NNX: ``module(x, position_ids)``. ``inv_freq`` is NumPy float64 (JAX holds no float64
-    with x64 off). Under ``jit``, ``dynamic`` and ``longrope`` need ``seq_len=`` in ``params``.
-    ``rngs`` is taken as Flax modules take it (``nnx.bridge.to_linen`` passes it) and unused.
-    """
-
-    _spec = SPEC
-
-    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
-                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 rngs: nnx.Rngs | None = None, **params: Any) -> None:
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
-
-    @classmethod
-    def _per_layer_type(cls) -> type:
-        return RotaryEmbeddingPerLayerType
-
-    @property
-    def inv_freq(self) -> np.ndarray:
-        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length, NumPy."""
-        return self._inv_freq()
-
-    def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
-        return self._cos_sin(x, position_ids)
-
-
 class RotaryEmbeddingPerLayerType(nnx.Module):
     """One ``RotaryEmbedding`` per layer type, as ``posenc.torch.RotaryEmbeddingPerLayerType``:
     ``module(x, position_ids, layer_type)`` calls that type's module (Gemma 3's sliding and full
     attention turn at different bases); ``module[layer_type]`` is that module."""
 
-    def __init__(self, modules: dict[str, RotaryEmbedding]) -> None:
+    def __init__(self, modules: dict[str, "RotaryEmbedding"]) -> None:
         self.modules = nnx.Dict(modules)
 
-    def __getitem__(self, layer_type: str) -> RotaryEmbedding:
+    def __getitem__(self, layer_type: str) -> "RotaryEmbedding":
         return self.modules[configs.check_layer_type(layer_type, self)]
 
     def __iter__(self) -> Iterator[str]:
@@ -197,3 +147,27 @@ class RotaryEmbeddingPerLayerType(nnx.Module):
         self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike, layer_type: str
     ) -> tuple[jax.Array, jax.Array] | jax.Array:
         return self[layer_type](x, position_ids)
+
+
+class RotaryEmbedding(front.RotaryModule, nnx.Module):
+    __doc__ = f"""{front.RotaryModule.__doc__}
+    Flax NNX: ``module(x, position_ids)``. ``inv_freq`` is NumPy float64 (JAX holds no float64
+    with x64 off). Under ``jit``, ``dynamic`` and ``longrope`` need ``seq_len=`` in ``params``.
+    ``rngs`` is taken as Flax modules take it (``nnx.bridge.to_linen`` passes it) and unused.
+    """
+
+    _spec = SPEC
+    _per_layer_type = RotaryEmbeddingPerLayerType
+
+    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
+                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
+                 rngs: nnx.Rngs | None = None, **params: Any) -> None:
+        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
+
+    @property
+    def inv_freq(self) -> np.ndarray:
+        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length, NumPy."""
+        return self._inv_freq()
+
+    def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
+        return self._cos_sin(x, position_ids)

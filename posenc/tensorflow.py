@@ -30,33 +30,14 @@ import tensorflow as tf
 from . import front
 from .engine import checks, kernels
 from .engine.backends import backend
-from .forensics.grids import diagnose_grid, identify_grid
-from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .forensics.grids import diagnose_grid, identify_grid  # noqa: F401
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation  # noqa: F401
 from .sinusoidal import conventions, tables
-from .sinusoidal.grid import list_grid_conventions
-from .sinusoidal.layouts import convert_layout
+from .sinusoidal.grid import list_grid_conventions  # noqa: F401
+from .sinusoidal.layouts import convert_layout  # noqa: F401
 
-__all__ = [
-    "DTYPES",
-    "ROPE_TYPES",
-    "ROTARY_LAYOUTS",
-    "PositionalEncoding",
-    "RotaryEmbedding",
-    "apply_rotary",
-    "axial_cos_sin",
-    "convert_layout",
-    "convert_rotary_layout",
-    "diagnose_grid",
-    "encode",
-    "grid_encoding",
-    "identify_grid",
-    "list_grid_conventions",
-    "mrope_cos_sin",
-    "positional_encoding",
-    "rotary_cos_sin",
-    "rotary_frequencies",
-    "rotary_permutation",
-]
+# The names every front has (front.NAMES: those imported with noqa above are re-exported), then its own.
+__all__ = [*front.NAMES, "diagnose_grid", "identify_grid", "list_grid_conventions"]
 
 TF = backend("tensorflow")
 # What keras.layers.Layer takes (its named arguments, and the two it still pops from **kwargs):
@@ -198,18 +179,12 @@ apply_rotary = front.bound(front.apply_rotary, SPEC)
 
 @keras.saving.register_keras_serializable(package="posenc")
 class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
-    """Add the sinusoidal table to batch-first embeddings, then apply dropout.
-
-    ``call(x, positions=None)``: ``x`` of shape ``(batch, seq, d_model)`` returns ``dropout(x +
-    PE[:seq])`` in the layer's compute dtype (Keras casts float inputs to it: pass ``dtype=`` or
-    a mixed-precision policy); given ``positions`` (``(batch, seq)`` or ``(seq,)``: packed
-    sequences, a decoding step's index), ``dropout(x + encode(positions))``. The first
-    ``max_len`` rows are computed once (``self.pe``); a longer sequence (the length may be
-    unknown until run time) gets its remaining rows computed in the call. ``convention`` (a
-    preset name or a ``posenc.sinusoidal.conventions.Convention``), ``base``, ``layout`` and
-    the source's own options (``max_timescale=...``, ``offset``, ``padding_idx``: keywords
-    beside Keras' own ``name``, ``dtype``, ...) choose the table as in ``positional_encoding``;
-    ``self.convention`` is the resolved one, saved whole by ``get_config``.
+    __doc__ = f"""{front.SinusoidalModule.__doc__}
+    Keras: ``call(x, positions=None)``, in the layer's compute dtype (Keras casts float inputs to
+    it: pass ``dtype=`` or a mixed-precision policy). ``self.pe`` holds the first ``max_len`` rows;
+    the call computes the rows past them (the length may be unknown until run time). The
+    convention's options are keywords beside Keras' own (``name``, ``dtype``, ...);
+    ``get_config`` saves the resolved convention whole.
     """
 
     _spec = SPEC

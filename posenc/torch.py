@@ -21,36 +21,15 @@ from torch import nn
 from . import front
 from .engine import checks
 from .engine.backends import backend
-from .forensics.grids import diagnose_grid, identify_grid
+from .forensics.grids import diagnose_grid, identify_grid  # noqa: F401
 from .rope import configs
-from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation  # noqa: F401
 from .sinusoidal import conventions, tables
-from .sinusoidal.grid import list_grid_conventions
-from .sinusoidal.layouts import convert_layout
+from .sinusoidal.grid import list_grid_conventions  # noqa: F401
+from .sinusoidal.layouts import convert_layout  # noqa: F401
 
-__all__ = [
-    "DTYPES",
-    "ROPE_TYPES",
-    "ROTARY_LAYOUTS",
-    "PositionalEncoding",
-    "RotaryEmbedding",
-    "RotaryEmbeddingPerLayerType",
-    "apply_rotary",
-    "axial_cos_sin",
-    "convert_layout",
-    "convert_rotary_layout",
-    "diagnose_grid",
-    "encode",
-    "grid_encoding",
-    "identify_grid",
-    "list_grid_conventions",
-    "mrope_cos_sin",
-    "positional_encoding",
-    "resample_abs_pos_embed",
-    "rotary_cos_sin",
-    "rotary_frequencies",
-    "rotary_permutation",
-]
+# The names every front has (front.NAMES: those imported with noqa above are re-exported), then its own.
+__all__ = [*front.NAMES, "RotaryEmbeddingPerLayerType", "diagnose_grid", "identify_grid", "list_grid_conventions", "resample_abs_pos_embed"]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32).
 _NUMPY = (torch.float16, torch.float32, torch.float64)
@@ -106,16 +85,9 @@ apply_rotary = front.bound(front.apply_rotary, SPEC)
 
 
 class PositionalEncoding(front.SinusoidalModule, nn.Module):
-    """Add the sinusoidal table to batch-first embeddings, then apply dropout.
-
-    ``forward(x, positions=None)``: ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq,
-    d_model)``) returns ``dropout(x + PE[:seq])``, same shape and dtype as ``x``; given
-    ``positions`` (``(batch, seq)`` or ``(seq,)``: packed sequences, a decoding step's index),
-    ``dropout(x + encode(positions))``. The table is a non-persistent buffer: it follows
-    ``.to(device)`` and stays out of ``state_dict``. A sequence longer than ``max_len`` grows
-    the table to that length. ``convention``, ``base``, ``layout`` and ``options`` choose the
-    table as in ``positional_encoding`` (row ``k`` holds position ``offset + k``);
-    ``self.convention`` is the resolved one.
+    __doc__ = f"""{front.SinusoidalModule.__doc__}
+    torch: ``forward(x, positions=None)``, in ``x``'s dtype. The table is a non-persistent buffer:
+    it follows ``.to(device)`` and stays out of ``state_dict``; a longer sequence grows it.
     """
 
     _spec = SPEC
@@ -141,12 +113,24 @@ class PositionalEncoding(front.SinusoidalModule, nn.Module):
         return self.pe[: x.shape[-2]]
 
 
+class RotaryEmbeddingPerLayerType(nn.ModuleDict):
+    """One ``RotaryEmbedding`` per layer type: ``forward(x, position_ids, layer_type)`` calls
+    that type's module, as Gemma 3's rotary module is called (sliding and full attention
+    turn at different bases)."""
+
+    def forward(
+        self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
+    ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
+        return self[configs.check_layer_type(layer_type, self)](x, position_ids)
+
+
 class RotaryEmbedding(front.RotaryModule, nn.Module):
     __doc__ = f"""{front.RotaryModule.__doc__}
     torch: ``forward(x, position_ids)``, like transformers' rotary modules.
     """
 
     _spec = SPEC
+    _per_layer_type = RotaryEmbeddingPerLayerType
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
@@ -154,10 +138,6 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
         super().__init__()
         self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
         self._state.constants(torch.empty(0))
-
-    @classmethod
-    def _per_layer_type(cls) -> type:
-        return RotaryEmbeddingPerLayerType
 
     @property
     def inv_freq(self) -> torch.Tensor:
@@ -172,17 +152,6 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
         module = super()._apply(fn, recurse)
         self._state.constants(fn(torch.empty(0)))
         return module
-
-
-class RotaryEmbeddingPerLayerType(nn.ModuleDict):
-    """One ``RotaryEmbedding`` per layer type: ``forward(x, position_ids, layer_type)`` calls
-    that type's module, as Gemma 3's rotary module is called (sliding and full attention
-    turn at different bases)."""
-
-    def forward(
-        self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
-    ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
-        return self[configs.check_layer_type(layer_type, self)](x, position_ids)
 
 
 def resample_abs_pos_embed(
