@@ -91,7 +91,7 @@ class Spec:
 
     module: str  # the front's module ("posenc.torch"): the bound functions live there
     xp: Backend  # its entry in the backend table
-    tensor: str  # its tensor in messages and signatures ("torch.Tensor")
+    tensor: str  # its tensor in signatures and messages ("torch.Tensor")
     dtype: str  # its dtype in signatures ("torch.dtype")
     dtype_names: str  # the dtypes allowed, spelled for messages
     default_dtype: Callable[[], Any]
@@ -105,6 +105,7 @@ class Spec:
     traced: Callable[[], bool] = lambda: False  # inside a compiler's trace: positional_encoding builds no NumPy table
     whole: Callable[..., Any] | None = None  # the WHOLE route compiled by the framework: (positions, w_hi, w_lo, dtype, layout, width)
     out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
+    accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
 
     @property
@@ -408,7 +409,7 @@ def apply_rotary(spec: Spec, x: Tensor, cos: Tensor, sin: Tensor, *, layout: str
 
 def _check_input(spec, x, d_model=None):
     if not spec.is_tensor(x):
-        raise TypeError(f"x must be a {spec.tensor}, got {type(x).__name__}")
+        raise TypeError(f"x must be a {spec.accepts or spec.tensor}, got {type(x).__name__}")
     if d_model is not None:
         checks.check_input_width(tuple(x.shape), d_model)
     return x

@@ -77,7 +77,7 @@ def _as_array(value: object, name: str) -> jax.Array:
 
 
 SPEC = front.Spec(
-    module=__name__, xp=backend("jax"), tensor="JAX or NumPy array", dtype="jax.typing.DTypeLike",
+    module=__name__, xp=backend("jax"), tensor="jax.Array", accepts="jax.Array or numpy.ndarray", dtype="jax.typing.DTypeLike",
     dtype_names="jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64 (with jax_enable_x64) or None",
     default_dtype=lambda: jnp.dtype(jnp.float32), as_dtype=_as_dtype,
     is_tensor=lambda value: isinstance(value, (jax.Array, np.ndarray)), intake=_intake, adopt=_adopt, complex=jax.lax.complex,
