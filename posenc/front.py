@@ -51,7 +51,7 @@ Tensor = Any
 DType = Any
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)  # not frozen: made in every call, where a frozen one costs a microsecond
 class Positions:
     """A call's positions, checked (``Spec.intake``).
 
@@ -107,10 +107,10 @@ class Spec:
     out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
     accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
+    dtypes: tuple = dataclasses.field(init=False)  # the float dtypes the front builds in
 
-    @property
-    def dtypes(self) -> tuple:
-        return (self.xp.float16, self.xp.bfloat16, self.xp.float32, self.xp.float64)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", (self.xp.float16, self.xp.bfloat16, self.xp.float32, self.xp.float64))
 
 
 P = ParamSpec("P")
@@ -313,12 +313,13 @@ def grid_encoding(
 # RoPE.
 
 
-def _rope(spec, positions, frequencies, layout, dtype, form="channels", constants=None):
+def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=None):
     """RoPE's ``(cos, sin)`` (``form`` "channels" or "pairs") or ``cos + i sin`` ("complex", complex64;
     complex128 for float64) at checked ``positions`` (``(axes, ...)`` where the frequencies have axes).
 
-    ``constants``: a rotary module's frequencies on the positions' device (``_RotaryState.constants``);
-    given, a call of few angles takes the rounded route.
+    ``state``: a rotary module's ``_RotaryState`` when ``frequencies`` are its fixed ones: the
+    framework's kernels then take them from its tensors on the device, and a call of few angles
+    takes the rounded route.
     """
     xp = spec.xp
     complex_ = form == "complex"
@@ -329,17 +330,23 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", constant
     count = positions.size
     if count is not None and frequencies.groups is not None:
         count //= max(1, positions.shape[0])
-    angles = None if constants is None or count is None else count * len(frequencies)
+    angles = None if state is None or count is None else count * state.pairs
     route = routes.choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
     if route == routes.HOST:
         c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.host(), frequencies, layout, _built(xp, out), form)
-        c, s = spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place)
-    elif route == routes.FEW and frequencies.groups is None:
+        return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
+    w = None
+    if state is not None and xp.has_float64:
+        w, frequencies = state.on(positions.tensor, positions.traced, positions.place)
+    if route == routes.FEW and frequencies.groups is None:
         # A decoding step: the frequencies kept on the device, spread over the channels already.
-        s, c = kernels.rounded_sin_cos(xp, positions.tensor, constants(positions.tensor), out, frequencies.attention)
-    else:
-        tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
-        c, s = kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form)
+        s, c = kernels.rounded_sin_cos(xp, positions.tensor, w, out, frequencies.attention)
+        return _complex_or(spec, complex_, c, s)
+    tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
+    return _complex_or(spec, complex_, *kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form))
+
+
+def _complex_or(spec, complex_, c, s):
     return spec.complex(c, s) if complex_ else (c, s)
 
 
@@ -480,21 +487,29 @@ class SinusoidalModule:
 
 class _RotaryState:
     """A rotary module's frequencies: fixed at construction, the last length's (dynamic, longrope),
-    and the fixed ones on each device a decoding step runs on. A plain object: Flax keeps it as a
-    static attribute and Keras does not track it."""
+    and the fixed ones on each device. A plain object: Flax keeps it as a static attribute and
+    Keras does not track it."""
 
     def __init__(self, spec, fixed, layout, form):
-        self.spec, self.fixed, self.latest = spec, fixed, {}
-        w = fixed.hi if form != "channels" else kernels.spread(NUMPY, fixed.hi, layout)
-        self.w, self.on_device = np.array(w), {}
+        self.spec, self.fixed, self.latest, self.on_device = spec, fixed, {}, {}
+        self.w = np.array(fixed.hi if form != "channels" else kernels.spread(NUMPY, fixed.hi, layout))
+        self.pairs = len(fixed)
 
-    def constants(self, like):
-        """``w`` (float64) on ``like``'s device: made once per device, so a decoding step converts no
-        NumPy array; kept out of the modules' buffers, so ``.to(bfloat16)`` cannot round it."""
-        key = like.device
-        if key not in self.on_device:
-            self.on_device = {**self.on_device, key: self.spec.xp.constant(self.w, self.spec.xp.float64, like)}
-        return self.on_device[key]
+    def on(self, like, traced=False, key=None):
+        """``(w, frequencies)`` as float64 tensors on ``like``'s device (``key``, when the caller has it): ``w`` (spread over the channels
+        for ``form="channels"``) for the rounded route, the fixed frequencies for the framework's
+        kernels. Made once per device (not in a trace: TF's would belong to its graph; torch's module
+        makes them at construction and on ``.to(device)``), so a call converts no NumPy array, which
+        torch.compile would trace; kept out of the modules' buffers, so ``.to(bfloat16)`` cannot round them."""
+        key = like.device if key is None else key
+        if key in self.on_device:
+            return self.on_device[key]
+        xp = self.spec.xp
+        hi, lo, w = (xp.constant(a, xp.float64, like) for a in (self.fixed.hi, self.fixed.lo, self.w))
+        made = w, dataclasses.replace(self.fixed, hi=hi, lo=lo)
+        if not traced:
+            self.on_device = {**self.on_device, key: made}
+        return made
 
 
 class RotaryModule:
@@ -574,10 +589,10 @@ class RotaryModule:
         return np.array(self._state.fixed.hi)
 
     def _frequencies(self, positions):
-        """The frequencies of this call, and the device constants when they are the fixed ones."""
+        """The frequencies of this call, and the module's state when they are the fixed ones."""
         state = self._state
         if self.rope_type not in rotary.LENGTH_DEPENDENT or self.params.get("seq_len") is not None:
-            return state.fixed, state.constants
+            return state.fixed, state
         seq_len = None
         if positions.shape is None or positions.size != 0:
             largest = positions.largest()
@@ -598,8 +613,8 @@ class RotaryModule:
         positions = spec.intake(position_ids, x)
         if self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
             positions = _text_rows(spec, positions)
-        frequencies, constants = self._frequencies(positions)
-        return _rope(spec, positions, frequencies, self.layout, dtype, self.form, constants)
+        frequencies, state = self._frequencies(positions)
+        return _rope(spec, positions, frequencies, self.layout, dtype, self.form, state)
 
     def _config(self) -> dict[str, Any]:
         """The arguments that rebuild the module."""

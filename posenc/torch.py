@@ -36,21 +36,21 @@ _NUMPY = (torch.float16, torch.float32, torch.float64)
 
 
 def _intake(positions, like=None):
+    compiling = torch.compiler.is_compiling()
     if not isinstance(positions, torch.Tensor):
         # Lists go through NumPy so Python floats keep float64 (torch would make float32).
         positions = torch.from_numpy(tables.as_positions(positions))
-    else:
-        dtype = positions.dtype
-        kind = "b" if dtype == torch.bool else "c" if dtype.is_complex else "f" if dtype.is_floating_point else "i"
-        if front.check_kind(kind, dtype) == "f" and not torch.compiler.is_compiling():
-            # A compiled graph cannot branch on values: there the check would be a graph break.
+    elif positions.is_floating_point():
+        if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
             checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
+    elif positions.dtype == torch.bool or positions.is_complex():
+        front.check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
         positions = positions.to(getattr(like, "device", like))
-    traced = torch.compiler.is_compiling()
-    host = None if traced or positions.device.type != "cpu" else lambda: positions.detach().to(torch.float64).numpy()
+    device = positions.device
+    host = None if compiling or device.type != "cpu" else lambda: positions.detach().to(torch.float64).numpy()
     # The largest position: a value, so a graph break under torch.compile.
-    return front.Positions(positions, tuple(positions.shape), traced, host, positions.device, lambda: float(positions.max()))
+    return front.Positions(positions, tuple(positions.shape), compiling, host, device, lambda: float(positions.max()))
 
 
 def _adopt(array, dtype, device=None):
@@ -137,7 +137,7 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
                  **params: Any) -> None:
         super().__init__()
         self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
-        self._state.constants(torch.empty(0))
+        self._state.on(torch.empty(0))
 
     @property
     def inv_freq(self) -> torch.Tensor:
@@ -150,7 +150,7 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
     def _apply(self, fn, recurse=True):
         # .to(device), .cuda(), ...: the frequencies follow to the new device, as float64.
         module = super()._apply(fn, recurse)
-        self._state.constants(fn(torch.empty(0)))
+        self._state.on(fn(torch.empty(0)))
         return module
 
 
