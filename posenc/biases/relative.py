@@ -9,6 +9,7 @@ relative position ``j - (key_offset + i)`` only is constant along each diagonal 
 """
 
 import numpy as np
+import numpy.typing as npt
 
 from ..engine import checks
 
@@ -44,7 +45,7 @@ def relative_positions(query_length: int, key_length: int, key_offset: int = 0) 
     return np.arange(-(key_offset + query_length - 1), key_length - key_offset, dtype=np.int64)
 
 
-def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype=None) -> np.ndarray:
+def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype: npt.DTypeLike | None = None) -> np.ndarray:
     """``values`` of shape ``(..., query_length + key_length - 1)``, one per relative position
     as ``relative_positions`` orders them, spread to ``(..., query_length, key_length)``:
     ``out[..., i, j] = values[..., j - i + query_length - 1]``, a new array of ``dtype``

@@ -72,6 +72,14 @@ def _log_bins(distance, max_exact, max_distance, count):
     return (log / np.float32(math.log(max_distance / max_exact)) * np.float32(count)).astype(np.int64)
 
 
+def _side_buckets(distance, num_buckets, max_distance):
+    """The bucket of each ``distance >= 0`` among the ``num_buckets`` of one direction."""
+    max_exact = num_buckets // 2
+    # Bins for the small distances too (unused there), from max_exact: log(0) would warn.
+    bins = _log_bins(np.maximum(distance, max_exact), max_exact, max_distance, num_buckets - max_exact)
+    return np.where(distance < max_exact, distance, np.minimum(max_exact + bins, num_buckets - 1))
+
+
 def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional: bool = True, num_buckets: int = 32,
                              max_distance: int = 128) -> np.ndarray:
     """T5's bucket (int64, in ``[0, num_buckets)``) of each relative position ``key - query``
@@ -80,16 +88,15 @@ def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional:
     position = _as_relative_positions(relative_position, max_distance)
     if bidirectional:
         num_buckets //= 2
-        buckets = (position > 0) * np.int64(num_buckets)
         distance = np.abs(position)
     else:
-        buckets = np.zeros(position.shape, np.int64)
         distance = -np.minimum(position, 0)
-    max_exact = num_buckets // 2
-    small = distance < max_exact
-    # Bins for the small distances too (unused there), from max_exact: log(0) would warn.
-    bins = _log_bins(np.maximum(distance, max_exact), max_exact, max_distance, num_buckets - max_exact)
-    return buckets + np.where(small, distance, np.minimum(max_exact + bins, num_buckets - 1))
+    if distance.size > max_distance:
+        # The clipped distances take max_distance + 1 values: bucket those, then look up.
+        side = _side_buckets(np.arange(max_distance + 1), num_buckets, max_distance)[distance]
+    else:
+        side = _side_buckets(distance, num_buckets, max_distance)
+    return side + (position > 0) * np.int64(num_buckets) if bidirectional else side
 
 
 def _check_table(table, num_buckets):
