@@ -9,10 +9,14 @@ direction, ``max_exact`` (half of them) hold the distances ``0 .. max_exact - 1`
 the rest cover ``max_exact .. max_distance`` in logarithmically growing bins, and every
 distance from ``max_distance`` on shares the last bucket: resolution near the query, reach far
 from it. The bin of a distance is ``max_exact + int(log(d / max_exact) / log(max_distance /
-max_exact) * (buckets - max_exact))`` computed in float32, as T5 does: some distances sit
-exactly on a bin edge in exact arithmetic (16, 32, 64 with the defaults), and float32 rounding
-decides their side, so the same float32 steps are taken here (log rounded once to float32,
-IEEE float32 quotient and product).
+max_exact) * (buckets - max_exact))`` computed in float32, as T5 does: some distances sit on a
+bin edge in exact arithmetic (16, 32, 64 with the defaults) or within a float32 rounding of one,
+and float32 decides their side, so the same float32 steps are taken here (the log rounded once
+to float32, IEEE float32 quotient and product). transformers on CPU takes its float32 log from
+SLEEF, within one unit in the last place but not always rounded to nearest: in a scan of 28262
+settings (both directions, ``num_buckets`` 4 to 259, ``max_distance`` 3 to 4096, every
+distance) 6 put one edge distance in the other bin (e.g. ``num_buckets=130, max_distance=108``,
+distance 48), none of them a released model's (32 buckets, 128: T5, mT5, UMT5, LongT5, ...).
 
 ``relative_position_bias`` looks the buckets up in a checkpoint's table (the
 ``relative_attention_bias.weight`` of shape ``(num_buckets, heads)``, unchanged) and returns
