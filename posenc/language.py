@@ -36,9 +36,8 @@ _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_l
 
 
 def _check(language: str | None) -> str | None:
-    if language is not None and not checks.is_one_of(language, LANGUAGES):
-        raise ValueError(f"language must be one of {', '.join(map(repr, LANGUAGES))} or None (the locale), got {language!r}")
-    return language
+    spelled = f"{', '.join(map(repr, LANGUAGES))} or None (the locale)"
+    return checks.check_choice(language, (*LANGUAGES, None), "language", spelled=spelled)
 
 
 def set_language(language: str | None) -> None:

@@ -161,8 +161,7 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
     (default ``length - 1``), normalised so panels share a y axis. Returns the ``Figure``;
     ``fig.axes`` holds the panels row by row (then the colorbar, for tables).
     """
-    if not checks.is_one_of(kind, ("table", "offset")):
-        raise ValueError(f"kind must be 'table' or 'offset', got {kind!r}")
+    checks.check_choice(kind, ("table", "offset"), "kind")
     length = checks.check_length(length)
     rows, cols = len(bases), len(d_models)
     figsize = figsize or (2.6 * cols + 1, 2.1 * rows + 0.4)

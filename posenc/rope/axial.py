@@ -261,8 +261,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
-    if not checks.is_one_of(text_resumes, RESUME_RULES):
-        raise ValueError(f"text_resumes must be one of {', '.join(map(repr, RESUME_RULES))}; got {text_resumes!r}")
+    checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")

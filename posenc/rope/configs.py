@@ -59,12 +59,7 @@ def _get(config, name, default=None):
 
 def _model_type(config):
     model_type = _get(config, "model_type")
-    if not checks.is_one_of(model_type, FAMILIES):
-        raise ValueError(
-            f"config.model_type must be one of the families posenc reads ({', '.join(sorted(FAMILIES))}), "
-            f"got {model_type!r}"
-        )
-    return model_type
+    return checks.check_choice(model_type, tuple(FAMILIES), "config.model_type")
 
 
 def layer_types(config: Any) -> list[str] | None:
@@ -78,9 +73,7 @@ def layer_types(config: Any) -> list[str] | None:
 
 def check_layer_type(layer_type: str, types: Any) -> str:
     """``layer_type`` if it is one of ``types`` (a per-layer-type module's keys), else a ValueError."""
-    if layer_type not in types:
-        raise ValueError(f"layer_type must be one of {', '.join(map(repr, types))}, got {layer_type!r}")
-    return layer_type
+    return checks.check_choice(layer_type, tuple(types), "layer_type")
 
 
 def module_from_config(module: Any, per_layer_type: Any, config: Any, layer_type: str | None = None) -> Any:
@@ -135,10 +128,7 @@ def rotary_arguments(config: Any, *, layer_type: str | None = None) -> dict[str,
     layout, form, mrope = FAMILIES[model_type]
     parameters = _rope_parameters(config, model_type, layer_type)
     rope_type = parameters.get("rope_type", "default")
-    if rope_type not in rotary.ROPE_TYPES:
-        raise ValueError(
-            f"config.rope_parameters['rope_type'] must be one of {', '.join(map(repr, rotary.ROPE_TYPES))}, got {rope_type!r}"
-        )
+    checks.check_choice(rope_type, rotary.ROPE_TYPES, "config.rope_parameters['rope_type']")
     required, optional = rotary._PARAMETERS[rope_type]
     known = set(_COMMON) | set(required) | set(optional) | (set(_MROPE) if mrope else set())
     unknown = sorted(set(parameters) - known)

@@ -66,9 +66,7 @@ _SHARED = ("partial_rotary_factor", "max_position_embeddings")
 
 
 def check_rotary_layout(layout):
-    if not checks.is_one_of(layout, ROTARY_LAYOUTS):
-        raise ValueError(f"layout must be one of {', '.join(map(repr, ROTARY_LAYOUTS))}; got {layout!r}")
-    return layout
+    return checks.check_choice(layout, ROTARY_LAYOUTS, "layout")
 
 
 def check_head_dim(head_dim):
@@ -80,8 +78,7 @@ def check_head_dim(head_dim):
 
 
 def _check_params(rope_type, params):
-    if not checks.is_one_of(rope_type, _PARAMETERS):
-        raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
+    checks.check_choice(rope_type, ROPE_TYPES, "rope_type")
     required, optional = _PARAMETERS[rope_type]
     allowed = set(required) | set(optional) | set(_SHARED)
     unknown = sorted(set(params) - allowed)

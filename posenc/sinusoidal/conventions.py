@@ -310,9 +310,7 @@ def changes_beyond_options(name: str, convention: Convention) -> int:
 
 
 def check_convention(name):
-    if not checks.is_one_of(name, _PRESETS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
-    return name
+    return checks.check_choice(name, NAMES, "convention")
 
 
 def option_names(convention: str | Convention) -> list[str]:

@@ -156,9 +156,7 @@ def list_grid_conventions() -> dict[str, str]:
 
 
 def _check_convention(convention):
-    if not checks.is_one_of(convention, _PRESETS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, _PRESETS))}; got {convention!r}")
-    return convention
+    return checks.check_choice(convention, tuple(_PRESETS), "convention")
 
 
 def _check_shape(shape):
