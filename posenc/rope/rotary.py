@@ -35,6 +35,7 @@ multiplied there and rounded once. transformers' float32 route (the Llama family
 about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
 """
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable
@@ -45,6 +46,7 @@ import numpy.typing as npt
 
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend
+from ..engine.registry import Registry
 from ..sinusoidal import layouts, tables
 
 # The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
@@ -78,16 +80,15 @@ def check_head_dim(head_dim):
 
 
 def _check_params(rope_type, params):
-    checks.check_choice(rope_type, ROPE_TYPES, "rope_type")
-    required, optional = _PARAMETERS[rope_type]
-    allowed = set(required) | set(optional) | set(_SHARED)
+    entry = _RULES.lookup(rope_type)
+    allowed = set(entry.required) | set(entry.optional) | set(_SHARED)
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise TypeError(
             f"rope_type={rope_type!r} takes no parameter {unknown[0]!r}; "
             f"it takes {', '.join(sorted(allowed))}"
         )
-    missing = [name for name in required if params.get(name) is None]
+    missing = [name for name in entry.required if params.get(name) is None]
     if missing:
         raise TypeError(f"rope_type={rope_type!r} needs the parameter {missing[0]!r}")
 
@@ -177,18 +178,31 @@ def _blend(hi, lo, ramp, factor):
     return pick[0], pick[1]
 
 
-# The rope types, each a function ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``
-# registered with its (required, optional) parameters, transformers' names; ``rotary_parts``
-# checks the parameters before it calls one.
-_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-_RULES: dict[str, Callable[..., tuple]] = {}
+@dataclasses.dataclass(frozen=True)
+class _RopeType:
+    """A rope type: its ``rule`` ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``,
+    called through the record, and its required and optional parameters (transformers' names),
+    which ``rotary_parts`` checks before it calls the rule."""
+
+    rule: Callable[..., tuple]
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+    def __call__(self, dim, base, params):
+        return self.rule(dim, base, params)
+
+
+_RULES: Registry[_RopeType] = Registry("rope_type")
 
 
 # Runs only while the module is imported (see conventions._preset): what it registers is
 # checked per rope type in tests/test_rotary.py.
-def _rope_type(name, rule, required=(), optional=()):  # pragma: no mutate block
-    _PARAMETERS[name] = (required, optional)
-    _RULES[name] = rule
+def _rope_type(name, required=(), optional=()):  # pragma: no mutate block
+    """Register the decorated rule as rope type ``name``."""
+    def register(rule):
+        _RULES.register(name, _RopeType(rule, required, optional))
+        return rule
+    return register
 
 
 def _paper(dim, base):
@@ -196,22 +210,19 @@ def _paper(dim, base):
     return rotation.geometric_parts(dim // 2, base, dim / 2)
 
 
+@_rope_type("default")
 def _default(dim, base, params):
     return (*_paper(dim, base), 1.0)
 
 
-_rope_type("default", _default)
-
-
+@_rope_type("linear", required=("factor",))
 def _linear(dim, base, params):
     """Position interpolation: every frequency divided by ``factor``."""
     factor = _positive(params, "factor", "linear")
     return (*_over(*_paper(dim, base), factor), 1.0)
 
 
-_rope_type("linear", _linear, required=("factor",))
-
-
+@_rope_type("dynamic", required=("factor", "max_position_embeddings"), optional=("seq_len",))
 def _dynamic(dim, base, params):
     """NTK-aware: a larger base once the sequence outgrows the trained length."""
     factor = _positive(params, "factor", "dynamic")
@@ -223,9 +234,11 @@ def _dynamic(dim, base, params):
     return (*_paper(dim, base), 1.0)
 
 
-_rope_type("dynamic", _dynamic, required=("factor", "max_position_embeddings"), optional=("seq_len",))
-
-
+@_rope_type(
+    "yarn",
+    required=("original_max_position_embeddings",),
+    optional=("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+)
 def _yarn(dim, base, params):
     """YaRN: extrapolate the fast pairs, interpolate the slow ones, a linear ramp between."""
     rope_type = "yarn"
@@ -260,14 +273,11 @@ def _yarn(dim, base, params):
     return hi, lo, attention
 
 
-_rope_type(
-    "yarn",
-    _yarn,
-    required=("original_max_position_embeddings",),
-    optional=("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+@_rope_type(
+    "longrope",
+    required=("short_factor", "long_factor", "original_max_position_embeddings"),
+    optional=("factor", "attention_factor", "seq_len"),
 )
-
-
 def _longrope(dim, base, params):
     """LongRoPE: ``w / short_factor`` per pair, ``w / long_factor`` beyond the original length."""
     rope_type = "longrope"
@@ -294,14 +304,7 @@ def _longrope(dim, base, params):
     return hi, lo, attention
 
 
-_rope_type(
-    "longrope",
-    _longrope,
-    required=("short_factor", "long_factor", "original_max_position_embeddings"),
-    optional=("factor", "attention_factor", "seq_len"),
-)
-
-
+@_rope_type("llama3", required=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"))
 def _llama3(dim, base, params):
     """Llama 3.1: wavelengths above ``original / low_freq_factor`` divided by ``factor``, below
     ``original / high_freq_factor`` kept, a blend between; equal factors make it a step at
@@ -327,11 +330,7 @@ def _llama3(dim, base, params):
     return (*_blend(hi, lo, ramp, factor), 1.0)
 
 
-_rope_type(
-    "llama3", _llama3, required=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor")
-)
-
-
+@_rope_type("proportional", optional=("factor",))
 def _proportional(dim, base, params):
     """Exponents over the whole head; the pairs beyond ``partial_rotary_factor`` do not turn."""
     factor = _positive(params, "factor", "proportional", 1.0)
@@ -341,9 +340,9 @@ def _proportional(dim, base, params):
     return (*_over(hi, lo, factor), 1.0)
 
 
-_rope_type("proportional", _proportional, optional=("factor",))
-
-ROPE_TYPES = tuple(_RULES)
+ROPE_TYPES = _RULES.names()
+# (required, optional) per rope type, for posenc.tensorflow's keyword arguments.
+_PARAMETERS = {name: (entry.required, entry.optional) for name, entry in _RULES.items()}
 
 
 def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
