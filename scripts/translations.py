@@ -271,7 +271,9 @@ def site(language: str) -> None:
     for _, caption in captions():
         index = index.replace(f":caption: {caption}\n", f":caption: {translation(catalog, caption)}\n")
     (target / "docs" / "index.md").write_text(index)
-    shutil.copy(ROOT / "docs" / "api.md", target / "docs" / "api.md")
+    for page in (ROOT / "docs").glob("*.md"):  # the reference pages, in English
+        if page != SITE_INDEX:
+            shutil.copy(page, target / "docs" / page.name)
     # The site lays its notebooks out as the English one does: notebooks/NN_topic.
     readme = (ROOT / f"README.{language}.md").read_text()
     (target / "README.md").write_text(readme.replace(f"](notebooks/{language}/", "](notebooks/"))

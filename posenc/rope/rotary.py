@@ -24,15 +24,10 @@ Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_di
   in a row. Meta's reference Llama code (complex numbers), GPT-J and CodeGen
   (``rotate_every_two``), and in transformers the ``rotate_half`` of Cohere and GLM.
 
-Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
-``rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
-double-float64 angle of ``_rotation`` (``rotation.sin_cos``; ``_sin_cos`` in
-``posenc.torch`` and ``posenc.tensorflow``): float32 within 2e-7 of the exact value at
-positions up to 10**7, float16 and bfloat16 one rounding of that, float64 within ~2e-16.
-With an attention factor other than 1 (yarn, longrope) they are computed in float64,
-multiplied there and rounded once. transformers' float32 route (the Llama family's
-``position_ids[..., None].float() * inv_freq``, then cos and sin in float32) is off by
-about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
+Accuracy: see the accuracy contract. The frequencies are carried as ``w_hi + w_lo``
+(float64 plus its remainder, from ``rotation.geometric_parts`` and exact float64 products);
+with an attention factor other than 1 (yarn, longrope) cos and sin are computed in float64,
+multiplied there and rounded once.
 """
 
 import dataclasses
@@ -397,9 +392,8 @@ def rotary_cos_sin(
     ``cos[..., k] = attention_factor * cos(p * w_j)`` for the pair ``j`` that channel ``k``
     belongs to in ``layout``: ``"half"`` repeats the frequencies as two halves (what
     transformers' rotary modules return), ``"interleaved"`` holds each twice in a row.
-    Frequencies and attention factor as ``rotary_frequencies``. Computed from a
-    double-float64 angle (``dtype`` float16, float32 or float64): float32 within 2e-7 of
-    the exact value at positions up to 10**7, float16 one rounding of that, float64 ~2e-16.
+    Frequencies and attention factor as ``rotary_frequencies``. ``dtype`` float16, float32
+    or float64; accuracy: see the accuracy contract.
     """
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)

@@ -19,9 +19,9 @@ sources differ in five things only, and a ``GridConvention`` holds them as data:
 - prefix rows of zeros for class (or extra) tokens, where the source writes them.
 
 Each axis' sines and cosines come from posenc's accurate 1-D kernel
-(``rotation.sin_cos``: float32 within 2e-7 of the exact value, float64 ~2e-16) for the
-``n`` values of that axis only; the table is then filled by broadcasting, so a 64 x 64
-table costs 128 rows of trigonometry. ``identify_grid`` says which convention wrote a
+(``rotation.sin_cos``; accuracy: see the accuracy contract) for the ``n`` values of that
+axis only; the table is then filled by broadcasting, so a 64 x 64 table costs 128 rows of
+trigonometry. ``identify_grid`` says which convention wrote a
 frozen table, ``diagnose_grid`` which grid mistake did.
 """
 
@@ -255,11 +255,10 @@ def grid_encoding(
     ``normalize``, ``scale``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
     ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
     class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
-    to encode instead of the source's own (e.g. fractional ones). float32 within 2e-7 of
-    the exact value; float64 ~2e-16 for integer positions (fractional ones, e.g. DETR's
-    normalised, carry their own float64 rounding: ~1e-16 times the angle); float16 one
-    rounding of float32. DETR's own output
-    ``(batch, d, H, W)`` is ``table.T.reshape(d, H, W)``.
+    to encode instead of the source's own (e.g. fractional ones). Accuracy: see the accuracy
+    contract; fractional positions (e.g. DETR's normalised ones) carry their own float64
+    rounding, ~1e-16 times the angle. DETR's own output ``(batch, d, H, W)`` is
+    ``table.T.reshape(d, H, W)``.
     """
     convention = _PRESETS.check(convention)
     shape = _check_shape(shape)
