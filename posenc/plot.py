@@ -21,6 +21,8 @@ from .engine import checks
 from .sinusoidal.geometry import wavelengths as _wavelengths
 from .sinusoidal.tables import column_order, encode, positional_encoding
 
+__all__ = ["columns", "dot_by_offset", "grid", "heatmap", "similarity", "wavelengths"]
+
 DIVERGING = "RdBu_r"
 
 

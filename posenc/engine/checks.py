@@ -11,6 +11,27 @@ import reprlib
 from collections.abc import Hashable
 from typing import TypeGuard
 
+__all__ = [
+    "LAYOUTS",
+    "MAX_WIDTH",
+    "MAX_ENTRIES",
+    "check_base",
+    "check_choice",
+    "check_d_model",
+    "check_dropout",
+    "check_dtype",
+    "check_entries",
+    "check_finite",
+    "check_input_width",
+    "check_int_at_least",
+    "check_layout",
+    "check_length",
+    "check_out",
+    "check_position_kind",
+    "check_width",
+    "is_one_of",
+]
+
 LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
 #: The widest table (``d_model``, ``head_dim``, a grid's ``d``): its frequencies are built one
 #: by one in 45-digit decimals (about 2.5 s at this width), far wider than any model's.

@@ -14,6 +14,24 @@ import math
 
 import numpy as np
 
+__all__ = [
+    "BLOCK",
+    "FEW_ANGLES",
+    "apply_rotary",
+    "columns",
+    "half_turn_pieces",
+    "half_turns",
+    "half_turns_float32",
+    "rope_cos_sin",
+    "rotated_table",
+    "rounded_sin_cos",
+    "sin_cos",
+    "sincos",
+    "spread",
+    "veltkamp_split",
+    "write_sin_cos",
+]
+
 # 2**27 + 1 splits a float64 into two halves of 26 bits whose products are exact.
 _VELTKAMP = 134217729.0
 

@@ -19,6 +19,17 @@ import numpy as np
 from . import kernels
 from .backends import backend
 
+__all__ = [
+    "column_slices",
+    "complex_dtype",
+    "fill_encoding",
+    "fill_table",
+    "geometric_parts",
+    "rotation_factors",
+    "sin_cos",
+    "write_sin_cos",
+]
+
 NUMPY = backend("numpy")
 
 

@@ -48,6 +48,8 @@ from ..sinusoidal import conventions, layouts, tables
 from . import identification
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
+__all__ = ["CATALOG", "Diagnosis", "Explanation", "Finding", "diagnose"]
+
 #: Every code a ``Finding`` may carry.
 CATALOG = (
     "matches",

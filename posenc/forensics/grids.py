@@ -12,6 +12,8 @@ from ..language import N_, _, get_language, using_language
 from ..sinusoidal.grid import _PRESETS, _check_shape, _options, _table, grid_encoding
 from . import identification
 
+__all__ = ["GridDiagnosis", "GridIdentification", "diagnose_grid", "identify_grid"]
+
 # identify_grid and diagnose_grid: rebuild candidates in float64 and compare.
 
 # Sources compute in float32 with naive angles (an error of about |angle| * 6e-8): a table

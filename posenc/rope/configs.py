@@ -26,6 +26,9 @@ from ..engine import checks
 from ..engine.registry import Registry
 from . import rotary
 
+__all__ = ["FAMILIES", "Family", "layer_types", "rotary_arguments"]
+
+
 class Family(NamedTuple):
     """How a model family's rotary module works: which channels pair up (``layout``), what it
     returns (``form``), and its M-RoPE (None, or ``(default mrope_section, interleaved)``)."""

@@ -35,6 +35,8 @@ import numpy as np
 from ..engine import checks, rotation
 from ..engine.registry import Registry
 
+__all__ = ["NAMES", "Convention", "Preset", "list_conventions", "option_names", "resolve"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Convention:

@@ -39,6 +39,8 @@ from ..engine import checks, rotation
 from ..engine.registry import Registry
 from . import tables
 
+__all__ = ["grid_encoding", "list_grid_conventions"]
+
 AXES_2D = ("y", "x")
 AXES_3D = ("t", "y", "x")
 

@@ -26,6 +26,8 @@ from ..engine import checks
 from ..engine.backends import backend_of
 from . import tables
 
+__all__ = ["ODD_POLICIES", "convert_layout", "layout_permutation"]
+
 ODD_POLICIES = ("sine", "zero")
 
 

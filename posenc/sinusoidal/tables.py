@@ -18,6 +18,17 @@ import numpy.typing as npt
 from ..engine import checks, rotation
 from . import conventions
 
+__all__ = [
+    "DTYPES",
+    "angles",
+    "column_order",
+    "denominators",
+    "encode",
+    "frequencies",
+    "interleave",
+    "positional_encoding",
+]
+
 DTYPES = (np.float16, np.float32, np.float64)
 _ALLOWED = [np.dtype(t) for t in DTYPES]
 
