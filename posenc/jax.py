@@ -9,6 +9,7 @@ Concrete positions (an eager call) are encoded by NumPy, as in ``posenc.torch``,
 values ``posenc.encode`` gives (and float64 when x64 is on).
 """
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
@@ -22,6 +23,7 @@ from flax import nnx
 
 from .engine import checks, kernels, rotation
 from .engine.backends import backend, backend_of
+from .engine.frequencies import Frequencies
 from .rope import axial, configs, rotary
 from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 from .sinusoidal import conventions, grid, tables
@@ -98,7 +100,8 @@ def encode(
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
         return jnp.asarray(tables.encode(concrete, d_model, convention=chosen, dtype=wide), dtype)
-    w_hi, w_lo, width = chosen.parts(d_model)
+    frequencies = chosen.frequency_record(d_model)
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     traced = cast(jax.Array, positions)  # _concrete returns None for a tracer only
     shifted = conventions.offset_positions(traced.astype(jnp.float32), chosen)
     sines, cosines = _SIN_COS(shifted, w_hi, w_lo, jnp.float32)
@@ -135,20 +138,21 @@ def grid_encoding(
     return jnp.asarray(grid.grid_encoding(shape, d, convention=convention, dtype=wide, **options), dtype)
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, form="channels", groups=None):
-    # (cos, sin) for parts = (w_hi, w_lo, attention): NumPy's for concrete positions, else traced;
-    # groups: axial.axis_groups of the coordinate each pair reads (positions (axes, ...)).
+def _rope_cos_sin(positions, frequencies, layout, dtype, form="channels"):
+    # (cos, sin): NumPy's for concrete positions, else traced (positions (axes, ...) where the
+    # frequencies have axes).
+    groups = frequencies.groups
     if form == "complex":
-        c, s = _rope_cos_sin(positions, parts, layout, jnp.dtype(jnp.float32), "pairs", groups)
+        c, s = _rope_cos_sin(positions, frequencies, layout, jnp.dtype(jnp.float32), "pairs")
         return c + 1j * s
     concrete = _concrete(positions)
     if concrete is not None:
         wide = np.float64 if dtype == jnp.float64 else np.float32
         sin_cos = axial.pair_sin_cos(NUMPY, rotation.sin_cos, groups)
-        c, s = kernels.rope_cos_sin(NUMPY, sin_cos, concrete, parts, layout, wide, form)
+        c, s = kernels.rope_cos_sin(NUMPY, sin_cos, concrete, frequencies, layout, wide, form)
         return jnp.asarray(c, dtype), jnp.asarray(s, dtype)
     sin_cos = axial.pair_sin_cos(JAX, _SIN_COS, groups)
-    return kernels.rope_cos_sin(JAX, sin_cos, positions.astype(jnp.float32), parts, layout, dtype, form)
+    return kernels.rope_cos_sin(JAX, sin_cos, positions.astype(jnp.float32), frequencies, layout, dtype, form)
 
 
 def rotary_cos_sin(
@@ -163,7 +167,7 @@ def rotary_cos_sin(
     """
     layout = rotary.check_rotary_layout(layout)
     dtype = _check_dtype(dtype)
-    return _rope_cos_sin(positions, rotary.rotary_parts(head_dim, base, rope_type, **params), layout, dtype)
+    return _rope_cos_sin(positions, rotary.rope_frequencies(head_dim, base, rope_type, **params), layout, dtype)
 
 
 def axial_cos_sin(
@@ -175,8 +179,8 @@ def axial_cos_sin(
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    parts, groups = axial.axial_inputs(head_dim, base, convention)
-    return _rope_cos_sin(positions, parts, "half", _check_dtype(dtype), groups=groups)
+    frequencies = axial.axial_frequencies(head_dim, base, convention=convention)
+    return _rope_cos_sin(positions, frequencies, "half", _check_dtype(dtype))
 
 
 def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -187,8 +191,8 @@ def mrope_cos_sin(position_ids: jax.Array | npt.ArrayLike, head_dim: int, *, mro
 
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eager or traced.
     """
-    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _rope_cos_sin(position_ids, parts, "half", _check_dtype(dtype), groups=groups)
+    frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(position_ids, frequencies, "half", _check_dtype(dtype))
 
 
 def _as_array(value: object, name: str) -> jax.Array:
@@ -278,16 +282,14 @@ class RotaryEmbedding(nnx.Module):
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
         # Python floats and ints, not arrays: Flax keeps them as static (hashable) attributes.
-        w_hi, w_lo, attention = rotary.rotary_parts(head_dim, base, rope_type, **params)
-        self._parts = (tuple(w_hi.tolist()), tuple(w_lo.tolist()), float(attention))
+        if mrope_section is None:
+            frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
+        else:
+            frequencies = axial.mrope_frequencies(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)
+        self._parts = (tuple(frequencies.hi.tolist()), tuple(frequencies.lo.tolist()), float(frequencies.attention))
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
-        self.mrope_section: tuple[int, ...] | None = None
-        self.axes: tuple[int, ...] | None = None
-        self._groups = None
-        if mrope_section is not None:
-            axes = axial.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
-            self.mrope_section, self.axes = tuple(mrope_section), tuple(axes.tolist())
-            self._groups = axial.axis_groups(axes)
+        self.mrope_section = None if mrope_section is None else tuple(mrope_section)
+        self.axes = None if frequencies.axes is None else tuple(frequencies.axes.tolist())
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> "RotaryEmbedding | RotaryEmbeddingPerLayerType":
@@ -314,7 +316,7 @@ class RotaryEmbedding(nnx.Module):
         if self.axes is not None:
             positions = axial.text_rows(backend_of(positions), positions)
         w_hi, w_lo, attention = self._parts
-        parts = np.array(w_hi), np.array(w_lo), attention
+        frequencies = Frequencies(np.array(w_hi), np.array(w_lo), attention)
         if self.rope_type in rotary.LENGTH_DEPENDENT and self.params.get("seq_len") is None:
             if concrete is None:
                 raise ValueError(
@@ -322,8 +324,9 @@ class RotaryEmbedding(nnx.Module):
                     "give seq_len= to RotaryEmbedding"
                 )
             seq_len = int(concrete.max()) + 1 if concrete.size else None
-            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
-        return _rope_cos_sin(positions, parts, self.layout, dtype, self.form, self._groups)
+            frequencies = rotary.module_frequencies(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+        axes = None if self.axes is None else np.array(self.axes)
+        return _rope_cos_sin(positions, dataclasses.replace(frequencies, axes=axes), self.layout, dtype, self.form)
 
 
 class RotaryEmbeddingPerLayerType(nnx.Module):

@@ -111,7 +111,8 @@ def encode(
     positions = _as_positions(positions)
     if positions.shape.num_elements() is not None:  # None: a graph's unknown shape
         checks.check_entries("positions.size * d_model", (positions.shape.num_elements(), d_model))
-    w_hi, w_lo, width = chosen.parts(d_model)
+    frequencies = chosen.frequency_record(d_model)
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     built = dtype if dtype in (tf.float16, tf.float32, tf.float64) else tf.float32
     if tf.executing_eagerly() and "CPU" in positions.device:
         table = _aligned_empty((*positions.shape, d_model), built.as_numpy_dtype)
@@ -241,7 +242,8 @@ def positional_encoding(
 
 def _graph_table(length, d_model, chosen, dtype):
     # Row q*B + r is within[r] * steps[q]: one broadcast complex multiply (kernels.rotated_table).
-    w_hi, w_lo, width = chosen.parts(d_model)
+    frequencies = chosen.frequency_record(d_model)
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     real = tf.float64 if dtype == tf.float64 else tf.float32
     ctype = rotation.complex_dtype(real.as_numpy_dtype)
     within, steps = rotation.rotation_factors(length, w_hi, w_lo, ctype, chosen.offset)
@@ -331,9 +333,10 @@ class PositionalEncoding(keras.layers.Layer):
 # Rotary position embedding (RoPE): posenc.rope.rotary's functions with TF ops, and a Keras layer.
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, groups=None):
-    # groups: axial.axis_groups of the coordinate each pair reads (positions (axes, ...)).
-    return kernels.rope_cos_sin(TF, axial.pair_sin_cos(TF, _sin_cos, groups), positions, parts, layout, dtype)
+def _rope_cos_sin(positions, frequencies, layout, dtype):
+    # positions (axes, ...) where the frequencies have axes.
+    sin_cos = axial.pair_sin_cos(TF, _sin_cos, frequencies.groups)
+    return kernels.rope_cos_sin(TF, sin_cos, positions, frequencies, layout, dtype)
 
 
 def rotary_cos_sin(
@@ -348,8 +351,8 @@ def rotary_cos_sin(
     """
     layout = rotary.check_rotary_layout(layout)
     dtype = _check_dtype(dtype)
-    parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
-    return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+    frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
+    return _rope_cos_sin(_as_positions(positions), frequencies, layout, dtype)
 
 
 def axial_cos_sin(
@@ -359,8 +362,8 @@ def axial_cos_sin(
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    parts, groups = axial.axial_inputs(head_dim, base, convention)
-    return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
+    frequencies = axial.axial_frequencies(head_dim, base, convention=convention)
+    return _rope_cos_sin(_as_positions(positions), frequencies, "half", _check_dtype(dtype))
 
 
 def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -369,8 +372,8 @@ def mrope_cos_sin(position_ids: tf.Tensor | npt.ArrayLike, head_dim: int, *, mro
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width).
     ``dtype`` defaults to float32; accuracy as ``rotary_cos_sin``, eagerly and in graphs."""
-    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
+    frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(_as_positions(position_ids), frequencies, "half", _check_dtype(dtype))
 
 
 def apply_rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor, *, layout: str = "half") -> tf.Tensor:
@@ -412,26 +415,26 @@ class RotaryEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         self.layout = rotary.check_rotary_layout(layout)
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
-        self._parts = rotary.rotary_parts(head_dim, base, rope_type, **params)  # also checks them
+        self._frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)  # also checks them
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
 
     @property
     def inv_freq(self) -> tf.Tensor:
         """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
-        return tf.constant(self._parts[0], tf.float64)
+        return tf.constant(self._frequencies.hi, tf.float64)
 
     @property
     def attention_factor(self) -> float:
-        return self._parts[2]
+        return self._frequencies.attention
 
     def call(self, x: tf.Tensor, position_ids: tf.Tensor | npt.ArrayLike) -> tuple[tf.Tensor, tf.Tensor]:
         dtype = _check_dtype(x.dtype)
         positions = _as_positions(position_ids)
-        parts = self._parts
+        frequencies = self._frequencies
         if self.rope_type in rotary.LENGTH_DEPENDENT and tf.executing_eagerly() and tf.size(positions) > 0:
             seq_len = int(tf.reduce_max(positions)) + 1
-            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
-        return _rope_cos_sin(positions, parts, self.layout, dtype)
+            frequencies = rotary.module_frequencies(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+        return _rope_cos_sin(positions, frequencies, self.layout, dtype)
 
     def compute_output_shape(
         self, x_shape: tuple[int | None, ...], position_ids_shape: tuple[int | None, ...]

@@ -3,6 +3,7 @@
 Importing this module imports torch; ``import posenc`` alone does not.
 """
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from torch import nn
 
 from .engine import checks, kernels, rotation
 from .engine.backends import backend
+from .engine.frequencies import Frequencies
 from .forensics.grids import diagnose_grid, identify_grid
 from .rope import axial, configs, rotary
 from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
@@ -111,12 +113,12 @@ def encode(
     checked = _as_positions(positions)
     if not torch.compiler.is_compiling():  # a compiled graph's sizes may be symbols
         checks.check_entries("positions.size * d_model", (checked.numel(), d_model))
-    return _encode(checked, d_model, chosen, chosen.parts(d_model), dtype, out)
+    return _encode(checked, d_model, chosen, chosen.frequency_record(d_model), dtype, out)
 
 
-def _encode(positions, d_model, chosen, parts, dtype, out=None):
-    # encode after its checks: float64 positions, the resolved convention and its parts(d_model).
-    w_hi, w_lo, width = parts
+def _encode(positions, d_model, chosen, frequencies, dtype, out=None):
+    # encode after its checks: float64 positions, the resolved convention and its frequency_record(d_model).
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     positions = conventions.offset_positions(positions, chosen)
     out = _output(out, (*positions.shape, d_model), dtype, positions.device)
     flat = out.is_contiguous()
@@ -237,7 +239,7 @@ class PositionalEncoding(nn.Module):
         self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
         max_len = checks.check_length(max_len, "max_len")
         self.dropout = nn.Dropout(checks.check_dropout(dropout))
-        self._parts = self.convention.parts(self.d_model)
+        self._frequencies = self.convention.frequency_record(self.d_model)
         self.register_buffer("pe", self._table(max_len), persistent=False)
 
     def _table(self, length, device=None, dtype=None):
@@ -246,7 +248,7 @@ class PositionalEncoding(nn.Module):
             # from frequencies made in __init__ (torch.compile can trace neither NumPy's table
             # builder nor the decimal arithmetic of the frequencies).
             positions = torch.arange(length, dtype=torch.float64, device=device)
-            return _encode(positions, self.d_model, self.convention, self._parts, dtype)
+            return _encode(positions, self.d_model, self.convention, self._frequencies, dtype)
         return positional_encoding(length, self.d_model, convention=self.convention, dtype=dtype, device=device)
 
     @property
@@ -271,14 +273,14 @@ class PositionalEncoding(nn.Module):
 # Rotary position embedding (RoPE): posenc.rope.rotary's functions on tensors, and a module.
 
 
-def _rope_cos_sin(positions, parts, layout, dtype, groups=None, form="channels"):
-    # kernels.rope_cos_sin on tensors; groups: axial.axis_groups of the coordinate each pair
-    # reads (positions (axes, ...)); form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
-    sin_cos = axial.pair_sin_cos(TORCH, _sin_cos, groups)
+def _rope_cos_sin(positions, frequencies, layout, dtype, form="channels"):
+    # kernels.rope_cos_sin on tensors (positions (axes, ...) where the frequencies have axes);
+    # form: see RotaryEmbedding ("complex": the "pairs" values as cos + i sin).
+    sin_cos = axial.pair_sin_cos(TORCH, _sin_cos, frequencies.groups)
     if form != "complex":
-        return kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, dtype, form)
+        return kernels.rope_cos_sin(TORCH, sin_cos, positions, frequencies, layout, dtype, form)
     wide = torch.float64 if dtype == torch.float64 else torch.float32
-    c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, parts, layout, wide, "pairs")
+    c, s = kernels.rope_cos_sin(TORCH, sin_cos, positions, frequencies, layout, wide, "pairs")
     return torch.complex(c, s)
 
 
@@ -294,8 +296,8 @@ def rotary_cos_sin(
     """
     layout = rotary.check_rotary_layout(layout)
     dtype = _check_dtype(dtype)
-    parts = rotary.rotary_parts(head_dim, base, rope_type, **params)
-    return _rope_cos_sin(_as_positions(positions), parts, layout, dtype)
+    frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
+    return _rope_cos_sin(_as_positions(positions), frequencies, layout, dtype)
 
 
 def axial_cos_sin(
@@ -304,8 +306,8 @@ def axial_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
     ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
-    parts, groups = axial.axial_inputs(head_dim, base, convention)
-    return _rope_cos_sin(_as_positions(positions), parts, "half", _check_dtype(dtype), groups)
+    frequencies = axial.axial_frequencies(head_dim, base, convention=convention)
+    return _rope_cos_sin(_as_positions(positions), frequencies, "half", _check_dtype(dtype))
 
 
 def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int],
@@ -313,8 +315,8 @@ def mrope_cos_sin(position_ids: torch.Tensor | npt.ArrayLike, head_dim: int, *, 
                   dtype: torch.dtype | None = None, **params: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
     ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
-    parts, groups = axial.mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _rope_cos_sin(_as_positions(position_ids), parts, "half", _check_dtype(dtype), groups)
+    frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _rope_cos_sin(_as_positions(position_ids), frequencies, "half", _check_dtype(dtype))
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, *, layout: str = "half") -> torch.Tensor:
@@ -372,16 +374,15 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
         self.form = form
         self.head_dim, self.base, self.rope_type, self.params = head_dim, base, rope_type, params
-        # rotary_parts of a call without a sequence length (this also checks the parameters),
+        # The frequencies of a call without a sequence length (this also checks the parameters),
         # and of the last length a dynamic/longrope call saw.
-        self._parts: dict[int | None, tuple[np.ndarray, np.ndarray, float]] = {
-            None: rotary.rotary_parts(head_dim, base, rope_type, **params)
-        }
+        if mrope_section is None:
+            frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
+        else:
+            frequencies = axial.mrope_frequencies(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)
+        self._parts: dict[int | None, Frequencies] = {None: frequencies}
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
-        self.mrope_section, self.axes, self._groups = mrope_section, None, None
-        if mrope_section is not None:
-            self.axes = axial.mrope_parts(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)[3]
-            self._groups = axial.axis_groups(self.axes)
+        self.mrope_section, self.axes = mrope_section, frequencies.axes
         self._tensors: dict[torch.device, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._frequencies(torch.get_default_device())
 
@@ -392,7 +393,7 @@ class RotaryEmbedding(nn.Module):
         of the buffers, so ``.to(bfloat16)`` cannot round them."""
         tensors = self._tensors.get(device)
         if tensors is None:
-            w_hi, w_lo, _ = self._parts[None]
+            w_hi, w_lo = self._parts[None].hi, self._parts[None].lo
             w = kernels.spread(NUMPY, w_hi, self.layout) if self.form == "channels" else w_hi
             tensors = tuple(_float64(a, device) for a in (w, w_hi, w_lo))
             self._tensors = {**self._tensors, device: tensors}
@@ -417,11 +418,11 @@ class RotaryEmbedding(nn.Module):
     @property
     def inv_freq(self) -> torch.Tensor:
         """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
-        return torch.from_numpy(np.array(self._parts[None][0]))
+        return torch.from_numpy(np.array(self._parts[None].hi))
 
     @property
     def attention_factor(self) -> float:
-        return self._parts[None][2]
+        return self._parts[None].attention
 
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         if not isinstance(x, torch.Tensor):
@@ -438,9 +439,9 @@ class RotaryEmbedding(nn.Module):
         if self.rope_type in rotary.LENGTH_DEPENDENT and positions.numel():
             seq_len = int(positions.max()) + 1
         if seq_len not in self._parts:
-            parts = rotary.module_parts(self.head_dim, self.base, self.rope_type, self.params, seq_len)
-            self._parts = {None: self._parts[None], seq_len: parts}
-        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self._groups, self.form)
+            frequencies = rotary.module_frequencies(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+            self._parts = {None: self._parts[None], seq_len: dataclasses.replace(frequencies, axes=self.axes)}
+        return _rope_cos_sin(positions, self._parts[seq_len], self.layout, dtype, self.form)
 
     def _cos_sin(self, position_ids, dtype, device):
         """forward for the frequencies fixed at construction, in torch operations on ``device`` but for
@@ -451,7 +452,7 @@ class RotaryEmbedding(nn.Module):
         else:
             positions = _as_positions(position_ids).to(device)
         w, w_hi, w_lo = self._frequencies(positions.device)
-        attention, form = self._parts[None][2], self.form
+        attention, form = self._parts[None].attention, self.form
         few = positions.numel() * w_hi.shape[0] <= kernels.FEW_ANGLES
         wide = torch.float64 if dtype == torch.float64 else torch.float32
         if few and dtype != torch.float64:
@@ -459,8 +460,8 @@ class RotaryEmbedding(nn.Module):
             s, c = kernels.rounded_sin_cos(TORCH, positions, w, c_dtype, attention)
             return torch.complex(c, s) if form == "complex" else (c, s)
         if not (few or torch.compiler.is_compiling() or positions.device.type != "cpu"):
-            return _rope_cos_sin(positions.to(torch.float64), self._parts[None], self.layout, dtype, None, form)
-        parts = w_hi, w_lo, attention
+            return _rope_cos_sin(positions.to(torch.float64), self._parts[None], self.layout, dtype, form)
+        parts = Frequencies(w_hi, w_lo, attention)
         sin_cos = functools.partial(kernels.sin_cos, TORCH)
         positions = positions.to(torch.float64)
         if form != "complex":

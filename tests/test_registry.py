@@ -5,7 +5,7 @@ import pytest
 
 import posenc
 from posenc.engine.registry import Registry
-from posenc.rope import configs, rotary
+from posenc.rope import axial, configs, rotary
 from posenc.sinusoidal import conventions, grid
 
 
@@ -54,4 +54,5 @@ def test_the_preset_tables_are_registries_with_their_public_names():
     assert tuple(posenc.list_grid_conventions()) == grid._PRESETS.names()
     assert posenc.ROPE_TYPES == rotary._RULES.names()
     assert posenc.ROPE_TYPES == ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+    assert posenc.rope.AXIAL_CONVENTIONS == axial._AXIAL.names() == ("pixtral", "qwen2_vl")
     assert isinstance(configs.FAMILIES, Registry) and configs.FAMILIES["gptj"] == ("interleaved", "pairs", None)

@@ -77,7 +77,8 @@ def test_frequencies_to_twice_float64(rope_type):
     params = CASES[rope_type]
     with mpmath.workdps(40):
         exact = exact_frequencies(rope_type, params)
-        w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **params)
+        frequencies = rotary.rope_frequencies(HEAD_DIM, 10000.0, rope_type, **params)
+        w_hi, w_lo = frequencies.hi, frequencies.lo
         inv_freq, _ = posenc.rotary_frequencies(HEAD_DIM, rope_type=rope_type, **params)
         np.testing.assert_array_equal(inv_freq, w_hi)
         assert inv_freq.dtype == np.float64 and inv_freq.shape == (len(exact),)
@@ -149,7 +150,8 @@ def test_llama3_is_metas_rule(base, factor, low, high):
 def test_blends_keep_twice_float64(rope_type):
     # Each blended frequency is the exact w_j times a float64 multiplier (1 - r) + r / factor,
     # carried to ~1e-30: the ratio to mpmath's w_j is a float64 number.
-    w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **CASES[rope_type])
+    frequencies = rotary.rope_frequencies(HEAD_DIM, 10000.0, rope_type, **CASES[rope_type])
+    w_hi, w_lo = frequencies.hi, frequencies.lo
     with mpmath.workdps(40):
         for exact, hi, lo in zip(exact_frequencies("default", {}), w_hi, w_lo):
             ratio = (mpmath.mpf(hi) + mpmath.mpf(lo)) / exact
@@ -160,7 +162,8 @@ def test_blends_keep_twice_float64(rope_type):
 def test_blends_divide_the_slowest_pairs_exactly(rope_type):
     # Pairs fully interpolated (ramp 1) are w / factor to ~1e-30, not w times a rounded
     # 1 / factor: 3 has no float64 reciprocal, so that product is off by ~1e-17.
-    w_hi, w_lo, _ = rotary.rotary_parts(HEAD_DIM, 10000.0, rope_type, **dict(CASES[rope_type], factor=3.0))
+    frequencies = rotary.rope_frequencies(HEAD_DIM, 10000.0, rope_type, **dict(CASES[rope_type], factor=3.0))
+    w_hi, w_lo = frequencies.hi, frequencies.lo
     with mpmath.workdps(40):
         exact = exact_frequencies("default", {})[-1] / 3
         assert abs(mpmath.mpf(w_hi[-1]) + mpmath.mpf(w_lo[-1]) - exact) <= 1e-30 * exact
@@ -191,18 +194,19 @@ def test_dynamic_and_longrope_follow_seq_len():
 
 
 def test_a_modules_own_seq_len_wins_over_the_length_it_reads():
-    # A module built with seq_len fixed (rotary.module_parts) ignores the length of each call.
-    fixed = rotary.module_parts(HEAD_DIM, 10000.0, "dynamic", CASES["dynamic"], seq_len=10)
-    np.testing.assert_array_equal(fixed[0], rotary.rotary_parts(HEAD_DIM, 10000.0, "dynamic", **CASES["dynamic"])[0])
+    # A module built with seq_len fixed (rotary.module_frequencies) ignores the length of each call.
+    fixed = rotary.module_frequencies(HEAD_DIM, 10000.0, "dynamic", CASES["dynamic"], seq_len=10)
+    np.testing.assert_array_equal(fixed.hi, rotary.rope_frequencies(HEAD_DIM, 10000.0, "dynamic", **CASES["dynamic"]).hi)
     short = {k: v for k, v in CASES["dynamic"].items() if k != "seq_len"}
-    read = rotary.module_parts(HEAD_DIM, 10000.0, "dynamic", short, seq_len=10)
-    np.testing.assert_array_equal(read[0], rotary.rotary_parts(HEAD_DIM, 10000.0, "dynamic", **short, seq_len=10)[0])
-    assert not np.array_equal(fixed[0], read[0])
+    read = rotary.module_frequencies(HEAD_DIM, 10000.0, "dynamic", short, seq_len=10)
+    np.testing.assert_array_equal(read.hi, rotary.rope_frequencies(HEAD_DIM, 10000.0, "dynamic", **short, seq_len=10).hi)
+    assert not np.array_equal(fixed.hi, read.hi)
 
 
 def exact_cos_sin(positions, rope_type, params, head_dim=HEAD_DIM):
     """mpmath ``attention * cos`` and ``* sin`` of ``p * (w_hi + w_lo)``, per pair: ``(len(positions), h)`` each."""
-    w_hi, w_lo, attention = rotary.rotary_parts(head_dim, 10000.0, rope_type, **params)
+    frequencies = rotary.rope_frequencies(head_dim, 10000.0, rope_type, **params)
+    w_hi, w_lo, attention = frequencies.hi, frequencies.lo, frequencies.attention
     with mpmath.workdps(40):
         w = [mpmath.mpf(hi) + mpmath.mpf(lo) for hi, lo in zip(w_hi, w_lo)]
         cos = [[float(attention * mpmath.cos(mpmath.mpf(int(p)) * x)) for x in w] for p in positions]

@@ -117,11 +117,13 @@ def test_qwen_vl_vision_rotary_and_positions_equal_transformers(grids, config_cl
 
 def test_axial_frequencies_are_the_formulas():
     # Pixtral: w_j = 10000^(-2j/16), even j for rows, odd j for columns; Qwen2-VL: 10000^(-4i/16) twice.
-    hi, lo, axes = rg.axial_parts(16, convention="pixtral")
+    pixtral = rg.axial_frequencies(16, convention="pixtral")
+    hi, lo, axes = pixtral.hi, pixtral.lo, pixtral.axes
     exact = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * j) / 16) for j in (0, 2, 4, 6, 1, 3, 5, 7)]
     assert all(abs(mpmath.mpf(h) + mpmath.mpf(low) - e) < 1e-28 for h, low, e in zip(hi, lo, exact))
     np.testing.assert_array_equal(axes, [0, 0, 0, 0, 1, 1, 1, 1])
-    hi, _, axes = rg.axial_parts(16, convention="qwen2_vl")
+    qwen = rg.axial_frequencies(16, convention="qwen2_vl")
+    hi, axes = qwen.hi, qwen.axes
     np.testing.assert_allclose(hi, [10000.0 ** (-4 * i / 16) for i in (0, 1, 2, 3, 0, 1, 2, 3)], rtol=1e-15)
 
 
@@ -218,9 +220,9 @@ def test_mrope_accurate_at_long_positions(run, request):
 
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="convention must be one of 'pixtral', 'qwen2_vl'; got 'vit'"):
-        rg.axial_parts(32, convention="vit")
+        rg.axial_frequencies(32, convention="vit")
     with pytest.raises(ValueError, match="head_dim must be a multiple of 4.*got 30"):
-        rg.axial_parts(30)
+        rg.axial_frequencies(30)
     with pytest.raises(ValueError, match=r"mrope_section must add up to the 16 rotary pairs.*\(4, 6, 4\) \(sum 14\)"):
         rg.mrope_cos_sin(np.zeros((3, 2)), 32, mrope_section=(4, 6, 4))
     with pytest.raises(ValueError, match=COORDINATES_FIRST):

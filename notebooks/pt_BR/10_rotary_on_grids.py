@@ -82,13 +82,13 @@ started = time.perf_counter()
 
 # %%
 d = 32
-qwen, _, axes = rope.axial_parts(d, convention="qwen2_vl")
-pixtral, _, _ = rope.axial_parts(d, convention="pixtral")
-print("axis of each pair (0 row, 1 column):", axes)
-print("row frequencies, both:       ", np.round(qwen[:4], 4), "...")
-print("column frequencies, Qwen2-VL:", np.round(qwen[8:12], 4), "...")
-print("column frequencies, Pixtral: ", np.round(pixtral[8:12], 4), "...")
-assert np.array_equal(qwen[:8], pixtral[:8]), "rows: the same frequencies in both"
+qwen = rope.axial_frequencies(d, convention="qwen2_vl")
+pixtral = rope.axial_frequencies(d, convention="pixtral")
+print("axis of each pair (0 row, 1 column):", qwen.axes)
+print("row frequencies, both:       ", np.round(qwen.values[:4], 4), "...")
+print("column frequencies, Qwen2-VL:", np.round(qwen.values[8:12], 4), "...")
+print("column frequencies, Pixtral: ", np.round(pixtral.values[8:12], 4), "...")
+assert np.array_equal(qwen.values[:8], pixtral.values[:8]), "rows: the same frequencies in both"
 
 # %% [markdown]
 # Cada frequência de coluna do Pixtral fica meio passo abaixo da do Qwen2-VL: um passo da
@@ -98,7 +98,7 @@ assert np.array_equal(qwen[:8], pixtral[:8]), "rows: the same frequencies in bot
 # vezes.
 
 # %%
-ratio = pixtral[8:] / qwen[8:]
+ratio = pixtral.values[8:] / qwen.values[8:]
 print(f"Pixtral / Qwen2-VL, columns: {ratio.min():.4f} to {ratio.max():.4f}; 10000^(-2/d) = {10000 ** (-2 / d):.4f}")
 np.testing.assert_allclose(ratio, 10000 ** (-2 / d), rtol=1e-14)  # float64 round-off
 

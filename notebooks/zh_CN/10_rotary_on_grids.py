@@ -66,20 +66,20 @@ started = time.perf_counter()
 
 # %%
 d = 32
-qwen, _, axes = rope.axial_parts(d, convention="qwen2_vl")
-pixtral, _, _ = rope.axial_parts(d, convention="pixtral")
-print("axis of each pair (0 row, 1 column):", axes)
-print("row frequencies, both:       ", np.round(qwen[:4], 4), "...")
-print("column frequencies, Qwen2-VL:", np.round(qwen[8:12], 4), "...")
-print("column frequencies, Pixtral: ", np.round(pixtral[8:12], 4), "...")
-assert np.array_equal(qwen[:8], pixtral[:8]), "rows: the same frequencies in both"
+qwen = rope.axial_frequencies(d, convention="qwen2_vl")
+pixtral = rope.axial_frequencies(d, convention="pixtral")
+print("axis of each pair (0 row, 1 column):", qwen.axes)
+print("row frequencies, both:       ", np.round(qwen.values[:4], 4), "...")
+print("column frequencies, Qwen2-VL:", np.round(qwen.values[8:12], 4), "...")
+print("column frequencies, Pixtral: ", np.round(pixtral.values[8:12], 4), "...")
+assert np.array_equal(qwen.values[:8], pixtral.values[:8]), "rows: the same frequencies in both"
 
 # %% [markdown]
 # Pixtral 的每个列频率都比 Qwen2-VL 的低半步：行频率列表的一步是因子 $10000^{-4/d}$，而 Pixtral 的奇数 $j$ 还要再低一个因子 $10000^{-2/d}$（在 $d = 32$ 时 $= 0.5623$）。
 # Pixtral 的行和列合起来把一维 RoPE 的频率恰好各覆盖一次；Qwen2-VL 的行和列则把其中一半覆盖了两次。
 
 # %%
-ratio = pixtral[8:] / qwen[8:]
+ratio = pixtral.values[8:] / qwen.values[8:]
 print(f"Pixtral / Qwen2-VL, columns: {ratio.min():.4f} to {ratio.max():.4f}; 10000^(-2/d) = {10000 ** (-2 / d):.4f}")
 np.testing.assert_allclose(ratio, 10000 ** (-2 / d), rtol=1e-14)  # float64 round-off
 

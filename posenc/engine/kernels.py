@@ -197,8 +197,9 @@ def spread(xp, values, layout):
     return xp.merge_last(xp.stack([values, values], -1))
 
 
-def rope_cos_sin(xp, sin_cos, positions, parts, layout, dtype, form="channels"):
-    """RoPE's ``(cos, sin)`` in ``dtype`` for float64 ``positions`` and ``parts = (w_hi, w_lo, attention)``.
+def rope_cos_sin(xp, sin_cos, positions, frequencies, layout, dtype, form="channels"):
+    """RoPE's ``(cos, sin)`` in ``dtype`` for float64 ``positions`` and a ``Frequencies`` record
+    (``hi``, ``lo``: float64 arrays of any backend; ``attention``).
 
     ``sin_cos(positions, w_hi, w_lo, dtype)`` computes the per-pair values (``sin_cos`` above,
     or a front's faster route to the same numbers). An attention factor other than 1 (yarn,
@@ -207,7 +208,7 @@ def rope_cos_sin(xp, sin_cos, positions, parts, layout, dtype, form="channels"):
     ``form``: ``"channels"`` spreads them over the channels of ``layout`` (``spread``),
     ``"pairs"`` keeps one value per pair, ``(..., h)``.
     """
-    w_hi, w_lo, attention = parts
+    w_hi, w_lo, attention = frequencies.hi, frequencies.lo, frequencies.attention
     if attention == 1:
         s, c = sin_cos(positions, w_hi, w_lo, dtype)
     else:

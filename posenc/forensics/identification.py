@@ -189,7 +189,7 @@ def identify(table: Any, *, atol: float | None = None) -> Identification:
     for name in conventions.NAMES:
         preset = conventions.resolve(name)
         try:
-            preset.parts(d_model)
+            preset.frequency_record(d_model)
         except ValueError:
             continue  # the source has no table of this width
         for tier, candidate in _candidates(table, preset, zero):

@@ -5,7 +5,7 @@ of vision-language models; what a transformers config asks for."""
 from .axial import (
     AXIAL_CONVENTIONS,
     axial_cos_sin,
-    axial_parts,
+    axial_frequencies,
     grid_position_ids,
     mrope_axes,
     mrope_cos_sin,
@@ -29,7 +29,7 @@ __all__ = [
     "ROTARY_LAYOUTS",
     "apply_rotary",
     "axial_cos_sin",
-    "axial_parts",
+    "axial_frequencies",
     "convert_rotary_layout",
     "grid_position_ids",
     "mrope_axes",

@@ -5,10 +5,10 @@ A 1-D rotary pair ``j`` turns by ``p * w_j``. On a grid a position has several c
 ``a_j``: the angle is ``p[a_j] * w_j``. Which pair reads which axis, and with which
 frequency, is all that tells the models apart (transformers 5.23, the pinned version):
 
-- ``axial_parts(head_dim, convention="pixtral")`` (``PixtralVisionRotaryEmbedding``): the
+- ``axial_frequencies(head_dim, convention="pixtral")`` (``PixtralVisionRotaryEmbedding``): the
   ``head_dim // 2`` frequencies ``w_j = base ** (-2j / head_dim)`` of 1-D RoPE, the even-``j``
   ones for the height (first quarter of the head), the odd-``j`` ones for the width.
-- ``axial_parts(head_dim, convention="qwen2_vl")`` (``Qwen2VLVisionRotaryEmbedding``, the
+- ``axial_frequencies(head_dim, convention="qwen2_vl")`` (``Qwen2VLVisionRotaryEmbedding``, the
   vision tower of Qwen2-VL, Qwen2.5-VL and Qwen3-VL): ``w_i = base ** (-4i / head_dim)``,
   ``i < head_dim // 4``, once for the height and again for the width.
 - ``mrope_axes(mrope_section)`` (M-RoPE, ``Qwen2VLRotaryEmbedding``): the 1-D frequencies
@@ -22,8 +22,9 @@ Since each pair sees one coordinate, the score of two tokens depends on the offs
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
 
+import dataclasses
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,26 +32,46 @@ import numpy.typing as npt
 
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend
+from ..engine.frequencies import Frequencies
+from ..engine.registry import Registry
 from ..sinusoidal import tables
 from . import rotary
 
 __all__ = [
     "AXIAL_CONVENTIONS",
     "axial_cos_sin",
-    "axial_parts",
+    "axial_frequencies",
     "grid_position_ids",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
 ]
 
-AXIAL_CONVENTIONS = ("pixtral", "qwen2_vl")
 NUMPY = backend("numpy")
 
+# The 2-D conventions: ``(head_dim, base) -> (w_hi, w_lo)``, the frequencies in pair order.
+_AXIAL: Registry[Callable[[int, float], tuple[np.ndarray, np.ndarray]]] = Registry("convention")
 
-def axial_parts(head_dim: int, base: float = 10000.0, *, convention: str = "qwen2_vl") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(w_hi, w_lo, axes)``: the ``head_dim // 2`` frequencies as float64 + remainder, and
-    the axis each pair reads (0 height, 1 width; the first ``head_dim // 4`` pairs the height).
+
+@_AXIAL.register("pixtral")
+def _pixtral(head_dim, base):
+    hi, lo = rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
+    return np.concatenate([hi[0::2], hi[1::2]]), np.concatenate([lo[0::2], lo[1::2]])
+
+
+@_AXIAL.register("qwen2_vl")
+def _qwen2_vl(head_dim, base):
+    quarter = head_dim // 4
+    hi, lo = rotation.geometric_parts(quarter, base, quarter)
+    return np.tile(hi, 2), np.tile(lo, 2)
+
+
+AXIAL_CONVENTIONS = _AXIAL.names()
+
+
+def axial_frequencies(head_dim: int, base: float = 10000.0, *, convention: str = "qwen2_vl") -> Frequencies:
+    """The ``head_dim // 2`` frequencies of 2-D RoPE, with ``axes``: the axis each pair reads
+    (0 height, 1 width; the first ``head_dim // 4`` pairs the height).
 
     ``"pixtral"``: ``w = base ** (-2j / head_dim)``, even ``j`` for the height, odd for the
     width. ``"qwen2_vl"``: ``w_i = base ** (-4i / head_dim)`` for each axis. ``head_dim`` a
@@ -58,17 +79,11 @@ def axial_parts(head_dim: int, base: float = 10000.0, *, convention: str = "qwen
     """
     head_dim = rotary.check_head_dim(head_dim)
     base = checks.check_base(base)
-    if not checks.is_one_of(convention, AXIAL_CONVENTIONS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, AXIAL_CONVENTIONS))}; got {convention!r}")
+    rule = _AXIAL.lookup(convention)
     if head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter per axis and cos/sin half), got {head_dim}")
-    quarter = head_dim // 4
-    if convention == "pixtral":
-        hi, lo = rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
-        hi, lo = (np.concatenate([w[0::2], w[1::2]]) for w in (hi, lo))
-    else:
-        hi, lo = (np.tile(w, 2) for w in rotation.geometric_parts(quarter, base, quarter))
-    return hi, lo, np.repeat([0, 1], quarter)
+    hi, lo = rule(head_dim, base)
+    return Frequencies(hi, lo, axes=np.repeat([0, 1], head_dim // 4))
 
 
 def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np.ndarray:
@@ -93,18 +108,6 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np
     return axes
 
 
-def axis_groups(axes: npt.ArrayLike) -> tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[int, ...]]:
-    """``(groups, back)`` for pairs reading ``axes``: ``groups`` holds ``(axis, pairs)`` for each
-    axis read, in increasing order, and ``back`` the order that puts the pairs, grouped so, back
-    in place. Python ints and tuples, made once per module: torch.compile takes them as constants,
-    where it would trace NumPy's ``argsort`` and ``unique`` of the axes as tensor operations
-    whose results depend on values (no ``fullgraph``)."""
-    axes = np.asarray(axes)
-    order = np.argsort(axes, kind="stable")
-    groups = tuple((int(axis), tuple(order[axes[order] == axis].tolist())) for axis in np.unique(axes))
-    return groups, tuple(np.argsort(order).tolist())
-
-
 def check_axis_positions(shape, needed):
     """The positions' leading axis must hold a row for each of the ``needed`` axes the pairs read
     (a length unknown until run, in a TF graph, is left to the indexing)."""
@@ -118,7 +121,7 @@ def check_axis_positions(shape, needed):
 def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
 
-    ``groups``: ``axis_groups(axes)``. ``sin_cos`` is a framework's accurate kernel
+    ``groups``: ``Frequencies.groups``. ``sin_cos`` is a framework's accurate kernel
     (``rotation.sin_cos``, ``posenc.torch._sin_cos``, the float32 half turns of
     ``posenc.jax``) and ``xp`` its backend entry: the pairs of each axis are computed
     together, then put back in their order.
@@ -134,7 +137,7 @@ def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
 
 
 def pair_sin_cos(xp, sin_cos, groups):
-    """The ``sin_cos`` of ``kernels.rope_cos_sin`` for pairs in ``groups`` (``axis_groups``; None:
+    """The ``sin_cos`` of ``kernels.rope_cos_sin`` for pairs in ``groups`` (``Frequencies.groups``; None:
     1-D positions, ``sin_cos`` itself); ``xp`` and ``sin_cos`` as in ``axis_sin_cos``."""
     return sin_cos if groups is None else functools.partial(axis_sin_cos, xp, sin_cos, groups)
 
@@ -145,17 +148,11 @@ def text_rows(xp, positions):
     return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
 
 
-def _numpy_cos_sin(positions, parts, groups, dtype):
+def _numpy_cos_sin(positions, frequencies, dtype):
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
-    return kernels.rope_cos_sin(NUMPY, pair_sin_cos(NUMPY, rotation.sin_cos, groups), positions, parts, "half", dtype)
-
-
-def axial_inputs(head_dim, base, convention):
-    """``(parts, groups)`` of 2-D RoPE, as every front's ``axial_cos_sin`` hands them to
-    ``kernels.rope_cos_sin``: ``(w_hi, w_lo, 1.0)`` and ``axis_groups`` of ``axial_parts``' axes."""
-    w_hi, w_lo, axes = axial_parts(head_dim, base, convention=convention)
-    return (w_hi, w_lo, 1.0), axis_groups(axes)
+    sin_cos = pair_sin_cos(NUMPY, rotation.sin_cos, frequencies.groups)
+    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, frequencies, "half", dtype)
 
 
 def axial_cos_sin(
@@ -165,30 +162,22 @@ def axial_cos_sin(
 
     ``positions``: ``(2, ...)``, row 0 the height (row index of a patch), row 1 the width
     (column index), e.g. ``grid_position_ids``. Pair ``j`` turns by ``positions[axes[j]] *
-    w_j`` (``axial_parts``); cos and sin in the half layout, as transformers' Pixtral and
+    w_j`` (``axial_frequencies``); cos and sin in the half layout, as transformers' Pixtral and
     Qwen2-VL vision rotary modules return them for ``apply_rotary`` (``rotate_half``).
     """
-    parts, groups = axial_inputs(head_dim, base, convention)
-    return _numpy_cos_sin(positions, parts, groups, dtype)
+    return _numpy_cos_sin(positions, axial_frequencies(head_dim, base, convention=convention), dtype)
 
 
-def mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params):
-    """``(w_hi, w_lo, attention, axes)`` of M-RoPE: ``rotary.rotary_parts`` and ``mrope_axes``, checked to fit."""
-    w_hi, w_lo, attention = rotary.rotary_parts(head_dim, base, rope_type, **params)
+def mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params) -> Frequencies:
+    """M-RoPE's frequencies: ``rotary.rope_frequencies`` with the ``axes`` of ``mrope_axes``, checked to fit."""
+    frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
     axes = mrope_axes(mrope_section, interleaved=interleaved)
-    if len(axes) != len(w_hi):
+    if len(axes) != len(frequencies):
         raise ValueError(
-            f"mrope_section must add up to the {len(w_hi)} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
+            f"mrope_section must add up to the {len(frequencies)} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
             f"(sum {len(axes)})"
         )
-    return w_hi, w_lo, attention, axes
-
-
-def mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params):
-    """``(parts, groups)`` of M-RoPE, as ``axial_inputs``: ``(w_hi, w_lo, attention)`` and
-    ``axis_groups`` of ``mrope_parts``' axes."""
-    w_hi, w_lo, attention, axes = mrope_parts(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return (w_hi, w_lo, attention), axis_groups(axes)
+    return dataclasses.replace(frequencies, axes=axes)
 
 
 def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
@@ -202,8 +191,7 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
     interleaved=...)``. Half layout, as ``Qwen2VLRotaryEmbedding`` / ``Qwen3VLTextRotaryEmbedding``.
     """
-    parts, groups = mrope_inputs(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _numpy_cos_sin(position_ids, parts, groups, dtype)
+    return _numpy_cos_sin(position_ids, mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params), dtype)
 
 
 def _check_merge(name, size, merge):

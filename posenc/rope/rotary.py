@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend
+from ..engine.frequencies import Frequencies
 from ..engine.registry import Registry
 from ..sinusoidal import layouts, tables
 
@@ -177,7 +178,7 @@ def _blend(hi, lo, ramp, factor):
 class _RopeType:
     """A rope type: its ``rule`` ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``,
     called through the record, and its required and optional parameters (transformers' names),
-    which ``rotary_parts`` checks before it calls the rule."""
+    which ``rope_frequencies`` checks before it calls the rule."""
 
     rule: Callable[..., tuple]
     required: tuple[str, ...] = ()
@@ -340,8 +341,8 @@ ROPE_TYPES = _RULES.names()
 _PARAMETERS = {name: (entry.required, entry.optional) for name, entry in _RULES.items()}
 
 
-def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
-    """``(w_hi, w_lo, attention_factor)``: the ``rotary_dim // 2`` frequencies as float64 + remainder.
+def rope_frequencies(head_dim, base=10000.0, rope_type="default", **params) -> Frequencies:
+    """The ``rotary_dim // 2`` frequencies and the attention factor of RoPE.
 
     The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),
     in float64 with the remainder ``w_lo`` carried where the frequency is a geometric
@@ -349,7 +350,8 @@ def rotary_parts(head_dim, base=10000.0, rope_type="default", **params):
     """
     base = checks.check_base(base)
     dim = rotary_dim(head_dim, rope_type, **params)  # also checks rope_type and its parameters
-    return _RULES[rope_type](dim, base, params)
+    hi, lo, attention = _RULES[rope_type](dim, base, params)
+    return Frequencies(hi, lo, attention)
 
 
 def rotary_frequencies(head_dim: int, base: float = 10000.0, *, rope_type: str = "default", **params: Any) -> tuple[np.ndarray, float]:
@@ -379,8 +381,8 @@ def rotary_frequencies(head_dim: int, base: float = 10000.0, *, rope_type: str =
     original_max_position_embeddings``. Odd ``head_dim``, an unknown ``rope_type``, and
     missing, unknown or contradictory parameters raise errors naming the parameter.
     """
-    hi, _, attention = rotary_parts(head_dim, base, rope_type, **params)
-    return np.array(hi), float(attention)
+    frequencies = rope_frequencies(head_dim, base, rope_type, **params)
+    return np.array(frequencies.hi), float(frequencies.attention)
 
 
 def rotary_cos_sin(
@@ -397,10 +399,10 @@ def rotary_cos_sin(
     """
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
-    w_hi, w_lo, attention = rotary_parts(head_dim, base, rope_type, **params)
+    frequencies = rope_frequencies(head_dim, base, rope_type, **params)
     positions = tables.as_positions(positions)
     checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
-    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, (w_hi, w_lo, attention), layout, dtype)
+    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype)
 
 
 def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, layout: str = "half") -> np.ndarray:
@@ -497,9 +499,9 @@ def convert_rotary_layout(
 LENGTH_DEPENDENT = ("dynamic", "longrope")
 
 
-def module_parts(head_dim, base, rope_type, params, seq_len):
-    """``rotary_parts`` for a rotary module's forward: ``seq_len`` (largest position + 1) is
+def module_frequencies(head_dim, base, rope_type, params, seq_len) -> Frequencies:
+    """``rope_frequencies`` for a rotary module's forward: ``seq_len`` (largest position + 1) is
     supplied to the rope types that read it, unless ``params`` fix ``seq_len`` themselves."""
     if rope_type in LENGTH_DEPENDENT and params.get("seq_len") is None and seq_len is not None:
         params = {**params, "seq_len": seq_len}
-    return rotary_parts(head_dim, base, rope_type, **params)
+    return rope_frequencies(head_dim, base, rope_type, **params)

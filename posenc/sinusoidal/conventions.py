@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..engine import checks, rotation
+from ..engine.frequencies import Frequencies
 from ..engine.registry import Registry
 
 __all__ = ["NAMES", "Convention", "Preset", "list_conventions", "option_names", "resolve"]
@@ -85,17 +86,16 @@ class Convention:
             )
         return float(span)
 
-    def parts(self, d_model: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """``(w_hi, w_lo, width)``: the ``ceil(width / 2)`` frequencies as two float64 parts
-        (``rotation.geometric_parts``, cached) and the number of sin/cos columns."""
+    def frequency_record(self, d_model: int) -> Frequencies:
+        """The ``ceil(width / 2)`` frequencies of a ``d_model``-wide table, with its ``width``
+        (``rotation.geometric_parts``, cached)."""
         width = self.width(d_model)
         w_hi, w_lo = rotation.geometric_parts((width + 1) // 2, self.base, self.span(d_model), self.factor)
-        return w_hi, w_lo, width
+        return Frequencies(w_hi, w_lo, width=width)
 
     def frequencies(self, d_model: int) -> np.ndarray:
         """The angular frequencies ``w_j`` (float64, shape ``(ceil(width / 2),)``)."""
-        w_hi, w_lo, _ = self.parts(d_model)
-        return w_hi + w_lo
+        return self.frequency_record(d_model).values
 
     def padding_row(self, length: int) -> int | None:
         """The row of a ``length``-row table that holds position ``padding_idx``, or None."""

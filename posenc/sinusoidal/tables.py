@@ -169,7 +169,8 @@ def encode(
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
     positions = as_positions(positions)
     checks.check_entries("positions.size * d_model", (positions.size, d_model))
-    w_hi, w_lo, width = chosen.parts(d_model)
+    frequencies = chosen.frequency_record(d_model)
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
@@ -204,7 +205,8 @@ def positional_encoding(
     d_model = checks.check_d_model(d_model)
     checks.check_entries("length * d_model", (length, d_model))
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    w_hi, w_lo, width = chosen.parts(d_model)
+    frequencies = chosen.frequency_record(d_model)
+    w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     out = _output(out, (length, d_model), dtype)
     if width:
         rotation.fill_table(out[:, :width], w_hi, w_lo, chosen.layout, chosen.offset)
