@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from . import checks
+
 __all__ = ["Backend", "backend", "backend_of"]
 
 # 1.5 * 2**52: for |u| < 2**51, u + ROUNDER is exactly ROUNDER + rint(u), an integer whose
@@ -229,9 +231,7 @@ _ENTRIES: dict[str, Callable[[], Backend]] = {
 @functools.cache
 def backend(name: str) -> Backend:
     """The entry for framework ``name`` (``"numpy"``, ``"torch"``, ``"tensorflow"``, ``"jax"``), built on first use."""
-    if name not in _ENTRIES:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, _ENTRIES))}; got {name!r}")
-    return _ENTRIES[name]()
+    return _ENTRIES[checks.check_choice(name, tuple(_ENTRIES), "backend")]()
 
 
 def backend_of(array: Any) -> Backend:
