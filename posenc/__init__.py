@@ -12,6 +12,19 @@ the ones a learner meets first, then the rest of each group.
 
 ``posenc.set_language("pt_BR")`` (or "zh_CN") puts the messages a learner reads (``diagnose``,
 ``diagnose_grid``, the exercises' feedback) in that language; English by default.
+
+The accuracy contract, for every sine and cosine posenc returns (tables, ``encode``, grids,
+RoPE, in every framework), against the exact value of ``sin(p * w)``:
+
+- float32: within 2e-7, for arbitrary positions while ``|p * w| <= 2**26`` (``|p| <= 1e7``
+  with room to spare) and for every row of a table (one corner of the table product aside,
+  at most 2.03e-7);
+- float64: within ~2e-16 for ``|p| <= 1e7`` (tables ~1e-15);
+- float16 and bfloat16: the float32 value rounded once more;
+- float32 without float64 (JAX with x64 off, under ``jax.jit``): within 2e-7 for float32
+  positions ``|p| <= 2**24`` and frequencies ``|w| <= 1``.
+
+Why it holds: the docs page "Why the numbers are right" (docs/accuracy.md).
 """
 
 from .engine.checks import LAYOUTS

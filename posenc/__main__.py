@@ -16,6 +16,8 @@ import numpy as np
 from .forensics.diagnosis import diagnose
 from .language import LANGUAGES
 
+__all__ = ["main"]
+
 
 def _load(path):
     suffix = path.suffix.lower()

@@ -25,7 +25,6 @@ from .rope import axial, configs, rotary
 from .sinusoidal import conventions, grid, tables
 
 __all__ = [
-    "NAMES",
     "Positions",
     "RotaryModule",
     "SinusoidalModule",
@@ -41,10 +40,6 @@ __all__ = [
     "rotary_cos_sin",
 ]
 
-# The names every front exports; each adds what its framework alone has.
-NAMES = ["DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "axial_cos_sin",
-         "convert_layout", "convert_rotary_layout", "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding",
-         "rotary_cos_sin", "rotary_frequencies", "rotary_permutation"]
 NUMPY = backend("numpy")
 # The framework's tensor and dtype in the generic signatures; ``bound`` writes each front's own.
 Tensor = Any
@@ -552,8 +547,7 @@ class RotaryModule:
                    mrope_section: Sequence[int] | None, mrope_interleaved: bool, params: dict) -> None:
         """Check and keep the arguments, and make the frequencies of a call without a sequence length."""
         self.layout = rotary.check_rotary_layout(layout)
-        if not checks.is_one_of(form, self.FORMS):
-            raise ValueError(f"form must be one of {', '.join(map(repr, self.FORMS))}; got {form!r}")
+        checks.check_choice(form, self.FORMS, "form")
         if mrope_section is None:
             frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)  # also checks them
         else:

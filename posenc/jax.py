@@ -24,12 +24,15 @@ from . import front
 from .engine import checks
 from .engine.backends import backend
 from .rope import configs
-from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation  # noqa: F401
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 from .sinusoidal import conventions, tables
-from .sinusoidal.layouts import convert_layout  # noqa: F401
+from .sinusoidal.layouts import convert_layout
 
-# The names every front has (front.NAMES: those imported with noqa above are re-exported), then its own.
-__all__ = [*front.NAMES, "RotaryEmbeddingPerLayerType"]
+__all__ = [
+    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
+    "axial_cos_sin", "convert_layout", "convert_rotary_layout", "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding",
+    "rotary_cos_sin", "rotary_frequencies", "rotary_permutation"
+]
 
 
 def _as_dtype(dtype):

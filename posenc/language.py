@@ -1,6 +1,9 @@
 """The language of posenc's messages to learners: diagnose, diagnose_grid and the exercises' feedback.
 
-English by default. ``set_language("pt_BR")`` or ``set_language("zh_CN")`` switches for the rest of
+English by default, but for the course's translated notebooks: a notebook in ``notebooks/pt_BR/`` or
+``notebooks/zh_CN/`` speaks its folder's language (its kernel starts there: JupyterLab, nbval and
+``jupytext --execute`` all start a notebook's kernel in the notebook's folder), so a translation
+changes prose only, never code. ``set_language("pt_BR")`` or ``set_language("zh_CN")`` switches for the rest of
 the session; ``set_language(None)`` follows the locale (the environment variables ``LANGUAGE``,
 ``LC_ALL``, ``LC_MESSAGES`` and ``LANG``, as Python's :mod:`gettext` reads them). A message with no
 translation in the chosen catalog stays English. The catalogs are gettext files in
@@ -15,6 +18,7 @@ domains: "posenc" for the library's messages, "exercises" for the notebooks' exe
 import contextvars
 import functools
 import gettext
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,17 +32,26 @@ LANGUAGES = ("en", "pt_BR", "zh_CN")
 LOCALE_DIR = Path(__file__).parent / "locale"
 
 _UNSET = "unset"
+
+
+def _course_language() -> str:
+    """The language of the translated course notebook this kernel runs (``notebooks/LANG/``), else English."""
+    here = Path.cwd()
+    if "ipykernel" in sys.modules and here.parent.name == "notebooks" and here.name in LANGUAGES:
+        return here.name
+    return "en"
+
+
 # A plain global: IPython runs each cell in a copy of the context, so a context variable set in
 # one cell is gone in the next. None: the locale decides.
-_chosen: str | None = "en"
+_chosen: str | None = _course_language()
 # A language= argument holds for one call only, also across threads: a context variable.
 _override: contextvars.ContextVar[str | None] = contextvars.ContextVar("posenc_language", default=_UNSET)
 
 
 def _check(language: str | None) -> str | None:
-    if language is not None and not checks.is_one_of(language, LANGUAGES):
-        raise ValueError(f"language must be one of {', '.join(map(repr, LANGUAGES))} or None (the locale), got {language!r}")
-    return language
+    spelled = f"{', '.join(map(repr, LANGUAGES))} or None (the locale)"
+    return checks.check_choice(language, (*LANGUAGES, None), "language", spelled=spelled)
 
 
 def set_language(language: str | None) -> None:

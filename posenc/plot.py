@@ -21,6 +21,8 @@ from .engine import checks
 from .sinusoidal.geometry import wavelengths as _wavelengths
 from .sinusoidal.tables import column_order, encode, positional_encoding
 
+__all__ = ["columns", "dot_by_offset", "grid", "heatmap", "similarity", "wavelengths"]
+
 DIVERGING = "RdBu_r"
 
 
@@ -161,8 +163,7 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
     (default ``length - 1``), normalised so panels share a y axis. Returns the ``Figure``;
     ``fig.axes`` holds the panels row by row (then the colorbar, for tables).
     """
-    if not checks.is_one_of(kind, ("table", "offset")):
-        raise ValueError(f"kind must be 'table' or 'offset', got {kind!r}")
+    checks.check_choice(kind, ("table", "offset"), "kind")
     length = checks.check_length(length)
     rows, cols = len(bases), len(d_models)
     figsize = figsize or (2.6 * cols + 1, 2.1 * rows + 0.4)

@@ -21,15 +21,19 @@ from torch import nn
 from . import front
 from .engine import checks
 from .engine.backends import backend
-from .forensics.grids import diagnose_grid, identify_grid  # noqa: F401
+from .forensics.grids import diagnose_grid, identify_grid
 from .rope import configs
-from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation  # noqa: F401
+from .rope.rotary import ROPE_TYPES, ROTARY_LAYOUTS, convert_rotary_layout, rotary_frequencies, rotary_permutation
 from .sinusoidal import conventions, tables
-from .sinusoidal.grid import list_grid_conventions  # noqa: F401
-from .sinusoidal.layouts import convert_layout  # noqa: F401
+from .sinusoidal.grid import list_grid_conventions
+from .sinusoidal.layouts import convert_layout
 
-# The names every front has (front.NAMES: those imported with noqa above are re-exported), then its own.
-__all__ = [*front.NAMES, "RotaryEmbeddingPerLayerType", "diagnose_grid", "identify_grid", "list_grid_conventions", "resample_abs_pos_embed"]
+__all__ = [
+    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
+    "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
+    "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "resample_abs_pos_embed", "rotary_cos_sin", "rotary_frequencies",
+    "rotary_permutation",
+]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32).
 _NUMPY = (torch.float16, torch.float32, torch.float64)

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
-from nbformat.v4 import new_code_cell
 from babel.messages import mofile, pofile
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
@@ -51,13 +50,6 @@ SITE_INDEX = ROOT / "docs" / "index.md"
 WRITE = dict(width=100, omit_header=False, sort_output=False, include_previous=True)
 BADGE = re.compile(r"(colab\.research\.google\.com/github/[^)]+?/notebooks/)([^/)]+\.ipynb)")
 NOTEBOOK_LINK = re.compile(r"\]\((notebooks/)(\d\d_\w+\.ipynb)\)")
-# The one code cell a translation adds, after the setup cell: posenc's messages in its language.
-LANGUAGE_CELL = {
-    "pt_BR": "# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.\n"
-             'import posenc\n\nposenc.set_language("pt_BR")',
-    "zh_CN": "# posenc 的提示信息（diagnose 和练习的检查）使用中文。\n"
-             'import posenc\n\nposenc.set_language("zh_CN")',
-}
 
 
 @dataclass(frozen=True)
@@ -235,8 +227,6 @@ def translated_notebook(path: Path, language: str) -> str:
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = translate(cell.source, catalog, language)
-    setup = next(k for k, cell in enumerate(notebook.cells) if cell.cell_type == "code")
-    notebook.cells.insert(setup + 1, new_code_cell(LANGUAGE_CELL[language]))
     return jupytext.writes(notebook, fmt="py:percent")
 
 
@@ -271,7 +261,9 @@ def site(language: str) -> None:
     for _, caption in captions():
         index = index.replace(f":caption: {caption}\n", f":caption: {translation(catalog, caption)}\n")
     (target / "docs" / "index.md").write_text(index)
-    shutil.copy(ROOT / "docs" / "api.md", target / "docs" / "api.md")
+    for page in (ROOT / "docs").glob("*.md"):  # the reference pages, in English
+        if page != SITE_INDEX:
+            shutil.copy(page, target / "docs" / page.name)
     # The site lays its notebooks out as the English one does: notebooks/NN_topic.
     readme = (ROOT / f"README.{language}.md").read_text()
     (target / "README.md").write_text(readme.replace(f"](notebooks/{language}/", "](notebooks/"))

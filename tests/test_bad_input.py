@@ -406,3 +406,27 @@ def test_jax_apply_rotary_of_an_int_past_int32_is_a_type_error():
     with pytest.raises(TypeError) as caught:
         pj.apply_rotary(pj.positional_encoding(4, 8), 10**12, sin)
     assert str(caught.value) == "cos must be an array of numbers, got 1000000000000 (int)"
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("call, message", [
+    # An empty array was compared element by element: NumPy 2.0 warned (an error here).
+    (lambda: posenc.positional_encoding(4, 8, layout=np.array([])),
+     "layout must be one of 'interleaved', 'sin_cos', 'cos_sin'; got array([], dtype=float64) (ndarray)"),
+    (lambda: posenc.set_language(["en"]), "language must be one of 'en', 'pt_BR', 'zh_CN' or None (the locale); got ['en'] (list)"),
+    (lambda: posenc.rotary_cos_sin([1], 8, rope_type="x" * 100),
+     f"rope_type must be one of {', '.join(map(repr, posenc.ROPE_TYPES))}; got '{'x' * 37}...{'x' * 38}'"),
+])
+def test_a_choice_shows_the_value_received_and_an_array_its_type(call, message):
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+def test_a_large_array_as_a_choice_is_shown_on_one_short_line():
+    with pytest.raises(ValueError) as caught:
+        posenc.positional_encoding(4, 8, layout=np.ones((50, 50)))
+    message = str(caught.value)
+    shown = message.removeprefix("layout must be one of 'interleaved', 'sin_cos', 'cos_sin'; got ")
+    assert "\n" not in message and shown.startswith("array([[1., 1.,") and shown.endswith("shape=(50, 50)) (ndarray)")
+    assert len(shown) <= 80 + len(" (ndarray)")

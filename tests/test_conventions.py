@@ -5,7 +5,6 @@ float64 NumPy (the sources compute in float32 or float64; float64 is the formula
 posenc's float32 tables must agree to float32 rounding, in NumPy, torch and TensorFlow.
 """
 
-import inspect
 import math
 
 import numpy as np
@@ -499,8 +498,7 @@ def test_a_bad_option_is_named_as_the_caller_spelled_it(name, options, error, wo
 def test_every_option_of_every_preset_has_a_bad_value_above():
     tried = {(name, option) for name, options, _, _ in BAD_OPTIONS for option in options}
     for name in SOURCES:
-        _, _, options = posenc.sinusoidal.conventions._PRESETS[name]
-        for option in inspect.signature(options).parameters:
+        for option in posenc.sinusoidal.conventions.option_names(name):
             assert (name, option) in tried, (name, option)
     assert {option for _, option in tried} >= {"base", "layout", "offset", "padding_idx"}
 

@@ -318,7 +318,7 @@ def test_blocks_of_a_table_are_about_the_square_root_of_its_length():
 def test_dtype_and_out_errors_in_full():
     with pytest.raises(TypeError) as caught:
         posenc.positional_encoding(4, 6, dtype=np.int32)
-    assert str(caught.value) == "dtype must be one of numpy.float16, numpy.float32, numpy.float64, got dtype('int32')"
+    assert str(caught.value) == "dtype must be one of numpy.float16, numpy.float32, numpy.float64; got dtype('int32')"
     out = np.zeros((4, 6), np.float32)
     out.flags.writeable = False
     with pytest.raises(ValueError) as caught:

@@ -213,3 +213,18 @@ def test_every_translation_formats(language):
     for message in template():
         values = {name: "x" for name, _ in placeholders(message.id)}
         assert catalog.get(message.id).string.format(**values)
+
+
+@pytest.mark.parametrize("folder, imports, expected", [
+    ("notebooks/pt_BR", "ipykernel", "pt_BR"),   # a translated course notebook's kernel
+    ("notebooks/zh_CN", "ipykernel", "zh_CN"),
+    ("notebooks", "ipykernel", "en"),             # the English course
+    ("elsewhere/pt_BR", "ipykernel", "en"),       # only the course's own folders
+    ("notebooks/pt_BR", "json", "en"),            # a script, not a notebook kernel
+])
+def test_a_translated_notebook_speaks_its_folders_language(tmp_path, folder, imports, expected):
+    here = tmp_path / folder
+    here.mkdir(parents=True)
+    code = f"import {imports}, posenc; print(posenc.get_language())"
+    run = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == expected

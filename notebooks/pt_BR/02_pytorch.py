@@ -32,12 +32,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
 # %% [markdown]
 # Os tensores ficam no float32 padrão do torch, como na aula. O `posenc` forma seus ângulos
 # em float64 e arredonda uma única vez no final; por isso, nessas posições pequenas, os dois

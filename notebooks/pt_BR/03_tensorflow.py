@@ -52,12 +52,6 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
 # %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
-# %%
 import os
 
 # Set before TensorFlow loads. Its C++ start-up log lines go to stderr and would land in

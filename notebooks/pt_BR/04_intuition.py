@@ -28,12 +28,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
 # %% [markdown]
 # `posenc.plot` contém as figuras (ele importa o matplotlib; `import posenc` sozinho não).
 # Trabalhamos em float64, cujo erro de arredondamento nessas somas de algumas dezenas de

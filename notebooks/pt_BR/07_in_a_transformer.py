@@ -29,12 +29,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
 # %% [markdown]
 # Uma única thread e algoritmos determinísticos fazem cada execução numa mesma máquina se
 # repetir exatamente; o relógio mede o tempo de execução deste notebook, impresso no final.

@@ -26,12 +26,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
 # %% [markdown]
 # O NumPy monta as tabelas; o PyTorch as reamostra e treina o modelo pequeno da seção 5.
 # Uma única thread, algoritmos determinísticos e uma semente fazem cada execução se repetir

@@ -32,12 +32,6 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "transformers>=5"
 
 # %%
-# As mensagens do posenc (diagnose, as verificações dos exercícios) em português.
-import posenc
-
-posenc.set_language("pt_BR")
-
-# %%
 # %matplotlib inline
 import time
 import warnings

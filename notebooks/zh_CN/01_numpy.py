@@ -29,12 +29,6 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
 # %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
-# %%
 # %matplotlib inline
 import matplotlib.pyplot as plt
 import numpy as np

@@ -30,12 +30,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
 # %% [markdown]
 # 和讲义一样，张量保持 torch 默认的 float32。`posenc` 用 float64 计算角度，
 # 只在最后舍入一次，所以在这些较小的位置上，两种做法的相对差只有 $10^7$ 分之几

@@ -49,12 +49,6 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
 # %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
-# %%
 import os
 
 # Set before TensorFlow loads. Its C++ start-up log lines go to stderr and would land in

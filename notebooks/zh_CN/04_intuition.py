@@ -26,12 +26,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
 # %% [markdown]
 # `posenc.plot` 负责画图（它会导入 matplotlib；只写 `import posenc` 则不会）。
 # 我们用 float64 计算：对这些由几十个正弦和余弦求和得到的量，它的舍入误差约为 $10^{-15}$，

@@ -25,12 +25,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
 # %% [markdown]
 # 单线程加上确定性算法，使同一台机器上的每次运行都能精确重现；
 # 计时器测量本笔记本的运行时间，在最后打印出来。

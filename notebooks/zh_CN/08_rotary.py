@@ -24,12 +24,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
 # %% [markdown]
 # 这里以 PyTorch 为主要框架；NumPy 和 TensorFlow 在最后与它对照检查。单线程加上确定性算法，使同一台机器上的每次运行结果完全一致。
 

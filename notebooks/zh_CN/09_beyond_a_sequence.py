@@ -22,12 +22,6 @@ import sys
 if "google.colab" in sys.modules:
     # %pip install --quiet "posenc @ git+https://github.com/posenc-org/posenc@main"
 
-# %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
 # %% [markdown]
 # NumPy 负责构建各张表；PyTorch 负责对表重采样，并训练第 5 节的小模型。单线程、确定性算法再加上随机种子，使每次运行的结果完全一致。
 

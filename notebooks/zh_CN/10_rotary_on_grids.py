@@ -26,12 +26,6 @@ if "google.colab" in sys.modules:
     # %pip install --quiet "transformers>=5"
 
 # %%
-# posenc 的提示信息（diagnose 和练习的检查）使用中文。
-import posenc
-
-posenc.set_language("zh_CN")
-
-# %%
 # %matplotlib inline
 import time
 import warnings

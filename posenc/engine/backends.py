@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from . import checks
+
 __all__ = ["Backend", "backend", "backend_of"]
 
 # 1.5 * 2**52: for |u| < 2**51, u + ROUNDER is exactly ROUNDER + rint(u), an integer whose
@@ -234,11 +236,10 @@ _BUILT: dict[str, Backend] = {}
 
 def backend(name: str) -> Backend:
     """The entry for framework ``name`` (``"numpy"``, ``"torch"``, ``"tensorflow"``, ``"jax"``), built on first use."""
-    if name not in _BUILT:
-        if name not in _ENTRIES:
-            raise ValueError(f"backend must be one of {', '.join(map(repr, _ENTRIES))}; got {name!r}")
-        _BUILT[name] = _ENTRIES[name]()
-    return _BUILT[name]
+    entry = _BUILT.get(name) if isinstance(name, str) else None
+    if entry is None:
+        entry = _BUILT[name] = _ENTRIES[checks.check_choice(name, tuple(_ENTRIES), "backend")]()
+    return entry
 
 
 def backend_of(array: Any) -> Backend:

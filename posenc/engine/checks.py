@@ -7,8 +7,30 @@ what is allowed, so a mistake never surfaces as a shape error deep inside a fram
 
 import math
 import numbers
+import reprlib
 from collections.abc import Hashable
 from typing import TypeGuard
+
+__all__ = [
+    "LAYOUTS",
+    "MAX_WIDTH",
+    "MAX_ENTRIES",
+    "check_base",
+    "check_choice",
+    "check_d_model",
+    "check_dropout",
+    "check_dtype",
+    "check_entries",
+    "check_finite",
+    "check_input_width",
+    "check_int_at_least",
+    "check_layout",
+    "check_length",
+    "check_out",
+    "check_position_kind",
+    "check_width",
+    "is_one_of",
+]
 
 LAYOUTS = ("interleaved", "sin_cos", "cos_sin")
 #: The widest table (``d_model``, ``head_dim``, a grid's ``d``): its frequencies are built one
@@ -72,9 +94,7 @@ def check_base(base):
 
 
 def check_layout(layout):
-    if not is_one_of(layout, LAYOUTS):
-        raise ValueError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}; got {layout!r}")
-    return layout
+    return check_choice(layout, LAYOUTS, "layout")
 
 
 def is_one_of(value, choices):
@@ -83,11 +103,43 @@ def is_one_of(value, choices):
     return isinstance(value, Hashable) and value in choices
 
 
+class _Shown(reprlib.Repr):
+    """A value in a message: on one line (an array's repr spans several), a long string, list
+    or array cut in its middle."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxstring = self.maxother = 80
+
+    def repr_instance(self, x, level):
+        text = " ".join(repr(x).split())
+        if len(text) <= self.maxother:
+            return text
+        half = (self.maxother - 3) // 2
+        return f"{text[:half]}...{text[-half:]}"
+
+
+def shown(value):
+    """``value``'s repr for a message, cut if long; an array's or an unhashable value's type follows."""
+    text = _Shown().repr(value)
+    if not isinstance(value, Hashable) or hasattr(value, "__array__"):
+        text += f" ({type(value).__name__})"
+    return text
+
+
+def check_choice(value, choices, name, *, spelled=None, error=ValueError):
+    """Return ``value`` if it is one of ``choices`` (compared as :func:`is_one_of` does), else
+    raise ``error``: "NAME must be one of 'a', 'b'; got X". ``spelled`` replaces the list of
+    reprs in the message (say "numpy.float32, numpy.float64" or "... or None (the locale)")."""
+    if not is_one_of(value, choices):
+        allowed = ", ".join(map(repr, choices)) if spelled is None else spelled
+        raise error(f"{name} must be one of {allowed}; got {shown(value)}")
+    return value
+
+
 def check_dtype(dtype, allowed, names):
     """Return ``dtype`` if it is in ``allowed``; ``names`` spells them for the message."""
-    if not is_one_of(dtype, allowed):
-        raise TypeError(f"dtype must be one of {names}, got {dtype!r}")
-    return dtype
+    return check_choice(dtype, allowed, "dtype", spelled=names, error=TypeError)
 
 
 def check_position_kind(kind, received):

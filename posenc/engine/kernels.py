@@ -1,11 +1,11 @@
 """posenc's numeric kernels, each written once against the backend table (``posenc.engine.backends``).
 
-``xp`` is a ``Backend``; the arrays are that framework's. Why each kernel is accurate is
-worked out in ``posenc.engine.rotation``'s module docstring: ``sincos`` is its part 1 (the
-double-float64 angle, ~2e-16), ``half_turns`` its part 3 (float32 within 2e-7 for angles
-up to 2**26), ``rotated_table`` its part 2 (a table as a product of two small ones).
-``half_turns_float32`` is part 3 without float64, for JAX's default mode; its proof is
-below, beside it.
+``xp`` is a ``Backend``; the arrays are that framework's. Accuracy: the contract in
+``posenc``'s docstring. Why each kernel keeps it is the docs page "Why the numbers are
+right" (docs/accuracy.md): ``sincos`` is its part 1 (the double-float64 angle),
+``rotated_table`` part 2 (a table as a product of two small ones), ``half_turns`` part 3
+(float32 sines of the angle reduced in half turns), ``half_turns_float32`` part 4 (the same
+without float64, for JAX's default mode), ``rounded_sin_cos`` part 5 (a few angles).
 """
 
 import decimal
@@ -13,6 +13,24 @@ import functools
 import math
 
 import numpy as np
+
+__all__ = [
+    "BLOCK",
+    "FEW_ANGLES",
+    "apply_rotary",
+    "columns",
+    "half_turn_pieces",
+    "half_turns",
+    "half_turns_float32",
+    "rope_cos_sin",
+    "rotated_table",
+    "rounded_sin_cos",
+    "sin_cos",
+    "sincos",
+    "spread",
+    "veltkamp_split",
+    "write_sin_cos",
+]
 
 # 2**27 + 1 splits a float64 into two halves of 26 bits whose products are exact.
 _VELTKAMP = 134217729.0
@@ -29,7 +47,7 @@ def sincos(xp, positions, w_hi, w_lo):
     """float64 ``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each ``(*positions.shape, h)``.
 
     ``positions``, ``w_hi``, ``w_lo``: float64. Accurate to ~2e-16 absolute for
-    ``|positions| <= 1e7`` (``_rotation`` part 1).
+    ``|positions| <= 1e7`` (accuracy page, part 1).
     """
     p = positions[..., None]
     theta = p * w_hi
@@ -48,8 +66,8 @@ def half_turns(xp, positions, v, width=None, out=(None, None), scratch=(None, No
     The angle counted in half turns, ``u = p * v``, is split as ``k + f`` with ``k`` the
     nearest integer (``Backend.nearest``) and ``|f| <= 1/2``; then
     ``sin = (-1)**k sin(pi f)`` and ``cos = (-1)**k cos(pi f)``, the sign flipped by an xor
-    of the float32 sign bit with ``k``'s parity. Within 2e-7 of the exact value while
-    ``|p * w| <= 2**26`` (``_rotation`` part 3). ``width``: how many cosines to return (an
+    of the float32 sign bit with ``k``'s parity. Accuracy: the float32 contract, for
+    ``|p * w| <= 2**26`` (accuracy page, part 3). ``width``: how many cosines to return (an
     odd table width has one fewer). ``out``: float32 ``(sines, cosines)`` to write into;
     ``scratch``: buffers ``(u, k, reduced, sign)`` of the block's shape (float64, float64,
     float32, the backend's 32-bit ints); both only for backends that write in place.
@@ -94,10 +112,11 @@ def rounded_sin_cos(xp, positions, w, dtype, attention=1.0):
 def sin_cos(xp, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)`` in ``dtype``, each ``(*positions.shape, h)``.
 
-    float64: ``sincos`` (~2e-16); float32: ``half_turns`` (within 2e-7); half precision:
-    one rounding of the float32 value. ``positions``: float64 of the backend; ``w_hi``,
-    ``w_lo``: NumPy float64. A backend without float64 (JAX, x64 off): ``half_turns_float32``
-    of float32 ``positions`` (within 2e-7 for ``|positions| <= 2**24``).
+    float64: ``sincos``; float32: ``half_turns``; half precision: one rounding of the float32
+    value. ``positions``: float64 of the backend; ``w_hi``, ``w_lo``: float64, NumPy's or the
+    backend's (a rotary module keeps them on its device). A backend without float64 (JAX, x64
+    off): ``half_turns_float32`` of float32 ``positions`` and NumPy ``w_hi``, ``w_lo``.
+    Accuracy: see the accuracy contract.
     """
     if not xp.has_float64:
         s, c = half_turns_float32(xp, positions, half_turn_pieces(w_hi, w_lo))
@@ -241,7 +260,7 @@ def apply_rotary(xp, x, cos, sin, layout, rotated):
     return xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)
 
 
-# Float32-only half turns: part 3 of _rotation without a float64 step (JAX's default mode).
+# Float32-only half turns (accuracy page, part 4): part 3 without a float64 step, for JAX's default mode.
 
 # Significant bits of a piece: a product of two pieces fits float32's 24.
 _BITS = 12
@@ -315,55 +334,10 @@ def half_turns_float32(xp, positions, pieces):
 
     ``positions``: float32 array of ``xp`` (exact for ``|p| <= 2**24``); ``pieces``:
     ``half_turn_pieces(w_hi, w_lo)`` (NumPy). Only float32 operations, so no float64 enters
-    a JAX trace with x64 off; within 2e-7 of the exact value for ``|w| <= 1``. The angle is
-    counted in half turns, ``u = p * v`` with ``v = w / pi``, and everything that decides
-    ``u`` modulo 2 is an exact float32 product. Why it is accurate:
-
-    Pieces (host side, ``half_turn_pieces``, from ``w_hi + w_lo`` in 60-digit decimals): a
-    value ``x`` is cut into three pieces of 12 significant bits and a float32 rest, ``x = x0 +
-    x1 + x2 + x3`` with ``|x1| <= 2**-12 |x|``, ``|x2| <= 2**-24 |x|`` and ``x3`` the float32
-    rounding of what is left (``<= 2**-36 |x|``, rounded: ``2**-60 |x|``). Three values are cut:
-    ``Q = 4096 v mod 2`` and ``V = v mod 2`` (symmetric remainders, ``|Q|, |V| <= 1``) and, for
-    the fractional part of positions, ``W = v`` itself (two pieces: ``W0`` and the float32 rest).
-
-    Positions (float32, ``|p| <= 2**24``) are cut the same way by rounding at fixed scales:
-    ``a = rint(p / 4096)``, ``c = rint(p - 4096 a)``, ``b = rint(4096 (p - 4096 a - c)) / 4096``
-    and ``t = p - 4096 a - c - b``, each step exact (a float32 minus the nearest multiple of a
-    power of two that it is a multiple of, or that divides it). So ``p = 4096 a + c + b + t``
-    exactly with integers ``|a| <= 4096`` and ``|c| <= 2048`` and ``b`` a multiple of ``2**-12``
-    with ``|b| <= 1/2`` (all at most 12 significant bits) and ``|t| <= 2**-13``.
-
-    Modulo 2, with ``a`` and ``c`` integers, ``4096 a v = a Q`` and ``c v = c V``, so
-
-        u = a (Q0 + Q1 + Q2 + Q3) + c (V0 + V1 + V2 + V3) + b (W0 + W1) + t W   (mod 2).
-
-    A 12-bit number times a 12-bit number is exact in float32 (24 bits), so ``a Q0``, ``a Q1``,
-    ``a Q2``, ``c V0``, ``c V1``, ``c V2`` and ``b W0`` are exact. The three large ones are
-    replaced by their remainders modulo 2, ``x - 2 rint(x / 2)``, again exactly (``|x| < 2**14``).
-    The five terms ``R(a Q0), R(c V0), R(b W0), a Q1, c V1`` (each at most 1 in size) are added
-    with Knuth's TwoSum (six float32 additions, exact for any inputs, no products, so an FMA
-    cannot change it): ``s + e`` within ``gamma_4**2 * 5 < 1e-12`` of their sum. The rest,
-    ``a Q2 + c V2 + a Q3 + c V3 + b W1 + t W``, is at most ``2**-11`` in size and added plainly
-    (six roundings of at most ``2**-35``, about ``2e-10``), and so is ``e`` to it: ``f_lo``.
-    Taking ``k = rint(s)``, ``f_hi = s - k`` is exact (``|s| < 8``) and::
-
-        u = k + f_hi + f_lo + (even integers) + d,   |d| < 3e-10 half turns,
-
-    ``|f_hi| <= 1/2``, ``|f_lo| < 2**-10``. With ``(-1)**k`` (``k - 2 rint(k/2)`` is 0 or
-    ``+-1``, exactly), ``sin(p w) = (-1)**k sin(pi f)`` and likewise cos, ``f = f_hi + f_lo``.
-
-    The angle ``pi f``: ``pi = P0 + P1`` (``P0`` 12 bits, ``P1`` float32, together within
-    ``2**-37``), ``f_hi = fa + fb`` with ``fa = rint(4096 f_hi) / 4096`` (at most 12 bits) and
-    ``|fb| <= 2**-13``, both exact. ``P0 fa`` is exact and the rest, ``P0 fb + P1 f_hi + pi f_lo``,
-    is below ``4e-3`` with three roundings (``< 1e-9``); their sum is rounded once to float32:
-    half a float32 spacing, ``2**-24`` (6.0e-8) for ``1 <= |pi f| < 2`` and ``2**-25`` below 1.
-
-    The error, with ``eps`` the float32 sin/cos error on ``[-1.58, 1.58]`` (9e-8 in the proof
-    of ``_rotation`` part 3; XLA's measured 3.3e-8, NumPy's 6.2e-8): ``eps + 2**-24 +
-    pi * 3e-10 + 1e-9 < 1.52e-7``, for every float32 position ``|p| <= 2**24`` (fractional ones
-    too) and frequencies ``|w| <= 1``: under 2e-7. The measured worst is in
-    ``tests/test_jax.py``. Every step is float32 arithmetic, ``rint``, ``sin`` and ``cos``
-    (28 products and sums besides them, elementwise: ``jit`` fuses them into one loop).
+    a JAX trace with x64 off: the angle in half turns, ``u = p * v`` with ``v = w / pi``, with
+    everything that decides ``u`` modulo 2 an exact float32 product of 12-bit pieces.
+    Accuracy: the contract's float32-only row (``|p| <= 2**24``, ``|w| <= 1``); the proof is
+    part 4 of the accuracy page.
     """
     q0, q1, q2, q3, v0, v1, v2, v3, w0, w1, w = (xp.constant(row, xp.float32, like=positions) for row in pieces)
     p = positions[..., None]

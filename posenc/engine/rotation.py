@@ -1,63 +1,11 @@
-"""Accurate sines and cosines of ``p * w``, and big tables built from two small ones.
+"""NumPy's accurate sines and cosines of ``p * w`` and its table builder.
 
-Three ideas, shared by every front end; ``posenc.engine.kernels`` holds the arithmetic that
-frameworks run, this module the proofs and NumPy's table builder.
-
-1. The angle ``theta = p * w`` is carried as two float64 numbers, ``theta_hi + theta_lo``.
-   ``w = base ** (-2i / d_model)`` is known to about 1e-30 relative as ``w_hi + w_lo``
-   (``geometric_parts``, computed with the standard library's ``decimal``), and
-   ``p * w_hi`` is split exactly into ``theta_hi`` (the rounded product) and its rounding
-   error by Dekker's product (Veltkamp splitting). Then
-   ``sin(theta) = sin(theta_hi) + theta_lo * cos(theta_hi)`` up to ``theta_lo**2 / 2``
-   (< 1e-17 for ``|p| <= 1e7``), where sin and cos of the float64 ``theta_hi`` come from
-   the framework, whose own range reduction is exact (1 ulp, checked by the tests). This
-   gives sin and cos to about 2e-16, where plain ``sin(p * w)`` in float64 is off by up to
-   ~1.5e-9 at ``p = 1e7`` (the rounding of ``w`` and of the product).
-
-2. A table of positions ``0 .. L - 1`` is a product of rotations. Write ``p = q*B + r``
-   with ``0 <= r < B``. In the complex number ``z(p) = sin(p w) + i cos(p w)`` (the
-   interleaved ``(sin, cos)`` pair read as real and imaginary part),
-
-       z(q*B + r) = z(r) * exp(-i q*B*w)
-
-   so the whole table is one broadcast complex multiply of ``B`` small rows by ``L / B``
-   steps, both from (1). For float32 output the multiply is in complex64: four factors
-   rounded to float32 (together at most ``2*sqrt(2) * 2**-25`` absolute), two products and
-   a sum each rounded (``3 * 2**-25``) give at most ``(2*sqrt(2) + 3) * 2**-25 < 1.74e-7``
-   (< 2.03e-7 in the corner where a value next to 1 rounds up to ``1 + 2**-23``, where the
-   spacing doubles; 1.4e-7 is the largest error seen over 10**8 entries). float64 output
-   is multiplied in complex128 (error ~1e-15).
-
-3. Arbitrary positions in float32 need far less than (1): float32 sines of an angle reduced
-   exactly enough (``kernels.half_turns``, one kernel for every framework). Count the angle
-   in half turns, ``u = fl(p * v)`` with ``v = fl(w_hi / pi)`` (``w_lo`` is dropped),
-   ``k = rint(u)`` (adding ``1.5 * 2**52``; TF: ``tf.round``), ``f = u - k``, and write
-
-       sin(p w) = (-1)**k sin(pi f),   cos(p w) = (-1)**k cos(pi f),   |f| <= 1/2.
-
-   Each rounding, with ``theta = p * w`` exact and ``e = 2**-53``:
-
-   - ``u``: ``w_hi`` (``e`` relative), ``fl(pi)`` (0.4 ``e``), the division and the product
-     (``e`` each) put ``u`` within ``3.4 e |u|`` of ``theta / pi``: ``pi f`` is off by at most
-     ``3.4 e |theta|`` radians, 3.8e-9 at ``|theta| = 1e7``, 2.5e-8 at ``2**26``.
-   - ``k`` is an integer next to ``u`` (``|u| < 2**51``) and ``f = u - k`` is exact (Sterbenz:
-     ``k/2 <= u <= 2k``). The sign ``(-1)**k`` is exact: the parity of ``k`` is a bit of
-     ``u + 1.5 * 2**52``, moved to the float32 sign bit and xor-ed in.
-   - ``pi * f`` in float64 (1.4 ``e`` relative, < 3e-16) is rounded once to float32: at
-     most half a float32 spacing, ``2**-24`` (6.0e-8) for ``1 <= |pi f| <= pi/2`` and ``2**-25``
-     below 1.
-   - float32 ``sin`` and ``cos`` on ``[-pi/2, pi/2]``: within ``eps`` absolute, the premise,
-     tested in ``tests/test_accuracy.py`` over 1.2 million arguments: NumPy 6.4e-8, torch
-     3.6e-8, TensorFlow (under XLA, as its kernel runs) 3.3e-8 measured; the proof takes
-     ``eps = 9e-8``.
-
-   An argument error ``a`` moves sin and cos by at most ``a`` (their slopes are at most 1),
-   so both results are within ``eps + 2**-24 + 3.4 e |theta| + 3e-16``: 1.54e-7 at
-   ``|theta| <= 1e7`` (``|p| <= 1e7`` for ``w <= 1``), 1.75e-7 at ``2**26``, under 2e-7 either
-   way (9.5e-8 is the largest seen in NumPy over 10**6 random angles up to 1e7). The float32
-   value is the result; half precision rounds it once more. float64 output needs (1).
-   Cost: five float64 operations on the angles besides the float32 sin and cos, in blocks
-   of ``kernels.BLOCK`` angles that stay in cache, so the extra memory is a few blocks.
+``geometric_parts`` gives every convention's frequencies to twice float64 precision;
+``sin_cos`` writes the sines and cosines of arbitrary positions, ``fill_table`` a table of
+consecutive positions as a product of two small tables, both on up to 8 cores. Accuracy: the
+contract in ``posenc``'s docstring; why it holds (the double-float64 angle, the product of
+rotations, the reduction in half turns): the docs page "Why the numbers are right"
+(docs/accuracy.md), whose parts 1-5 the docstrings here cite.
 """
 
 import decimal
@@ -70,6 +18,17 @@ import numpy as np
 
 from . import kernels
 from .backends import backend
+
+__all__ = [
+    "column_slices",
+    "complex_dtype",
+    "fill_encoding",
+    "fill_table",
+    "geometric_parts",
+    "rotation_factors",
+    "sin_cos",
+    "write_sin_cos",
+]
 
 NUMPY = backend("numpy")
 
@@ -214,16 +173,15 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
 
     ``w_hi + w_lo``: the ``ceil(d / 2)`` frequencies (``geometric_parts``).
 
-    ``z(q*B + r) = z(r) * exp(-i q*B*w)`` (module docstring, part 2), in complex64 for
+    ``z(q*B + r) = z(r) * exp(-i q*B*w)`` (accuracy page, part 2), in complex64 for
     float16/float32 ``out`` and complex128 for float64. An interleaved float32/float64
     ``out`` of even width is multiplied into directly through a complex view; otherwise each
     block of ``B`` rows goes through a small scratch array and is cast on the way out.
-    Error (module docstring): < 2e-7 absolute for float32 (plus the final rounding for float16), ~1e-15
-    for float64. Extra memory: two tables of ``B`` and ``L / B`` rows.
+    Accuracy: see the accuracy contract (tables). Extra memory: two tables of ``B`` and ``L / B`` rows.
     """
     length, d_model = out.shape
     # pragma below: the route a table takes changes its time, not its promise: a one-block table is
-    # rounded once either way (< for <= at FEW_ANGLES gives the same entries), longer ones within 2e-7.
+    # rounded once either way (< for <= at FEW_ANGLES gives the same entries), longer ones within the contract.
     tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES  # pragma: no mutate
     if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:
         # A tiny table, one block: float32 values rounded once from float64 sines of the float64 angle
@@ -298,8 +256,8 @@ def sin_cos(positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)``, each ``dtype``, ``(*positions.shape, h)``.
 
     ``positions``: float64 array of any shape; ``w_hi + w_lo``: ``h`` float64 frequencies
-    of any kind (``w_lo`` may be zeros). float64 is within ~2e-16 (part 1 of the module
-    docstring), float32 within 2e-7 (part 3), float16 one rounding of the float32 value.
+    of any kind (``w_lo`` may be zeros). Accuracy: the contract (float64 by part 1 of the
+    accuracy page, float32 and float16 by part 3).
     """
     positions = np.asarray(positions, np.float64)
     shape = (*positions.shape, len(w_hi))

@@ -7,7 +7,7 @@ import tensorflow as tf
 from ..language import N_
 from . import Exercise, _, _difference, compare_arrays
 
-__all__ = ["accurate", "compare_layouts", "interleaved", "odd_width"]
+__all__ = ["accurate", "accurate_solution", "compare_layouts", "interleaved", "odd_width"]
 
 
 # Exercise 1: the Portuguese lecture's batch-aware function, in the paper's interleaved layout.

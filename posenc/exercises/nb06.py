@@ -8,7 +8,7 @@ import numpy as np
 from ..language import N_
 from . import Exercise, compare_arrays
 
-__all__ = ["accurate_sine", "angle_step"]
+__all__ = ["accurate_sine", "accurate_sine_solution", "angle_step"]
 
 
 def angle_step_solution(position, pair, d_model):

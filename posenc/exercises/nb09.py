@@ -6,7 +6,7 @@ from .. import grid_encoding
 from ..language import N_
 from . import Exercise
 
-__all__ = ["mae_table", "rescaled_table"]
+__all__ = ["mae_table", "mae_table_solution", "rescaled_table", "rescaled_table_solution"]
 
 
 def mae_table_solution(height, width, d):

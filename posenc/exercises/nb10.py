@@ -6,7 +6,7 @@ import numpy as np
 from ..language import N_
 from . import Exercise, _, compare_arrays
 
-__all__ = ["channel_axes", "mrope_rows", "same_offset"]
+__all__ = ["channel_axes", "mrope_rows", "mrope_rows_solution", "same_offset"]
 
 # The names of M-RoPE's three position rows.
 AXES = (

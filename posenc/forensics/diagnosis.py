@@ -48,6 +48,8 @@ from ..sinusoidal import conventions, layouts, tables
 from . import identification
 from .printed import HALF_PRECISION, Entries, half_tolerance, parse_printed
 
+__all__ = ["CATALOG", "Diagnosis", "Explanation", "Finding", "diagnose"]
+
 #: Every code a ``Finding`` may carry.
 CATALOG = (
     "matches",
@@ -73,7 +75,7 @@ CATALOG = (
 ARRANGEMENTS = (("interleaved", False), ("interleaved", True), ("sin_cos", False), ("cos_sin", False))
 EXPONENTS = ("pair", "column", "double_column", "pair_floor", "column_floor")
 PAPER_BASE = 10000.0
-# One or two float32 roundings of a value in [-1, 1] (posenc's float32 table is within 2e-7).
+# One or two float32 roundings of a value in [-1, 1] (posenc's float32 table is within 2e-7: the accuracy contract).
 CLEAN = 2e-6
 # float32 drift smaller than this (invisible at the 4 or 5 decimals lectures print) is not reported.
 VISIBLE = 1e-5

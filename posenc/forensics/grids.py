@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..language import N_, _, get_language, using_language
-from ..sinusoidal.grid import _PRESETS, _check_convention, _check_shape, _options, _table, grid_encoding
+from ..sinusoidal.grid import _PRESETS, _check_shape, _options, _table, grid_encoding
 from . import identification
+
+__all__ = ["GridDiagnosis", "GridIdentification", "diagnose_grid", "identify_grid"]
 
 # identify_grid and diagnose_grid: rebuild candidates in float64 and compare.
 
@@ -254,7 +256,7 @@ def _diagnose_grid(table, shape, convention, options):
     identification = identify_grid(table, shape)
     body = _split_prefix(_as_table(table), shape)[0]
     d = body.shape[1]
-    names = list(_PRESETS) if convention is None else [_check_convention(convention)]
+    names = list(_PRESETS) if convention is None else [_PRESETS.check(convention)]
     h, w = shape
     findings, mistakes = [], []
     for name in names:

@@ -27,6 +27,8 @@ import numpy as np
 from ..engine import checks, rotation
 from ..sinusoidal import conventions, tables
 
+__all__ = ["Identification", "identify"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Identification:

@@ -18,6 +18,8 @@ import numpy as np
 
 from ..engine import checks
 
+__all__ = ["Entries", "parse_printed"]
+
 # An ellipsis, a bracket, or a number ("0.", "-1.2e-03", "nan"); commas and spaces separate.
 _TOKEN = re.compile(r"\.\.\.|\[|\]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s,]*")

@@ -23,7 +23,7 @@ coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_c
 """
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ import numpy.typing as npt
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend
 from ..engine.frequencies import Frequencies
+from ..engine.registry import Registry
 from ..sinusoidal import tables
 from . import rotary
 
@@ -45,8 +46,26 @@ __all__ = [
     "mrope_position_ids",
 ]
 
-AXIAL_CONVENTIONS = ("pixtral", "qwen2_vl")
 NUMPY = backend("numpy")
+
+# The 2-D conventions: ``(head_dim, base) -> (w_hi, w_lo)``, the frequencies in pair order.
+_AXIAL: Registry[Callable[[int, float], tuple[np.ndarray, np.ndarray]]] = Registry("convention")
+
+
+@_AXIAL.register("pixtral")
+def _pixtral(head_dim, base):
+    hi, lo = rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
+    return np.concatenate([hi[0::2], hi[1::2]]), np.concatenate([lo[0::2], lo[1::2]])
+
+
+@_AXIAL.register("qwen2_vl")
+def _qwen2_vl(head_dim, base):
+    quarter = head_dim // 4
+    hi, lo = rotation.geometric_parts(quarter, base, quarter)
+    return np.tile(hi, 2), np.tile(lo, 2)
+
+
+AXIAL_CONVENTIONS = _AXIAL.names()
 
 
 def axial_frequencies(head_dim: int, base: float = 10000.0, *, convention: str = "qwen2_vl") -> Frequencies:
@@ -59,17 +78,11 @@ def axial_frequencies(head_dim: int, base: float = 10000.0, *, convention: str =
     """
     head_dim = rotary.check_head_dim(head_dim)
     base = checks.check_base(base)
-    if not checks.is_one_of(convention, AXIAL_CONVENTIONS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, AXIAL_CONVENTIONS))}; got {convention!r}")
+    rule = _AXIAL.lookup(convention)
     if head_dim % 4:
         raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter per axis and cos/sin half), got {head_dim}")
-    quarter = head_dim // 4
-    if convention == "pixtral":
-        hi, lo = rotation.geometric_parts(head_dim // 2, base, head_dim / 2)
-        hi, lo = (np.concatenate([w[0::2], w[1::2]]) for w in (hi, lo))
-    else:
-        hi, lo = (np.tile(w, 2) for w in rotation.geometric_parts(quarter, base, quarter))
-    return Frequencies(hi, lo, axes=np.repeat([0, 1], quarter))
+    hi, lo = rule(head_dim, base)
+    return Frequencies(hi, lo, axes=np.repeat([0, 1], head_dim // 4))
 
 
 def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np.ndarray:
@@ -206,8 +219,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
     if merge < 1:
         raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
-    if not checks.is_one_of(text_resumes, RESUME_RULES):
-        raise ValueError(f"text_resumes must be one of {', '.join(map(repr, RESUME_RULES))}; got {text_resumes!r}")
+    checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")

@@ -20,33 +20,45 @@ dict). What is read:
   (``"complex"``: Llama 4's ``freqs_cis``).
 """
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engine import checks
+from ..engine.registry import Registry
 from . import rotary
 
-# model_type -> (layout, form, M-RoPE: None, or (default mrope_section, interleaved)).
-# Each entry checked against the family's rotary module in tests/test_rope_config.py.
-_HALF = ("half", "channels", None)
-FAMILIES = {
-    "llama": _HALF,
-    "mistral": _HALF,
-    "qwen2": _HALF,
-    "qwen3": _HALF,
-    "phi3": _HALF,
-    "gpt_neox": _HALF,
-    "gemma3_text": _HALF,
-    "deepseek_v3": _HALF,  # rope_interleave: transformers permutes q and k, cos/sin stay half
-    "cohere": ("interleaved", "channels", None),
-    "gptj": ("interleaved", "pairs", None),
-    "gpt_oss": ("half", "pairs", None),
-    "llama4_text": ("interleaved", "complex", None),
-    "qwen2_vl_text": ("half", "channels", ((16, 24, 24), False)),
-    "qwen2_5_vl_text": ("half", "channels", ((16, 24, 24), False)),
-    "qwen3_vl_text": ("half", "channels", ((24, 20, 20), True)),
-}
+__all__ = ["FAMILIES", "Family", "layer_types", "rotary_arguments"]
 
-# Keys every rope type may carry besides its own (posenc.rotary._PARAMETERS).
+
+class Family(NamedTuple):
+    """How a model family's rotary module works: which channels pair up (``layout``), what it
+    returns (``form``), and its M-RoPE (None, or ``(default mrope_section, interleaved)``)."""
+
+    layout: str
+    form: str
+    mrope: tuple[tuple[int, ...], bool] | None = None
+
+
+#: ``model_type -> Family``, each entry checked against the family's rotary module in
+#: tests/test_rope_config.py.
+FAMILIES: Registry[Family] = Registry("model_type")
+_HALF = Family("half", "channels")
+FAMILIES.register("llama", _HALF)
+FAMILIES.register("mistral", _HALF)
+FAMILIES.register("qwen2", _HALF)
+FAMILIES.register("qwen3", _HALF)
+FAMILIES.register("phi3", _HALF)
+FAMILIES.register("gpt_neox", _HALF)
+FAMILIES.register("gemma3_text", _HALF)
+FAMILIES.register("deepseek_v3", _HALF)  # rope_interleave: transformers permutes q and k, cos/sin stay half
+FAMILIES.register("cohere", Family("interleaved", "channels"))
+FAMILIES.register("gptj", Family("interleaved", "pairs"))
+FAMILIES.register("gpt_oss", Family("half", "pairs"))
+FAMILIES.register("llama4_text", Family("interleaved", "complex"))
+FAMILIES.register("qwen2_vl_text", Family("half", "channels", ((16, 24, 24), False)))
+FAMILIES.register("qwen2_5_vl_text", Family("half", "channels", ((16, 24, 24), False)))
+FAMILIES.register("qwen3_vl_text", Family("half", "channels", ((24, 20, 20), True)))
+
+# Keys every rope type may carry besides its own (posenc.rope.rotary's registry of rope types).
 _COMMON = ("rope_type", "rope_theta", "partial_rotary_factor")
 _MROPE = ("mrope_section", "mrope_interleaved")
 
@@ -58,13 +70,7 @@ def _get(config, name, default=None):
 
 
 def _model_type(config):
-    model_type = _get(config, "model_type")
-    if not checks.is_one_of(model_type, FAMILIES):
-        raise ValueError(
-            f"config.model_type must be one of the families posenc reads ({', '.join(sorted(FAMILIES))}), "
-            f"got {model_type!r}"
-        )
-    return model_type
+    return FAMILIES.check(_get(config, "model_type"), "config.model_type")
 
 
 def layer_types(config: Any) -> list[str] | None:
@@ -78,9 +84,7 @@ def layer_types(config: Any) -> list[str] | None:
 
 def check_layer_type(layer_type: str, types: Any) -> str:
     """``layer_type`` if it is one of ``types`` (a per-layer-type module's keys), else a ValueError."""
-    if layer_type not in types:
-        raise ValueError(f"layer_type must be one of {', '.join(map(repr, types))}, got {layer_type!r}")
-    return layer_type
+    return checks.check_choice(layer_type, tuple(types), "layer_type")
 
 
 def module_from_config(module: Any, per_layer_type: Any, config: Any, layer_type: str | None = None) -> Any:
@@ -135,12 +139,8 @@ def rotary_arguments(config: Any, *, layer_type: str | None = None) -> dict[str,
     layout, form, mrope = FAMILIES[model_type]
     parameters = _rope_parameters(config, model_type, layer_type)
     rope_type = parameters.get("rope_type", "default")
-    if rope_type not in rotary.ROPE_TYPES:
-        raise ValueError(
-            f"config.rope_parameters['rope_type'] must be one of {', '.join(map(repr, rotary.ROPE_TYPES))}, got {rope_type!r}"
-        )
-    required, optional = rotary._PARAMETERS[rope_type]
-    known = set(_COMMON) | set(required) | set(optional) | (set(_MROPE) if mrope else set())
+    entry = rotary._RULES.lookup(rope_type, "config.rope_parameters['rope_type']")
+    known = set(_COMMON) | set(entry.required) | set(entry.optional) | (set(_MROPE) if mrope else set())
     unknown = sorted(set(parameters) - known)
     if unknown:
         raise ValueError(

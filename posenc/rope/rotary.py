@@ -24,17 +24,13 @@ Layouts (``ROTARY_LAYOUTS``) say which channels pair up in a head of ``rotary_di
   in a row. Meta's reference Llama code (complex numbers), GPT-J and CodeGen
   (``rotate_every_two``), and in transformers the ``rotate_half`` of Cohere and GLM.
 
-Accuracy: the frequencies are carried as ``w_hi + w_lo`` (float64 plus its remainder, from
-``rotation.geometric_parts`` and exact float64 products), and cos and sin come from the
-double-float64 angle of ``_rotation`` (``rotation.sin_cos``; ``_sin_cos`` in
-``posenc.torch`` and ``posenc.tensorflow``): float32 within 2e-7 of the exact value at
-positions up to 10**7, float16 and bfloat16 one rounding of that, float64 within ~2e-16.
-With an attention factor other than 1 (yarn, longrope) they are computed in float64,
-multiplied there and rounded once. transformers' float32 route (the Llama family's
-``position_ids[..., None].float() * inv_freq``, then cos and sin in float32) is off by
-about 5e-3 at position 10**5 and 5e-2 at 10**6 (head_dim 128).
+Accuracy: see the accuracy contract. The frequencies are carried as ``w_hi + w_lo``
+(float64 plus its remainder, from ``rotation.geometric_parts`` and exact float64 products);
+with an attention factor other than 1 (yarn, longrope) cos and sin are computed in float64,
+multiplied there and rounded once.
 """
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable
@@ -46,6 +42,7 @@ import numpy.typing as npt
 from ..engine import checks, kernels, rotation
 from ..engine.backends import backend, backend_of
 from ..engine.frequencies import Frequencies
+from ..engine.registry import Registry
 from ..sinusoidal import layouts, tables
 
 # The public API (autodoc documents these); the other functions serve posenc.torch and posenc.tensorflow.
@@ -67,9 +64,7 @@ _SHARED = ("partial_rotary_factor", "max_position_embeddings")
 
 
 def check_rotary_layout(layout):
-    if not checks.is_one_of(layout, ROTARY_LAYOUTS):
-        raise ValueError(f"layout must be one of {', '.join(map(repr, ROTARY_LAYOUTS))}; got {layout!r}")
-    return layout
+    return checks.check_choice(layout, ROTARY_LAYOUTS, "layout")
 
 
 def check_head_dim(head_dim):
@@ -81,17 +76,15 @@ def check_head_dim(head_dim):
 
 
 def _check_params(rope_type, params):
-    if not checks.is_one_of(rope_type, _PARAMETERS):
-        raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
-    required, optional = _PARAMETERS[rope_type]
-    allowed = set(required) | set(optional) | set(_SHARED)
+    entry = _RULES.lookup(rope_type)
+    allowed = set(entry.required) | set(entry.optional) | set(_SHARED)
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise TypeError(
             f"rope_type={rope_type!r} takes no parameter {unknown[0]!r}; "
             f"it takes {', '.join(sorted(allowed))}"
         )
-    missing = [name for name in required if params.get(name) is None]
+    missing = [name for name in entry.required if params.get(name) is None]
     if missing:
         raise TypeError(f"rope_type={rope_type!r} needs the parameter {missing[0]!r}")
 
@@ -181,18 +174,31 @@ def _blend(hi, lo, ramp, factor):
     return pick[0], pick[1]
 
 
-# The rope types, each a function ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``
-# registered with its (required, optional) parameters, transformers' names; ``rope_frequencies``
-# checks the parameters before it calls one.
-_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-_RULES: dict[str, Callable[..., tuple]] = {}
+@dataclasses.dataclass(frozen=True)
+class _RopeType:
+    """A rope type: its ``rule`` ``(rotary_dim, base, params) -> (w_hi, w_lo, attention_factor)``,
+    called through the record, and its required and optional parameters (transformers' names),
+    which ``rope_frequencies`` checks before it calls the rule."""
+
+    rule: Callable[..., tuple]
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+    def __call__(self, dim, base, params):
+        return self.rule(dim, base, params)
+
+
+_RULES: Registry[_RopeType] = Registry("rope_type")
 
 
 # Runs only while the module is imported (see conventions._preset): what it registers is
 # checked per rope type in tests/test_rotary.py.
-def _rope_type(name, rule, required=(), optional=()):  # pragma: no mutate block
-    _PARAMETERS[name] = (required, optional)
-    _RULES[name] = rule
+def _rope_type(name, required=(), optional=()):  # pragma: no mutate block
+    """Register the decorated rule as rope type ``name``."""
+    def register(rule):
+        _RULES.register(name, _RopeType(rule, required, optional))
+        return rule
+    return register
 
 
 def _paper(dim, base):
@@ -200,22 +206,19 @@ def _paper(dim, base):
     return rotation.geometric_parts(dim // 2, base, dim / 2)
 
 
+@_rope_type("default")
 def _default(dim, base, params):
     return (*_paper(dim, base), 1.0)
 
 
-_rope_type("default", _default)
-
-
+@_rope_type("linear", required=("factor",))
 def _linear(dim, base, params):
     """Position interpolation: every frequency divided by ``factor``."""
     factor = _positive(params, "factor", "linear")
     return (*_over(*_paper(dim, base), factor), 1.0)
 
 
-_rope_type("linear", _linear, required=("factor",))
-
-
+@_rope_type("dynamic", required=("factor", "max_position_embeddings"), optional=("seq_len",))
 def _dynamic(dim, base, params):
     """NTK-aware: a larger base once the sequence outgrows the trained length."""
     factor = _positive(params, "factor", "dynamic")
@@ -227,9 +230,11 @@ def _dynamic(dim, base, params):
     return (*_paper(dim, base), 1.0)
 
 
-_rope_type("dynamic", _dynamic, required=("factor", "max_position_embeddings"), optional=("seq_len",))
-
-
+@_rope_type(
+    "yarn",
+    required=("original_max_position_embeddings",),
+    optional=("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+)
 def _yarn(dim, base, params):
     """YaRN: extrapolate the fast pairs, interpolate the slow ones, a linear ramp between."""
     rope_type = "yarn"
@@ -264,14 +269,11 @@ def _yarn(dim, base, params):
     return hi, lo, attention
 
 
-_rope_type(
-    "yarn",
-    _yarn,
-    required=("original_max_position_embeddings",),
-    optional=("factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+@_rope_type(
+    "longrope",
+    required=("short_factor", "long_factor", "original_max_position_embeddings"),
+    optional=("factor", "attention_factor", "seq_len"),
 )
-
-
 def _longrope(dim, base, params):
     """LongRoPE: ``w / short_factor`` per pair, ``w / long_factor`` beyond the original length."""
     rope_type = "longrope"
@@ -298,14 +300,7 @@ def _longrope(dim, base, params):
     return hi, lo, attention
 
 
-_rope_type(
-    "longrope",
-    _longrope,
-    required=("short_factor", "long_factor", "original_max_position_embeddings"),
-    optional=("factor", "attention_factor", "seq_len"),
-)
-
-
+@_rope_type("llama3", required=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"))
 def _llama3(dim, base, params):
     """Llama 3.1: wavelengths above ``original / low_freq_factor`` divided by ``factor``, below
     ``original / high_freq_factor`` kept, a blend between; equal factors make it a step at
@@ -331,11 +326,7 @@ def _llama3(dim, base, params):
     return (*_blend(hi, lo, ramp, factor), 1.0)
 
 
-_rope_type(
-    "llama3", _llama3, required=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor")
-)
-
-
+@_rope_type("proportional", optional=("factor",))
 def _proportional(dim, base, params):
     """Exponents over the whole head; the pairs beyond ``partial_rotary_factor`` do not turn."""
     factor = _positive(params, "factor", "proportional", 1.0)
@@ -345,9 +336,9 @@ def _proportional(dim, base, params):
     return (*_over(hi, lo, factor), 1.0)
 
 
-_rope_type("proportional", _proportional, optional=("factor",))
-
-ROPE_TYPES = tuple(_RULES)
+ROPE_TYPES = _RULES.names()
+# (required, optional) per rope type, for posenc.tensorflow's keyword arguments.
+_PARAMETERS = {name: (entry.required, entry.optional) for name, entry in _RULES.items()}
 
 
 def rope_frequencies(head_dim, base=10000.0, rope_type="default", **params) -> Frequencies:
@@ -403,9 +394,8 @@ def rotary_cos_sin(
     ``cos[..., k] = attention_factor * cos(p * w_j)`` for the pair ``j`` that channel ``k``
     belongs to in ``layout``: ``"half"`` repeats the frequencies as two halves (what
     transformers' rotary modules return), ``"interleaved"`` holds each twice in a row.
-    Frequencies and attention factor as ``rotary_frequencies``. Computed from a
-    double-float64 angle (``dtype`` float16, float32 or float64): float32 within 2e-7 of
-    the exact value at positions up to 10**7, float16 one rounding of that, float64 ~2e-16.
+    Frequencies and attention factor as ``rotary_frequencies``. ``dtype`` float16, float32
+    or float64; accuracy: see the accuracy contract.
     """
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)

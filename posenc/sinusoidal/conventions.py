@@ -34,6 +34,9 @@ import numpy as np
 
 from ..engine import checks, rotation
 from ..engine.frequencies import Frequencies
+from ..engine.registry import Registry
+
+__all__ = ["NAMES", "Convention", "Preset", "list_conventions", "option_names", "resolve"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,9 +170,15 @@ def _no_options():
     return {}
 
 
+class _Entry(NamedTuple):
+    preset: Preset
+    convention: Convention
+    options: Callable[..., dict]  # the source's own options -> the fields they set
+    layouts: tuple[str, ...]  # the layouts the source's own options can give
+
+
 _FLOAT32_NAN = "the source's float division by zero gives NaN"
-_PRESETS: dict[str, tuple[Preset, Convention, Callable[..., dict]]] = {}
-_LAYOUTS_WRITTEN: dict[str, tuple[str, ...]] = {}  # the layouts each source's own options can give
+_PRESETS: Registry[_Entry] = Registry("convention")
 
 
 # Runs only while the module is imported: mutmut switches a mutant on when a test calls its
@@ -177,8 +186,8 @@ _LAYOUTS_WRITTEN: dict[str, tuple[str, ...]] = {}  # the layouts each source's o
 # registers is checked against its source in tests/test_conventions.py instead.
 def _preset(description, source, options=_no_options, layouts=None, **fields):  # pragma: no mutate block
     name = fields["name"]
-    _PRESETS[name] = (Preset(name, description, source), Convention(**fields), options)
-    _LAYOUTS_WRITTEN[name] = layouts or (fields.get("layout", "interleaved"),)
+    layouts = layouts or (fields.get("layout", "interleaved"),)
+    _PRESETS.register(name, _Entry(Preset(name, description, source), Convention(**fields), options, layouts))
 
 
 _preset(
@@ -278,18 +287,17 @@ _preset(
     span_note=_FLOAT32_NAN,
 )
 
-NAMES = tuple(_PRESETS)
+NAMES = _PRESETS.names()
 
 
 def list_conventions() -> list[Preset]:
     """Every preset as ``Preset(name, description, source)``, in a fixed order ("paper" first)."""
-    return [preset for preset, _, _ in _PRESETS.values()]
+    return [entry.preset for entry in _PRESETS.values()]
 
 
 def adjustable_fields(name: str) -> set[str]:
     """The ``Convention`` fields that preset ``name``'s options or the generic overrides can set."""
-    _, _, options = _PRESETS[check_convention(name)]
-    return {"base", "layout", "offset", "padding_idx", *options()}
+    return {"base", "layout", "offset", "padding_idx", *_PRESETS.lookup(name).options()}
 
 
 def changes_beyond_options(name: str, convention: Convention) -> int:
@@ -301,24 +309,18 @@ def changes_beyond_options(name: str, convention: Convention) -> int:
     ``flip_sin_to_cos=True, downscale_freq_shift=0`` is 0, "paper" with base 500 is 1 and
     "keras-hub" with ``max_wavelength=500`` is 0.
     """
-    _, preset, options = _PRESETS[check_convention(name)]
-    own = set(options())
-    changes = int(convention.layout not in _LAYOUTS_WRITTEN[name])
+    entry = _PRESETS.lookup(name)
+    own = set(entry.options())
+    changes = int(convention.layout not in entry.layouts)
     for field in ("rule", "base", "shift", "factor", "odd"):
-        changes += field not in own and getattr(convention, field) != getattr(preset, field)
+        changes += field not in own and getattr(convention, field) != getattr(entry.convention, field)
     return changes
-
-
-def check_convention(name):
-    if not checks.is_one_of(name, _PRESETS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
-    return name
 
 
 def option_names(convention: str | Convention) -> list[str]:
     """The source's own option names that ``resolve`` takes for ``convention`` (none for a
     ``Convention``); every convention also takes ``base``, ``layout``, ``offset`` and ``padding_idx``."""
-    options = _no_options if isinstance(convention, Convention) else _PRESETS[check_convention(convention)][2]
+    options = _no_options if isinstance(convention, Convention) else _PRESETS.lookup(convention).options
     return list(inspect.signature(options).parameters)
 
 
@@ -332,14 +334,14 @@ def resolve(convention: str | Convention = "paper", *, base: float | None = None
     the convention's.
     """
     if not overrides and base is None and layout is None and not isinstance(convention, Convention):
-        return _PRESETS[check_convention(convention)][1]  # the common call, at a small table's cost
+        return _PRESETS.lookup(convention).convention  # the common call, at a small table's cost
     allowed = [*option_names(convention), "base", "layout", "offset", "padding_idx"] if overrides else []
     generic = {key: overrides.pop(key) for key in ("offset", "padding_idx") if key in overrides}
     if isinstance(convention, Convention):
         options = _no_options
     else:
-        _, preset, options = _PRESETS[check_convention(convention)]
-        convention = preset
+        entry = _PRESETS.lookup(convention)
+        convention, options = entry.convention, entry.options
     unknown = sorted(set(overrides) - set(allowed))
     if unknown:
         raise TypeError(

@@ -17,6 +17,8 @@ import numpy as np
 from ..engine import checks
 from .tables import column_order, denominators, frequencies
 
+__all__ = ["shift_matrix", "wavelengths"]
+
 
 def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
     """Positions per full turn of each sin/cos pair: ``2*pi * base ** (2i / d_model)``.

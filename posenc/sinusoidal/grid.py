@@ -19,9 +19,9 @@ sources differ in five things only, and a ``GridConvention`` holds them as data:
 - prefix rows of zeros for class (or extra) tokens, where the source writes them.
 
 Each axis' sines and cosines come from posenc's accurate 1-D kernel
-(``rotation.sin_cos``: float32 within 2e-7 of the exact value, float64 ~2e-16) for the
-``n`` values of that axis only; the table is then filled by broadcasting, so a 64 x 64
-table costs 128 rows of trigonometry. ``identify_grid`` says which convention wrote a
+(``rotation.sin_cos``; accuracy: see the accuracy contract) for the ``n`` values of that
+axis only; the table is then filled by broadcasting, so a 64 x 64 table costs 128 rows of
+trigonometry. ``identify_grid`` says which convention wrote a
 frozen table, ``diagnose_grid`` which grid mistake did.
 """
 
@@ -29,14 +29,17 @@ import dataclasses
 import inspect
 import math
 import numbers
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import DTypeLike
 
 from ..engine import checks, rotation
+from ..engine.registry import Registry
 from . import tables
+
+__all__ = ["grid_encoding", "list_grid_conventions"]
 
 AXES_2D = ("y", "x")
 AXES_3D = ("t", "y", "x")
@@ -118,47 +121,50 @@ def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=
     return conv, 0
 
 
-_PRESETS = {
-    "mae": ("MAE's get_2d_sincos_pos_embed (and the position_embeddings of transformers' ViTMAE models): "
-            "[sin x, cos x, sin y, cos y], x the width although MAE names that half emb_h", _mae),
-    "moco-v3": ("MoCo v3 (and the original RT-DETR code, transformers' RT-DETR before #41380, ultralytics): "
-                "[sin w, cos w, sin h, cos h] of "
-                "meshgrid(w, h) flattened width-outer: wrong positions on non-square grids; a zero class row", _moco),
-    "rt-detr": ("transformers 5.x build_2d_sinusoidal_position_embedding (RT-DETR after #41380; ViTMAE builds with "
-                "it and then swaps the halves to MAE's order): [sin h, cos h, sin w, cos w], row-major", _rt_detr),
-    "big_vision": ("big_vision posemb_sincos_2d: [sin x, cos x, sin y, cos y], frequencies over D/4 - 1 steps", _big_vision),
-    "simple-vit": ("lucidrains' simple ViT posemb_sincos_2d: the same numbers as big_vision", _simple_vit),
-    "timm": ("timm build_sincos2d_pos_embed: [sin h, sin w, cos h, cos w] (interleave_sin_cos: [sin h, cos h, sin w, "
-             "cos w]; reverse_coord: w first and flattened width-outer)", _timm),
-    "detr": ("DETR PositionEmbeddingSine: y block then x block, sin/cos interleaved, positions 1..n "
-             "(normalize: scaled to (0, scale], scale 2 pi)", _detr),
-    "diffusers": ("diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
-                  "interpolation_scale) and, for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]", _diffusers),
-}
+class _Preset(NamedTuple):
+    description: str
+    build: Callable[..., tuple]  # the source's options -> (GridConvention, prefix rows)
+    not_divisible: str  # what the source does when d is not a multiple of 4 (all of them need it)
 
-# What each source does when d is not a multiple of 4 (all of them need it).
-_NOT_DIVISIBLE = {
-    "mae": "MAE asserts embed_dim % 2 == 0 for each half (AssertionError)",
-    "moco-v3": "MoCo v3 asserts it (AssertionError)",
-    "rt-detr": "transformers raises ValueError",
-    "big_vision": "big_vision asserts it",
-    "simple-vit": "simple ViT asserts it",
-    "timm": "timm asserts it",
-    "detr": "DETR's torch.stack of num_pos_feats // 2 sines and cosines fails for odd num_pos_feats = d / 2 "
-            "(and num_pos_feats = d / 2 needs an even d)",
-    "diffusers": "diffusers raises ValueError('embed_dim must be divisible by 2') for each half",
-}
+
+_PRESETS: Registry[_Preset] = Registry("convention")
+_PRESETS.register("mae", _Preset(
+    "MAE's get_2d_sincos_pos_embed (and the position_embeddings of transformers' ViTMAE models): "
+    "[sin x, cos x, sin y, cos y], x the width although MAE names that half emb_h",
+    _mae, "MAE asserts embed_dim % 2 == 0 for each half (AssertionError)"))
+_PRESETS.register("moco-v3", _Preset(
+    "MoCo v3 (and the original RT-DETR code, transformers' RT-DETR before #41380, ultralytics): "
+    "[sin w, cos w, sin h, cos h] of meshgrid(w, h) flattened width-outer: wrong positions on non-square grids; "
+    "a zero class row",
+    _moco, "MoCo v3 asserts it (AssertionError)"))
+_PRESETS.register("rt-detr", _Preset(
+    "transformers 5.x build_2d_sinusoidal_position_embedding (RT-DETR after #41380; ViTMAE builds with "
+    "it and then swaps the halves to MAE's order): [sin h, cos h, sin w, cos w], row-major",
+    _rt_detr, "transformers raises ValueError"))
+_PRESETS.register("big_vision", _Preset(
+    "big_vision posemb_sincos_2d: [sin x, cos x, sin y, cos y], frequencies over D/4 - 1 steps",
+    _big_vision, "big_vision asserts it"))
+_PRESETS.register("simple-vit", _Preset(
+    "lucidrains' simple ViT posemb_sincos_2d: the same numbers as big_vision", _simple_vit, "simple ViT asserts it"))
+_PRESETS.register("timm", _Preset(
+    "timm build_sincos2d_pos_embed: [sin h, sin w, cos h, cos w] (interleave_sin_cos: [sin h, cos h, sin w, "
+    "cos w]; reverse_coord: w first and flattened width-outer)",
+    _timm, "timm asserts it"))
+_PRESETS.register("detr", _Preset(
+    "DETR PositionEmbeddingSine: y block then x block, sin/cos interleaved, positions 1..n "
+    "(normalize: scaled to (0, scale], scale 2 pi)",
+    _detr,
+    "DETR's torch.stack of num_pos_feats // 2 sines and cosines fails for odd num_pos_feats = d / 2 "
+    "(and num_pos_feats = d / 2 needs an even d)"))
+_PRESETS.register("diffusers", _Preset(
+    "diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
+    "interpolation_scale) and, for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
+    _diffusers, "diffusers raises ValueError('embed_dim must be divisible by 2') for each half"))
 
 
 def list_grid_conventions() -> dict[str, str]:
     """``{name: description}`` of every grid convention ``grid_encoding`` knows."""
-    return {name: preset[0] for name, preset in _PRESETS.items()}
-
-
-def _check_convention(convention):
-    if not checks.is_one_of(convention, _PRESETS):
-        raise ValueError(f"convention must be one of {', '.join(map(repr, _PRESETS))}; got {convention!r}")
-    return convention
+    return {name: preset.description for name, preset in _PRESETS.items()}
 
 
 def _check_shape(shape):
@@ -171,7 +177,7 @@ def _check_shape(shape):
 
 def _options(convention, ndim, options):
     """The preset's ``(GridConvention, prefix rows, options with defaults)`` for a grid of ``ndim`` axes."""
-    build = _PRESETS[convention][1]
+    build = _PRESETS[convention].build
     if ndim == 3:
         if convention != "diffusers":
             raise ValueError(
@@ -251,13 +257,12 @@ def grid_encoding(
     ``normalize``, ``scale``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
     ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
     class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
-    to encode instead of the source's own (e.g. fractional ones). float32 within 2e-7 of
-    the exact value; float64 ~2e-16 for integer positions (fractional ones, e.g. DETR's
-    normalised, carry their own float64 rounding: ~1e-16 times the angle); float16 one
-    rounding of float32. DETR's own output
-    ``(batch, d, H, W)`` is ``table.T.reshape(d, H, W)``.
+    to encode instead of the source's own (e.g. fractional ones). Accuracy: see the accuracy
+    contract; fractional positions (e.g. DETR's normalised ones) carry their own float64
+    rounding, ~1e-16 times the angle. DETR's own output ``(batch, d, H, W)`` is
+    ``table.T.reshape(d, H, W)``.
     """
-    convention = _check_convention(convention)
+    convention = _PRESETS.check(convention)
     shape = _check_shape(shape)
     d = checks.check_width(checks.check_int_at_least(d, "d", 1), "d")
     checks.check_entries(" * ".join(f"shape[{n}]" for n in range(len(shape))) + " * d", (*shape, d))
@@ -266,7 +271,7 @@ def grid_encoding(
     multiple = 16 if len(shape) == 3 else 4
     if d % multiple:
         why = ("diffusers' get_3d_sincos_pos_embed splits d into D/4 (time) and 3D/4 (space), each half of "
-               "which must be even (ValueError otherwise)") if multiple == 16 else _NOT_DIVISIBLE[convention]
+               "which must be even (ValueError otherwise)") if multiple == 16 else _PRESETS[convention].not_divisible
         raise ValueError(f"d must be a multiple of {multiple} for convention {convention!r} ({why}); got d={d}")
     return _table(conv, opts, shape, d, dtype, prefix, positions)
 

@@ -26,6 +26,8 @@ from ..engine import checks
 from ..engine.backends import backend_of
 from . import tables
 
+__all__ = ["ODD_POLICIES", "convert_layout", "layout_permutation"]
+
 ODD_POLICIES = ("sine", "zero")
 
 
@@ -40,8 +42,7 @@ def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "si
     """
     d_model = checks.check_d_model(d_model)
     source, target = checks.check_layout(source), checks.check_layout(target)
-    if not checks.is_one_of(odd, ODD_POLICIES):
-        raise ValueError(f"odd must be one of {', '.join(map(repr, ODD_POLICIES))}; got {odd!r}")
+    checks.check_choice(odd, ODD_POLICIES, "odd")
     width = d_model - d_model % 2 if odd == "zero" else d_model
     if width == 0:
         return np.arange(d_model)

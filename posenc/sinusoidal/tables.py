@@ -18,6 +18,17 @@ import numpy.typing as npt
 from ..engine import checks, rotation
 from . import conventions
 
+__all__ = [
+    "DTYPES",
+    "angles",
+    "column_order",
+    "denominators",
+    "encode",
+    "frequencies",
+    "interleave",
+    "positional_encoding",
+]
+
 DTYPES = (np.float16, np.float32, np.float64)
 _ALLOWED = [np.dtype(t) for t in DTYPES]
 
@@ -148,12 +159,10 @@ def encode(
     another way of writing the table (``posenc.list_conventions()``); ``base``, ``layout``
     (None: the convention's) and ``options`` (``offset``, ``padding_idx`` or the source's
     own option names) override its parameters (``conventions.resolve``). float32: float32
-    sines and cosines of the angle reduced in half turns (``_rotation`` part 3), within
-    2e-7 of the exact value for ``|p * w| <= 2**26`` (``|p| <= 1e7`` with room to spare), at
-    about the speed of the naive float32 route; float16: that value rounded once; float64:
-    from the angle carried to twice float64 precision (part 1), ~2e-16. Written block by
-    block into the output, so the extra memory is small. ``out``: an array of that shape
-    and dtype to write into (returned).
+    sines and cosines of the angle reduced in half turns, at about the speed of the naive
+    float32 route; float64: the angle carried to twice float64 precision. Accuracy: see the
+    accuracy contract. Written block by block into the output, so the extra memory is small.
+    ``out``: an array of that shape and dtype to write into (returned).
     """
     dtype = check_dtype(dtype)
     d_model = checks.check_d_model(d_model)
@@ -186,11 +195,10 @@ def positional_encoding(
     ``d_model`` is allowed: the last column is a sine. ``convention``, ``base``, ``layout``
     and ``options`` choose another convention and its parameters, as in ``encode``; row
     ``k`` then holds position ``offset + k``. Built by rotation from two small accurate
-    tables (``rotation.fill_table``): float32 within 2e-7 of the exact value (1.4e-7 seen)
-    at any position (the lectures' float32 division is off by about 1e-3 near position
-    10**5), float64 within ~1e-15, float16 one float16 rounding of the float32 value.
-    ``out``: a ``(length, d_model)`` array of ``dtype`` to write into (returned), which
-    saves allocating a fresh table.
+    tables (``rotation.fill_table``). Accuracy: see the accuracy contract (the lectures'
+    float32 division is off by about 1e-3 near position 10**5). ``out``: a
+    ``(length, d_model)`` array of ``dtype`` to write into (returned), which saves
+    allocating a fresh table.
     """
     length = checks.check_length(length)
     dtype = check_dtype(dtype)
