@@ -206,7 +206,11 @@ def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
     ``(axes, ...)``, checked by the caller to hold every axis the pairs read.
     """
     groups, back = groups
-    parts = [sin_cos(positions[axis], w_hi[list(pairs)], w_lo[list(pairs)], dtype) for axis, pairs in groups]
+
+    def pick(w, pairs):  # NumPy frequencies stay NumPy (JAX's kernel reads them on the host); a backend's are gathered
+        return w[list(pairs)] if isinstance(w, np.ndarray) else xp.take(w, pairs, 0)
+
+    parts = [sin_cos(positions[axis], pick(w_hi, pairs), pick(w_lo, pairs), dtype) for axis, pairs in groups]
     return tuple(xp.take(xp.concat([part[k] for part in parts], -1), back, -1) for k in (0, 1))
 
 
