@@ -136,6 +136,8 @@ def bound(function: Callable[Concatenate[Spec, P], R], spec: Spec, *, without: S
         return function(spec, *args, **kwargs)
 
     call.__signature__ = signature.replace(parameters=parameters, return_annotation=own(signature.return_annotation))  # type: ignore[attr-defined]
+    # What typing.get_type_hints (and Sphinx) read: the framework's types, as strings.
+    call.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": call.__signature__.return_annotation}  # type: ignore[attr-defined]
     call.__module__ = spec.module
     return call
 
