@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
@@ -121,9 +122,7 @@ def bound(function: Callable[Concatenate[Spec, P], R], spec: Spec, *, without: S
 
     def own(annotation):
         # The string annotations of this module, with the framework's tensor and dtype.
-        if not isinstance(annotation, str):
-            return annotation
-        return " | ".join(words.get(part, part) for part in annotation.split(" | "))
+        return re.sub(r"\b(Tensor|DType)\b", lambda m: words[m[1]], annotation) if isinstance(annotation, str) else annotation
 
     parameters = [p.replace(annotation=own(p.annotation)) for name, p in signature.parameters.items()
                   if name != "spec" and name not in without]
@@ -185,7 +184,8 @@ def _blocks(xp, positions, w_hi, w_lo, dtype):
 
 
 def _kernel(spec, route):
-    """``sin_cos(positions, w_hi, w_lo, dtype)`` of ``route`` in the framework's operations (NumPy ``w_hi``, ``w_lo``)."""
+    """``sin_cos(positions, w_hi, w_lo, dtype)`` of ``route`` in the framework's operations (float64 ``w_hi``,
+    ``w_lo``: NumPy's, or the backend's that a rotary module keeps on the device)."""
     xp = spec.xp
     if route == routes.FEW:
         return lambda positions, w_hi, w_lo, dtype: kernels.rounded_sin_cos(

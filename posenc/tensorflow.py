@@ -97,7 +97,7 @@ def _whole(positions, w_hi, w_lo, dtype, layout=None, width=None):
         s, c = kernels.sin_cos(TF, positions, w_hi, w_lo, dtype)
         return (s, c) if layout is None else kernels.columns(TF, s, c, layout, width)
     _start_xla_quietly()
-    return tf.nest.map_structure(lambda t: tf.cast(t, dtype), _half_turns(positions, tf.constant(w_hi / math.pi), layout, width))
+    return tf.nest.map_structure(lambda t: tf.cast(t, dtype), _half_turns(positions, tf.cast(w_hi, tf.float64) / math.pi, layout, width))
 
 
 @tf.function(jit_compile=True, autograph=False, reduce_retracing=True)

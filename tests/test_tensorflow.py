@@ -230,3 +230,20 @@ def test_rotary_layer_reads_a_transformers_config():
     with pytest.raises(ValueError, match="layer_type must name one of 'sliding_attention', 'full_attention'"):
         ptf.RotaryEmbedding.from_config(gemma)
     assert ptf.RotaryEmbedding.from_config(gemma, layer_type="full_attention").base == 1e6
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rotary_layer_in_a_graph_past_a_decoding_step(dtype):
+    # More angles than a decoding step: the layer's kernels in the graph, from its frequencies kept as
+    # tensors (made eagerly by the first call), within the bound of the exact values.
+    layer = ptf.RotaryEmbedding(64, rope_type="yarn", factor=4.0, original_max_position_embeddings=64, dtype=dtype)
+    position_ids = tf.constant(np.arange(0, 4096 * 250, 250)[None])
+    x = tf.zeros((1, 4096, 64))
+    eager = layer(x, position_ids)
+    graph = tf.function(layer)(x, position_ids)
+    want = posenc.rotary_cos_sin(position_ids.numpy(), 64, rope_type="yarn", factor=4.0, original_max_position_embeddings=64,
+                                 dtype=np.float64)
+    for e, g, w in zip(eager, graph, want):
+        assert g.dtype == dtype
+        assert np.abs(g.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)
+        assert np.abs(e.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)

@@ -177,7 +177,7 @@ def _tensorflow():
         return tf.cast(x * factor, tf.float32)
 
     def constant(values, dtype, like=None):
-        return tf.constant(values, dtype)
+        return tf.cast(values, dtype)  # a NumPy array or a tensor, in a graph too
 
     def complex_parts(z):
         return tf.math.real(z), tf.math.imag(z)
