@@ -31,7 +31,7 @@ from .sinusoidal.layouts import convert_layout
 __all__ = [
     "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
     "axial_cos_sin", "convert_layout", "convert_rotary_layout", "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding",
-    "rotary_cos_sin", "rotary_frequencies", "rotary_permutation"
+    "rotary_cos_sin", "rotary_frequencies", "rotary_permutation",
 ]
 
 

@@ -39,7 +39,7 @@ from .sinusoidal.layouts import convert_layout
 __all__ = [
     "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "axial_cos_sin",
     "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid", "list_grid_conventions",
-    "mrope_cos_sin", "positional_encoding", "rotary_cos_sin", "rotary_frequencies", "rotary_permutation"
+    "mrope_cos_sin", "positional_encoding", "rotary_cos_sin", "rotary_frequencies", "rotary_permutation",
 ]
 
 TF = backend("tensorflow")

@@ -9,7 +9,7 @@ from posenc.engine import kernels, routes
 from posenc.engine.backends import backend
 
 IN_PLACE = backend("numpy")  # writes in place and has float64, as torch's entry
-IMMUTABLE = dataclasses.replace(IN_PLACE, empty=None, add_product=None)  # TensorFlow's kind
+IMMUTABLE = dataclasses.replace(IN_PLACE, empty=None, iadd=None, imul=None)  # TensorFlow's kind
 NO_FLOAT64 = dataclasses.replace(IMMUTABLE, has_float64=False)  # JAX's, x64 off
 F32, F64, BF16 = np.dtype(np.float32), np.dtype(np.float64), "bfloat16"  # NumPy has no bfloat16: any other dtype
 FEW = kernels.FEW_ANGLES

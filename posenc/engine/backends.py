@@ -59,7 +59,8 @@ class Backend:
     expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
     take: Callable  # (x, indices, axis): x's entries along axis in the order of indices (ints: a sequence or NumPy array)
     empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
-    add_product: Callable | None = None  # (target, a, b, sign): target += sign * (a * b rounded) in place; None likewise
+    iadd: Callable | None = None  # (target, other): target += other in place, returned; None likewise
+    imul: Callable | None = None  # (target, other): target *= other in place, returned; None likewise
     has_float64: bool = True
 
 
@@ -108,7 +109,8 @@ def _numpy():
         cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
         **_spelled_like_numpy(np),
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
-        add_product=lambda target, a, b, sign: np.add(target, sign * a * b, out=target),
+        iadd=lambda target, other: np.add(target, other, out=target),
+        imul=lambda target, other: np.multiply(target, other, out=target),
     )
 
 
@@ -141,7 +143,7 @@ def _torch():
         expand_like=lambda x, y: x.expand(*y.shape[:-1], x.shape[-1]),
         take=lambda x, indices, axis: x.index_select(axis, torch.as_tensor(indices, device=x.device)),
         empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
-        add_product=lambda target, a, b, sign: target.add_(a * b, alpha=sign),
+        iadd=lambda target, other: target.add_(other), imul=lambda target, other: target.mul_(other),
     )
 
 

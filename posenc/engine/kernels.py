@@ -243,25 +243,25 @@ def apply_rotary(xp, x, cos, sin, layout, rotated):
 
     For pairs ``(a, b)`` of ``layout``: ``a cos - b sin`` and ``b cos + a sin``, in the
     layout's order; channels beyond ``rotated`` pass through. Shapes and dtypes checked by the
-    caller. Each product is rounded in ``x``'s dtype, then the sum: transformers'
-    ``x * cos + rotate_half(x) * sin``, bit for bit. Backends that write in place compute
-    ``x * cos`` and add the sine terms into its halves (``add_product``): fewer passes over
-    memory than building both halves and joining them, which the others do.
+    caller. Computed as transformers computes it, ``x * cos + turned(x) * sin`` with ``turned``
+    the pairs ``(-b, a)`` (``rotate_half``), each product rounded in ``x``'s dtype, then the
+    sum: the same bits. Backends that write in place multiply ``turned`` by ``sin`` and add it
+    to ``x * cos`` in place, two full-size temporaries fewer.
     """
+    part = x if rotated == x.shape[-1] else x[..., :rotated]
     first, second = pair_slices(rotated, layout)
-    whole = rotated == x.shape[-1]
-    a, b = x[..., first], x[..., second]
-    if xp.add_product is not None:
-        out = (x if whole else x[..., :rotated]) * cos
-        xp.add_product(out[..., first], b, sin[..., first], -1)
-        xp.add_product(out[..., second], a, sin[..., second], 1)
+    a, b = part[..., first], part[..., second]
+    turned = xp.concat([-b, a], -1) if layout == "half" else xp.merge_last(xp.stack([-b, a], -1))
+    if xp.imul is not None and _grows_not(sin.shape, turned.shape):
+        out = xp.iadd(part * cos, xp.imul(turned, sin))
     else:
-        new_a = a * cos[..., first] - b * sin[..., first]
-        new_b = b * cos[..., second] + a * sin[..., second]
-        out = xp.concat([new_a, new_b], -1) if layout == "half" else xp.merge_last(xp.stack([new_a, new_b], -1))
-    if whole:
-        return out
-    return xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)
+        out = part * cos + turned * sin
+    return out if part is x else xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)
+
+
+def _grows_not(shape, target):
+    # An array of ``shape`` broadcasts against one of ``target`` without making it larger.
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
 
 
 # Float32-only half turns (accuracy page, part 4): part 3 without a float64 step, for JAX's default mode.
