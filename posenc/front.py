@@ -53,18 +53,19 @@ class Positions:
 
     ``tensor``: the framework's, integers or float64 (float32 in a trace without float64),
     on the device of the call; ``shape`` (None: unknown rank, in a graph); ``traced``: inside
-    a compiler's trace; ``host``: a function giving them as NumPy float64 when they are
-    concrete and in host memory (else None); ``place``: where an output built on the host
-    goes (a device, a sharding; None: the framework's default); ``largest``: a function giving
-    the largest position, None where a trace cannot read it.
+    a compiler's trace; ``host``: when they are concrete and in host memory, NumPy float64
+    positions, or the function that makes them of ``tensor`` (else None); ``place``: where an
+    output built on the host goes (a device, a sharding; None: the framework's default);
+    ``largest``: the function giving the largest of ``tensor`` (None where a trace cannot read
+    it). Functions of ``tensor``, not closures: a decoding step makes none.
     """
 
     tensor: Any
     shape: tuple | None
     traced: bool = False
-    host: Callable[[], np.ndarray] | None = None
+    host: np.ndarray | Callable[[Any], np.ndarray] | None = None
     place: Any = None
-    largest: Callable[[], float | None] = lambda: None
+    largest: Callable[[Any], float] | None = None
 
     @property
     def size(self) -> int | None:
@@ -75,6 +76,16 @@ class Positions:
                 return None
             count *= n
         return None if self.shape is None else count
+
+    def numpy(self) -> np.ndarray:
+        """The positions as NumPy float64, for positions in host memory (``host`` not None)."""
+        return self.host if isinstance(self.host, np.ndarray) else self.host(self.tensor)  # type: ignore[misc]
+
+    def top(self) -> float | None:
+        """The largest position, None where a trace cannot read it."""
+        if isinstance(self.host, np.ndarray):
+            return float(self.host.max())
+        return None if self.largest is None else self.largest(self.tensor)
 
 
 def _no_out(out, shape, dtype, device):
@@ -235,7 +246,7 @@ def _encode(spec, positions, d_model, chosen, dtype, out=None, frequencies=None)
         checks.check_entries("positions.size * d_model", (positions.size, d_model))
     route = routes.choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
     if route == routes.HOST:
-        host = positions.host()
+        host = positions.numpy()
         return _on_host(spec, (*host.shape, d_model), dtype, positions.place, out,
                         lambda table: tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table))
     table = _sinusoid(spec, route, positions.tensor, d_model, chosen, frequencies or chosen.frequency_record(d_model), dtype)
@@ -330,7 +341,7 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     angles = None if state is None or count is None else count * state.pairs
     route = routes.choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
     if route == routes.HOST:
-        c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.host(), frequencies, layout, _built(xp, out), form)
+        c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.numpy(), frequencies, layout, _built(xp, out), form)
         return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
     w = None
     if state is not None and xp.has_float64:
@@ -591,7 +602,7 @@ class RotaryModule:
             return state.fixed, state
         seq_len = None
         if positions.shape is None or positions.size != 0:
-            largest = positions.largest()
+            largest = positions.top()
             if largest is None:
                 if self._spec.unread_length is None:
                     return state.fixed, None
@@ -605,7 +616,9 @@ class RotaryModule:
 
     def _cos_sin(self, x: Any, position_ids: Any) -> Any:
         spec = self._spec
-        dtype = check_dtype(spec, _check_input(spec, x).dtype)
+        dtype = _check_input(spec, x).dtype
+        if dtype not in spec.dtypes[:3]:  # half precision and float32 at once; float64 (JAX: x64?) and the rest checked
+            dtype = check_dtype(spec, dtype)
         positions = spec.intake(position_ids, x)
         if self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
             positions = _text_rows(spec, positions)
@@ -627,10 +640,9 @@ class RotaryModule:
 
 def _text_rows(spec, positions):
     """M-RoPE's three rows for a 2-D ``position_ids`` ``(batch, seq)`` (text tokens), as transformers reads it."""
-    host = positions.host
     return dataclasses.replace(
         positions, shape=(3, *positions.shape),
         tensor=None if positions.tensor is None else spec.xp.stack([positions.tensor] * 3, 0),
-        host=None if host is None else (lambda: np.stack([host()] * 3)),
+        host=None if positions.host is None else np.stack([positions.numpy()] * 3),
     )
 

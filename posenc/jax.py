@@ -59,12 +59,12 @@ def _intake(positions, like=None):
         if _kind(positions) == "f":
             checks.check_finite(bool(jnp.isfinite(positions).all()), f"an array of shape {positions.shape}")
         return front.Positions(positions.astype(jnp.float32), positions.shape, False, None, positions.sharding,
-                               lambda: float(jnp.max(positions)))
+                               lambda p: float(jnp.max(p)))
     place = positions.device if isinstance(positions, jax.Array) else None
     if isinstance(positions, jax.Array) and positions.dtype == jnp.bfloat16:
         positions = positions.astype(jnp.float32)
     host = tables.as_positions(np.asarray(positions) if isinstance(positions, jax.Array) else positions)
-    return front.Positions(None, host.shape, False, lambda: host, place, lambda: float(host.max()))
+    return front.Positions(None, host.shape, False, host, place)
 
 
 def _adopt(array, dtype, place=None):

@@ -67,8 +67,8 @@ def _intake(positions, like=None):
     elif kind == "f":
         positions = tf.debugging.assert_all_finite(positions, "positions must be finite")
     shape = None if positions.shape.rank is None else tuple(positions.shape)
-    host = (lambda: positions.numpy()) if eager and "CPU" in positions.device else None
-    return front.Positions(positions, shape, not eager, host, None, lambda: float(tf.reduce_max(positions)) if eager else None)
+    host = (lambda p: p.numpy()) if eager and "CPU" in positions.device else None
+    return front.Positions(positions, shape, not eager, host, None, (lambda p: float(tf.reduce_max(p))) if eager else None)
 
 
 def _aligned_empty(shape, dtype):

@@ -35,8 +35,9 @@ __all__ = [
     "rotary_permutation",
 ]
 
-# The dtypes NumPy builds a table in (bfloat16 is rounded from float32).
+# The dtypes NumPy builds a table in (bfloat16 is rounded from float32), and those of position ids.
 _NUMPY = (torch.float16, torch.float32, torch.float64)
+_INTEGERS = (torch.int64, torch.int32)
 
 
 def _intake(positions, like=None):
@@ -44,17 +45,24 @@ def _intake(positions, like=None):
     if not isinstance(positions, torch.Tensor):
         # Lists go through NumPy so Python floats keep float64 (torch would make float32).
         positions = torch.from_numpy(tables.as_positions(positions))
-    elif positions.is_floating_point():
-        if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
-            checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
-    elif positions.dtype == torch.bool or positions.is_complex():
-        front.check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
+    elif positions.dtype not in _INTEGERS:  # position ids, the common case, need no check
+        if positions.is_floating_point():
+            if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
+                checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
+        elif positions.dtype == torch.bool or positions.is_complex():
+            front.check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
         positions = positions.to(getattr(like, "device", like))
-    device = positions.device
-    host = None if compiling or device.type != "cpu" else lambda: positions.detach().to(torch.float64).numpy()
-    # The largest position: a value, so a graph break under torch.compile.
-    return front.Positions(positions, tuple(positions.shape), compiling, host, device, lambda: float(positions.max()))
+    host = None if compiling or not positions.is_cpu else _host
+    return front.Positions(positions, positions.shape, compiling, host, positions.device, _largest)
+
+
+def _host(positions):
+    return positions.detach().to(torch.float64).numpy()
+
+
+def _largest(positions):
+    return float(positions.max())  # a value: a graph break under torch.compile
 
 
 def _adopt(array, dtype, device=None):
