@@ -1,6 +1,6 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
 tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE) and the position ids
-of vision-language models; what a transformers config asks for."""
+of vision-language models; what a transformers config asks for, layer by layer."""
 
 from .axial import (
     AXIAL_CONVENTIONS,
@@ -11,7 +11,7 @@ from .axial import (
     mrope_cos_sin,
     mrope_position_ids,
 )
-from .configs import rotary_arguments
+from .configs import LayerPosition, layer_plan, rotary_arguments
 from .rotary import (
     ROPE_TYPES,
     ROTARY_LAYOUTS,
@@ -25,6 +25,7 @@ from .rotary import (
 
 __all__ = [
     "AXIAL_CONVENTIONS",
+    "LayerPosition",
     "ROPE_TYPES",
     "ROTARY_LAYOUTS",
     "apply_rotary",
@@ -32,6 +33,7 @@ __all__ = [
     "axial_frequencies",
     "convert_rotary_layout",
     "grid_position_ids",
+    "layer_plan",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
