@@ -1,15 +1,19 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
-tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE) and the position ids
-of vision-language models; what a transformers config asks for."""
+tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE, a width per axis) and
+the position ids of vision-language models and Flux; what a transformers config asks for."""
 
 from .axial import (
     AXIAL_CONVENTIONS,
     axial_cos_sin,
     axial_frequencies,
+    flux_position_ids,
     grid_position_ids,
     mrope_axes,
     mrope_cos_sin,
     mrope_position_ids,
+    per_axis_cis,
+    per_axis_cos_sin,
+    per_axis_frequencies,
 )
 from .configs import rotary_arguments
 from .rotary import (
@@ -31,10 +35,14 @@ __all__ = [
     "axial_cos_sin",
     "axial_frequencies",
     "convert_rotary_layout",
+    "flux_position_ids",
     "grid_position_ids",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
+    "per_axis_cis",
+    "per_axis_cos_sin",
+    "per_axis_frequencies",
     "rotary_arguments",
     "rotary_cos_sin",
     "rotary_dim",

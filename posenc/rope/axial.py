@@ -16,8 +16,15 @@ frequency, is all that tells the models apart (transformers 5.23, the pinned ver
   (``Qwen3VLTextRotaryEmbedding``): pairs ``1, 4, 7, ...`` read the height, ``2, 5, 8, ...``
   the width (the first ``3 * mrope_section[1]`` and ``3 * mrope_section[2]`` pairs), the rest time.
 
-Cos and sin then go out in the "half" layout (``concat(f, f)``). Positions come with the
-axis first, as transformers' M-RoPE ``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``.
+- ``per_axis_frequencies(axes_dim)`` (diffusers' ``get_1d_rotary_pos_embed`` per axis, as
+  Flux, HunyuanVideo, Wan, CogVideoX and Lumina use it): axis ``a`` owns ``axes_dim[a]``
+  channels of its own, turning at the 1-D RoPE frequencies of that width,
+  ``w_i = base ** (-2i / axes_dim[a])``; the axes' blocks follow one another.
+
+Cos and sin then go out in the "half" layout (``concat(f, f)``), or for ``per_axis_cos_sin``
+in diffusers' interleaved one. Positions come with the axis first, as transformers' M-RoPE
+``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``; diffusers' ``ids`` come with the axis
+last, ``(seq, axes)``, and ``per_axis_cos_sin`` takes them so.
 Since each pair sees one coordinate, the score of two tokens depends on the offset of their
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
@@ -41,10 +48,14 @@ __all__ = [
     "AXIAL_CONVENTIONS",
     "axial_cos_sin",
     "axial_frequencies",
+    "flux_position_ids",
     "grid_position_ids",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
+    "per_axis_cis",
+    "per_axis_cos_sin",
+    "per_axis_frequencies",
 ]
 
 NUMPY = backend("numpy")
@@ -148,11 +159,11 @@ def text_rows(xp, positions):
     return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
 
 
-def _numpy_cos_sin(positions, frequencies, dtype):
+def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels"):
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
     sin_cos = pair_sin_cos(NUMPY, rotation.sin_cos, frequencies.groups)
-    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, frequencies, "half", dtype)
+    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, frequencies, layout, dtype, form)
 
 
 def axial_cos_sin(
@@ -274,3 +285,104 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     if not rows:
         return np.zeros((3, 0), dtype=np.int64)
     return np.concatenate(rows, axis=1).astype(np.int64)
+
+
+def check_axes_dim(axes_dim):
+    """``axes_dim`` as a tuple of even ints >= 2, one per axis (an axis' channels rotate in pairs)."""
+    dims = tuple(axes_dim) if isinstance(axes_dim, (list, tuple, np.ndarray)) else ()
+    if not dims or not all(checks._is_int(d) and d >= 2 and d % 2 == 0 for d in dims):
+        raise ValueError(
+            f"axes_dim must be a list of even ints >= 2 (the channels of each axis, e.g. Flux's (16, 56, 56)), got {axes_dim!r}"
+        )
+    checks.check_width(sum(dims), "sum(axes_dim)")
+    return tuple(int(d) for d in dims)
+
+
+def per_axis_frequencies(axes_dim: Sequence[int], base: float = 10000.0) -> Frequencies:
+    """The ``sum(axes_dim) // 2`` frequencies of RoPE with a width per axis, with ``axes``.
+
+    Axis ``a``'s block of ``axes_dim[a]`` channels turns at the 1-D frequencies of that width,
+    ``w_i = base ** (-2i / axes_dim[a])``, ``i < axes_dim[a] / 2``; the blocks follow in axis
+    order (diffusers' ``get_1d_rotary_pos_embed`` per axis, concatenated: Flux's ``FluxPosEmbed``
+    with ``axes_dim`` (16, 56, 56), HunyuanVideo, Wan, Lumina). ``axes``: the axis of each pair.
+    """
+    dims = check_axes_dim(axes_dim)
+    base = checks.check_base(base)
+    parts = [rotation.geometric_parts(d // 2, base, d / 2) for d in dims]
+    axes = np.repeat(np.arange(len(dims)), [d // 2 for d in dims])
+    hi, lo = (np.concatenate(p) for p in zip(*parts))
+    return Frequencies(hi, lo, axes=axes)
+
+
+def _per_axis_rows(ids, dims):
+    """``ids`` ``(..., len(dims))`` checked, as float64 rows ``(len(dims), ...)``."""
+    ids = tables.as_positions(ids)
+    if ids.ndim < 1 or ids.shape[-1] != len(dims):
+        raise ValueError(
+            f"ids must have one coordinate per axis of axes_dim last, shape (..., {len(dims)}) (Flux's (seq, 3)), "
+            f"got shape {ids.shape}"
+        )
+    checks.check_entries("ids.size / len(axes_dim) * sum(axes_dim)", (ids.size // len(dims), sum(dims)))
+    return np.moveaxis(ids, -1, 0)
+
+
+def per_axis_cos_sin(
+    ids: npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, layout: str = "interleaved",
+    dtype: npt.DTypeLike = np.float32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cos, sin)``, each ``(*ids.shape[:-1], sum(axes_dim))``, of RoPE with a width per axis.
+
+    ``ids``: ``(..., len(axes_dim))``, the coordinates of each token, axis last (Flux's
+    ``txt_ids`` and ``img_ids``, ``(seq, 3)``; ``flux_position_ids``). Pair ``j`` turns by
+    ``ids[..., axes[j]] * w_j`` (``per_axis_frequencies``). ``layout="interleaved"``: each value
+    twice in a row, as ``get_1d_rotary_pos_embed(use_real=True, repeat_interleave_real=True)``
+    writes it for Flux, HunyuanVideo, Wan and CogVideoX; ``"half"``: ``concat(f, f)`` over the
+    whole head, for ``rotate_half``. Accuracy: the contract, as ``posenc.rotary_cos_sin``.
+    """
+    dims = check_axes_dim(axes_dim)
+    layout = rotary.check_rotary_layout(layout)
+    rows = _per_axis_rows(ids, dims)
+    return _numpy_cos_sin(rows, per_axis_frequencies(dims, base), dtype, layout)
+
+
+_COMPLEX = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
+
+
+def per_axis_cis(
+    ids: npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, dtype: npt.DTypeLike = np.complex64
+) -> np.ndarray:
+    """``exp(i * ids[..., axes[j]] * w_j)``, ``(*ids.shape[:-1], sum(axes_dim) // 2)``: the complex form.
+
+    What ``get_1d_rotary_pos_embed(use_real=False)`` returns per axis, concatenated (Lumina's
+    ``freqs_cis``): ``per_axis_cos_sin``'s cos and sin of each pair as one complex number.
+    ``dtype``: complex64 (float32 parts) or complex128 (float64), each part as accurate as theirs.
+    """
+    dims = check_axes_dim(axes_dim)
+    try:
+        parts = _COMPLEX.get(np.dtype(dtype))
+    except TypeError:
+        parts = None
+    if parts is None:
+        raise TypeError(f"dtype must be one of numpy.complex64, numpy.complex128; got {dtype!r}")
+    rows = _per_axis_rows(ids, dims)
+    c, s = _numpy_cos_sin(rows, per_axis_frequencies(dims, base), parts, form="pairs")
+    out = np.empty(c.shape, np.dtype(dtype))
+    out.real, out.imag = c, s
+    return out
+
+
+def flux_position_ids(text_length: int, height: int, width: int) -> np.ndarray:
+    """int64 ``(text_length + height * width, 3)``: Flux's ``ids``, text tokens first.
+
+    Text tokens ``(0, 0, 0)`` (the pipeline's ``text_ids``); image token ``k`` of a ``height x
+    width`` grid of packed latents (an image of ``16 * height x 16 * width`` pixels) ``(0, k //
+    width, k % width)`` (``_prepare_latent_image_ids``), as ``FluxTransformer2DModel`` joins them.
+    """
+    text_length = checks.check_length(text_length, "text_length")
+    height = checks.check_int_at_least(height, "height", 1)
+    width = checks.check_int_at_least(width, "width", 1)
+    checks.check_entries("(text_length + height * width) * 3", (text_length + height * width, 3))
+    ids = np.zeros((text_length + height * width, 3), np.int64)
+    rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    ids[text_length:, 1], ids[text_length:, 2] = rows.reshape(-1), columns.reshape(-1)
+    return ids
