@@ -97,12 +97,15 @@ def axial_frequencies(head_dim: int, base: float = 10000.0, *, convention: str =
     return Frequencies(hi, lo, axes=np.repeat([0, 1], head_dim // 4))
 
 
-def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np.ndarray:
-    """The axis (0 time, 1 height, 2 width) of each of the ``sum(mrope_section)`` pairs of M-RoPE.
+def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs: int | None = None) -> np.ndarray:
+    """The axis (0 time, 1 height, 2 width) of each of the ``pairs`` pairs of M-RoPE.
 
-    Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``.
-    ``interleaved`` (Qwen3-VL): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 *
-    mrope_section[1]``, axis 2 if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0.
+    Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``, so
+    ``pairs``, if given, must be ``sum(mrope_section)``. ``interleaved`` (Qwen3-VL, timm's
+    GenLIP): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 * mrope_section[1]``, axis 2
+    if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0 (time): the sections need not
+    add up to ``pairs`` (default ``sum(mrope_section)``), the remainder reads time (GenLIP: head
+    72, sections (8, 12, 12)) and an extent past the last pair is cut, as both sources do.
     """
     sections = list(mrope_section) if isinstance(mrope_section, (list, tuple, np.ndarray)) else None
     if not sections or not all(checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
@@ -110,10 +113,16 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np
             "mrope_section must be a list of non-negative ints (pairs per axis: time, height, width"
             f"{'; exactly three when interleaved' if interleaved else ''}), got {mrope_section!r}"
         )
+    count = sum(sections) if pairs is None else checks.check_length(pairs, "pairs")
     if not interleaved:
+        if count != sum(sections):
+            raise ValueError(
+                f"mrope_section must add up to the {count} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
+                f"(sum {sum(sections)}); interleaved M-RoPE (Qwen3-VL, GenLIP) gives the remainder to time"
+            )
         return np.repeat(np.arange(len(sections)) % 3, sections)
-    j = np.arange(sum(sections))
-    axes = np.zeros(len(j), dtype=np.int64)
+    j = np.arange(count)
+    axes = np.zeros(count, dtype=np.int64)
     for axis in (1, 2):
         axes[(j % 3 == axis) & (j < 3 * sections[axis])] = axis
     return axes
@@ -180,14 +189,9 @@ def axial_cos_sin(
 
 
 def mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params) -> Frequencies:
-    """M-RoPE's frequencies: ``rotary.rope_frequencies`` with the ``axes`` of ``mrope_axes``, checked to fit."""
+    """M-RoPE's frequencies: ``rotary.rope_frequencies`` with the ``axes`` of ``mrope_axes`` for its pairs."""
     frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
-    axes = mrope_axes(mrope_section, interleaved=interleaved)
-    if len(axes) != len(frequencies):
-        raise ValueError(
-            f"mrope_section must add up to the {len(frequencies)} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
-            f"(sum {len(axes)})"
-        )
+    axes = mrope_axes(mrope_section, interleaved=interleaved, pairs=len(frequencies))
     return dataclasses.replace(frequencies, axes=axes)
 
 
@@ -200,7 +204,9 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     text tokens have three equal rows, and there M-RoPE is 1-D RoPE). Frequencies and
     attention factor as ``posenc.rotary_frequencies`` (``rope_type``, ``params``); pair
     ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
-    interleaved=...)``. Half layout, as ``Qwen2VLRotaryEmbedding`` / ``Qwen3VLTextRotaryEmbedding``.
+    interleaved=..., pairs=rotary_dim // 2)`` (interleaved: sections adding up to fewer pairs leave
+    the rest to time, as timm's GenLIP). Half layout, as ``Qwen2VLRotaryEmbedding`` /
+    ``Qwen3VLTextRotaryEmbedding`` / timm's ``RotaryEmbeddingMRope``.
     """
     return _numpy_cos_sin(position_ids, mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params), dtype)
 
