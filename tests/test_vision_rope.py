@@ -1,16 +1,20 @@
 """RoPE of vision models whose code is not installed here, re-expressed from their source (repository,
 path, commit cited; timm needs a torchvision that does not install beside this torch), and against
 transformers 5.23 where it has the same rule: timm's GenLIP M-RoPE (interleaved sections that do not
-add up to half the head).
+add up to half the head); pixel frequencies (timm's pixel RoPE, rotary-embedding-torch's
+freqs_for="pixel", transformers' Perceiver Fourier features, installed).
 
 The re-expressions run in float64, the formula exactly; the sources' float32 arithmetic is off
 from it by about ``|angle| * 2**-23``.
 """
 
+import mpmath
 import numpy as np
 import pytest
 
+import posenc.sinusoidal
 from posenc.rope import axial as rg
+from posenc.rope import pixels
 
 torch = pytest.importorskip("torch")
 
@@ -85,3 +89,137 @@ def test_sections_in_blocks_must_still_add_up():
         rg.mrope_cos_sin(image_rows(2, 2), 72, mrope_section=(8, 12, 12))
     with pytest.raises(ValueError, match="pairs must be a non-negative int, got -1"):
         rg.mrope_axes((1, 1, 1), interleaved=True, pairs=-1)
+
+
+# --- pixel frequencies ---------------------------------------------------------------------
+
+
+def timm_rotary_reference(feat_shape, dim, max_res=224, linear_bands=False, in_pixels=True, temperature=10000.0,
+                          ref_feat_shape=None, grid_offset=0.0, grid_indexing="ij"):
+    """huggingface/pytorch-image-models, timm/layers/pos_embed_sincos.py @ aa4b5850c1543fa488abf260f18390eda46cf85d
+    (pixel_freq_bands, freq_bands, build_fourier_pos_embed, build_rotary_pos_embed; what RotaryEmbedding and
+    RotaryEmbeddingCat return), in float64: num_bands = dim // 4; in_pixels: bands = pi * linspace(1, max_res / 2, n)
+    (linear_bands) or pi * 2 ** linspace(0, log2(max_res) - 1, n), positions linspace(-1, 1, s) per axis; else
+    bands = 1 / T ** (arange(n) / n), positions arange(s) + grid_offset; ref_feat_shape: t / f * r; 'xy' swaps
+    the shapes and meshgrids 'xy'; grid (..., 2, 1) * bands, reshaped (N, 2n), repeat_interleave(2).
+    Returns (sin, cos), each (N, dim)."""
+    n = dim // 4
+    if in_pixels:
+        if linear_bands:
+            bands = torch.linspace(1.0, max_res / 2, n, dtype=torch.float64) * torch.pi
+        else:
+            bands = 2 ** torch.linspace(0, np.log2(max_res) - 1, n, dtype=torch.float64) * torch.pi
+    else:
+        bands = 1.0 / temperature ** (torch.arange(0, n, 1, dtype=torch.float64) / n)
+    if grid_indexing == "xy":
+        feat_shape = [feat_shape[1], feat_shape[0]]
+        ref_feat_shape = None if ref_feat_shape is None else [ref_feat_shape[1], ref_feat_shape[0]]
+    if in_pixels:
+        t = [torch.linspace(-1.0, 1.0, s, dtype=torch.float64) for s in feat_shape]
+    else:
+        t = [torch.arange(s, dtype=torch.float64) + grid_offset for s in feat_shape]
+    if ref_feat_shape is not None:
+        t = [x / f * r for x, f, r in zip(t, feat_shape, ref_feat_shape)]
+    grid = torch.stack(torch.meshgrid(t, indexing=grid_indexing), dim=-1).unsqueeze(-1)
+    pos = grid * bands
+    count = int(np.prod(feat_shape))
+    return tuple(f(pos).reshape(count, -1).repeat_interleave(2, -1).numpy() for f in (torch.sin, torch.cos))
+
+
+def rotary_embedding_torch_reference(h, w, dim, max_freq=10):
+    """lucidrains/rotary-embedding-torch, rotary_embedding_torch/rotary_embedding_torch.py
+    @ 8bb4643d1c29f944c47d2e807452ac437689af18 (RotaryEmbedding(dim, freqs_for='pixel', max_freq).get_axial_freqs(h, w)),
+    in float64: freqs = pi * linspace(1, max_freq / 2, dim // 2); per axis pos = linspace(-1, 1, n), angles
+    einsum(pos, freqs) repeated '... n -> ... (n r)', r=2; the axes broadcast and concatenated, (h, w, 2 * dim).
+    apply_rotary_emb takes cos and sin of them with its interleaved rotate_half."""
+    freqs = torch.linspace(1.0, max_freq / 2, dim // 2, dtype=torch.float64) * torch.pi
+    axes = []
+    for index, n in enumerate((h, w)):
+        angles = (torch.linspace(-1, 1, n, dtype=torch.float64)[:, None] * freqs).repeat_interleave(2, -1)
+        axes.append(angles[:, None] if index == 0 else angles[None])
+    return torch.cat(torch.broadcast_tensors(*axes), dim=-1)
+
+
+SHAPES = [(3, 5), (5, 3), (7, 7), (1, 4)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dim", [32, 40, 64])
+@pytest.mark.parametrize(("linear", "max_res"), [(False, 224), (True, 224), (True, 96), (False, 512)])
+def test_timm_pixel_rotary(shape, dim, linear, max_res):
+    sin, cos = timm_rotary_reference(shape, dim, max_res, linear_bands=linear)
+    positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
+    ours = pixels.pixel_cos_sin(positions, dim, max_freq=max_res, spacing="linear" if linear else "log")
+    close(cos, ours[0])
+    close(sin, ours[1])
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(("dim", "max_freq"), [(16, 10), (32, 256), (6, 10)])
+def test_rotary_embedding_torch_pixel(shape, dim, max_freq):
+    angles = rotary_embedding_torch_reference(*shape, dim, max_freq).reshape(-1, 2 * dim)
+    positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
+    cos, sin = pixels.pixel_cos_sin(positions, 2 * dim, max_freq=max_freq)
+    close(angles.cos(), cos)
+    close(angles.sin(), sin)
+
+
+@pytest.mark.parametrize(("shape", "bands", "max_resolution"), [((7, 6), 8, (224, 224)), ((5, 9), 4, (224, 100)),
+                                                               ((4, 3, 5), 6, (16, 32, 32))])
+def test_perceiver_fourier_features(shape, bands, max_resolution):
+    from transformers.models.perceiver import modeling_perceiver as perceiver
+
+    positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
+    # Perceiver's positions are torch.linspace(-1, 1) in float32: ours within a float32 rounding or two
+    theirs = perceiver.build_linear_positions(shape).reshape(-1, len(shape)).numpy()
+    close(theirs, positions.T, 2.0**-24)
+    cos, sin = pixels.pixel_cos_sin(positions, 2 * len(shape) * bands, max_freq=max_resolution, dtype=np.float64)
+    ours = np.concatenate([positions.T, sin[:, ::2], cos[:, ::2]], -1)
+    # generate_fourier_features in float64 (its linspace of bands follows the default dtype): the formula exactly
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        exact = perceiver.generate_fourier_features(torch.from_numpy(positions.T)[None], bands, max_resolution).numpy()[0]
+    finally:
+        torch.set_default_dtype(default)
+    np.testing.assert_allclose(ours, exact, rtol=0, atol=1e-13)
+    # the module as a model runs it, in float32: off by float32 angles up to pi * max_resolution / 2
+    module = perceiver.PerceiverFourierPositionEncoding(bands, max_resolution)
+    single = module(list(shape), 1, torch.device("cpu"), torch.float32).numpy()[0]
+    close(single, ours, SPACING * (1 + 2 * np.pi * max(max_resolution) / 2))
+
+
+def test_pixel_frequencies_are_the_formulas():
+    with mpmath.workdps(40):
+        linear = pixels.pixel_frequencies(12, 224.0, ndim=2)  # 3 per axis: pi * (1, 56.5, 112)
+        log = pixels.pixel_frequencies(8, 224.0, spacing="log", ndim=1)  # 4: pi * 2 ** (j * (log2(224) - 1) / 3)
+        expected = [mpmath.pi * v for v in (1, mpmath.mpf("56.5"), 112)] * 2
+        expected += [mpmath.pi * mpmath.power(2, j * (mpmath.log(224, 2) - 1) / 3) for j in range(4)]
+        found = [mpmath.mpf(float(h)) + mpmath.mpf(float(lo)) for f in (linear, log) for h, lo in zip(f.hi, f.lo)]
+        assert max(abs(a - b) / b for a, b in zip(found, expected)) < 1e-30
+    np.testing.assert_array_equal(linear.axes, [0, 0, 0, 1, 1, 1])
+    # one band per axis: linspace(1, top, 1) is 1
+    assert pixels.pixel_frequencies(4, 50.0).hi.tolist() == [np.pi, np.pi]
+
+
+def test_pixel_angles_stay_put_on_a_resized_image():
+    # the corners of the image keep their angles whatever the grid; integer positions do not
+    small, large = (posenc.sinusoidal.patch_positions(s, normalize="pixel") for s in ((4, 4), (8, 8)))
+    a, b = pixels.pixel_cos_sin(small, 16), pixels.pixel_cos_sin(large, 16)
+    np.testing.assert_array_equal(a[0][[0, -1]], b[0][[0, -1]])
+
+
+def test_pixel_bad_input_names_the_argument():
+    positions = posenc.sinusoidal.patch_positions((2, 3), normalize="pixel")
+    with pytest.raises(ValueError, match="spacing must be one of 'linear', 'log'; got 'geometric'"):
+        pixels.pixel_cos_sin(positions, 16, spacing="geometric")
+    with pytest.raises(ValueError, match=r"head_dim must be a multiple of 2 \* ndim = 4.*got 18"):
+        pixels.pixel_cos_sin(positions, 18)
+    with pytest.raises(ValueError, match=r"max_freq must be a positive number, or 2 of them.*got \(224, 224, 224\)"):
+        pixels.pixel_cos_sin(positions, 16, max_freq=(224, 224, 224))
+    with pytest.raises(ValueError, match="normalize must be one of 'pixel', 'center'; got 'unit'"):
+        posenc.sinusoidal.patch_positions((2, 3), normalize="unit")
+    with pytest.raises(ValueError, match="grid_offset applies to integer positions"):
+        posenc.sinusoidal.patch_positions((2, 3), normalize="pixel", grid_offset=0.5)
+    with pytest.raises(ValueError, match=r"ref_feat_shape must hold 2 positive ints.*got \(16,\)"):
+        posenc.sinusoidal.patch_positions((2, 3), ref_feat_shape=(16,))

@@ -1,5 +1,5 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
-tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE, a width per axis) and
+tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE, a width per axis, pixel frequencies) and
 the position ids of vision-language models and Flux; what a transformers config asks for."""
 
 from .axial import (
@@ -16,6 +16,7 @@ from .axial import (
     per_axis_frequencies,
 )
 from .configs import rotary_arguments
+from .pixels import PIXEL_SPACINGS, pixel_cos_sin, pixel_frequencies
 from .rotary import (
     ROPE_TYPES,
     ROTARY_LAYOUTS,
@@ -29,6 +30,7 @@ from .rotary import (
 
 __all__ = [
     "AXIAL_CONVENTIONS",
+    "PIXEL_SPACINGS",
     "ROPE_TYPES",
     "ROTARY_LAYOUTS",
     "apply_rotary",
@@ -43,6 +45,8 @@ __all__ = [
     "per_axis_cis",
     "per_axis_cos_sin",
     "per_axis_frequencies",
+    "pixel_cos_sin",
+    "pixel_frequencies",
     "rotary_arguments",
     "rotary_cos_sin",
     "rotary_dim",

@@ -3,7 +3,7 @@ write, layouts, the geometry of a table, and sin-cos tables on image and video g
 
 from .conventions import Convention, list_conventions, resolve
 from .geometry import shift_matrix, wavelengths
-from .grid import grid_encoding, list_grid_conventions
+from .grid import grid_encoding, list_grid_conventions, patch_positions
 from .layouts import convert_layout, layout_permutation
 from .tables import angles, column_order, denominators, encode, frequencies, interleave, positional_encoding
 
@@ -20,6 +20,7 @@ __all__ = [
     "layout_permutation",
     "list_conventions",
     "list_grid_conventions",
+    "patch_positions",
     "positional_encoding",
     "resolve",
     "shift_matrix",

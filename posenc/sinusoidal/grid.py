@@ -39,7 +39,7 @@ from ..engine import checks, rotation
 from ..engine.registry import Registry
 from . import tables
 
-__all__ = ["grid_encoding", "list_grid_conventions"]
+__all__ = ["grid_encoding", "list_grid_conventions", "patch_positions"]
 
 AXES_2D = ("y", "x")
 AXES_3D = ("t", "y", "x")
@@ -303,3 +303,49 @@ def _fill(body, conv, trig):
         else:
             body[..., start : start + width] = s if kind == "sin" else c
         start += width
+
+
+# How patch_positions places an axis of n patches: float64 positions of k = 0 .. n - 1.
+_NORMALIZE: Registry[Callable[[int], np.ndarray]] = Registry("normalize")
+# Evenly from -1 to 1, the ends on the first and last patch: timm's in_pixels, rotary-embedding-torch's
+# freqs_for="pixel" and Perceiver's build_linear_positions (torch.linspace(-1, 1, n)).
+_NORMALIZE.register("pixel", lambda n: np.linspace(-1.0, 1.0, n))
+# The centres of the patches of [-1, 1], (k + 0.5) / n * 2 - 1: DINOv3's get_patches_center_coordinates,
+# SAM's PositionEmbeddingRandom (cumsum - 0.5 over n, then 2 x - 1).
+_NORMALIZE.register("center", lambda n: (np.arange(n) + 0.5) / n * 2.0 - 1.0)
+
+
+def patch_positions(
+    shape: Sequence[int], *, grid_offset: float = 0.0, normalize: str | None = None, ref_feat_shape: Sequence[int] | None = None
+) -> np.ndarray:
+    """float64 ``(len(shape), prod(shape))``: the coordinates of each patch of a grid, axis first, row by row.
+
+    Along an axis of ``n`` patches, patch ``k`` is at ``k + grid_offset`` (``normalize=None``;
+    ``grid_offset=0.5``: its centre, 1: one-based, as Meta's Perception Encoder in timm), at
+    ``-1 + 2k / (n - 1)`` (``"pixel"``: ``linspace(-1, 1, n)``) or at ``2 (k + 0.5) / n - 1``
+    (``"center"``: DINOv3, SAM). ``ref_feat_shape`` then rescales axis ``a`` by
+    ``ref_feat_shape[a] / shape[a]``, so a grid of another size spans the reference one's range
+    (timm's ``build_fourier_pos_embed``, EVA-02). Token ``k`` of an ``H x W`` grid is patch
+    ``(k // W, k % W)``, as ``grid_position_ids``; pass the result to ``axial_cos_sin``,
+    ``pixel_cos_sin`` (rows in its axes' order) or, per axis, to ``grid_encoding(positions=...)``.
+    """
+    if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__") or len(shape) < 1:
+        raise TypeError(f"shape must be a tuple of sizes, one per axis (height, width), got {shape!r}")
+    sizes = tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
+    checks.check_entries("len(shape) * prod(shape)", (len(sizes), *sizes))
+    if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool) or not math.isfinite(grid_offset):
+        raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r}")
+    if normalize is None:
+        axes = [np.arange(n) + float(grid_offset) for n in sizes]
+    elif grid_offset:
+        raise ValueError(f"grid_offset applies to integer positions (normalize=None), got grid_offset={grid_offset!r} "
+                         f"with normalize={normalize!r}")
+    else:
+        axes = [_NORMALIZE.lookup(normalize)(n) for n in sizes]
+    if ref_feat_shape is not None:
+        reference = tuple(ref_feat_shape) if hasattr(ref_feat_shape, "__len__") else ()
+        if len(reference) != len(sizes) or not all(checks._is_int(r) and r >= 1 for r in reference):
+            raise ValueError(f"ref_feat_shape must hold {len(sizes)} positive ints, one per axis of shape, got {ref_feat_shape!r}")
+        axes = [a / n * r for a, n, r in zip(axes, sizes, reference)]
+    grids = np.meshgrid(*axes, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grids])
