@@ -223,3 +223,57 @@ def test_pixel_bad_input_names_the_argument():
         posenc.sinusoidal.patch_positions((2, 3), normalize="pixel", grid_offset=0.5)
     with pytest.raises(ValueError, match=r"ref_feat_shape must hold 2 positive ints.*got \(16,\)"):
         posenc.sinusoidal.patch_positions((2, 3), ref_feat_shape=(16,))
+
+
+# --- 2-D RoPE and M-RoPE in the interleaved layout -------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "ref"), [((16, 16), (16, 16)), ((24, 20), (16, 16)), ((5, 7), (16, 16)), ((3, 5), None)])
+@pytest.mark.parametrize("head_dim", [64, 32])
+def test_eva02_rotary_embedding_cat(shape, ref, head_dim):
+    # timm's EVA-02 (eva.py @ aa4b5850c1543fa488abf260f18390eda46cf85d: RotaryEmbeddingCat(head_dim, in_pixels=False,
+    # ref_feat_shape=(16, 16))): the qwen2_vl frequencies, interleaved, at positions rescaled to the reference grid.
+    sin, cos = timm_rotary_reference(shape, head_dim, in_pixels=False, ref_feat_shape=ref)
+    positions = posenc.sinusoidal.patch_positions(shape, ref_feat_shape=ref)
+    ours = rg.axial_cos_sin(positions, head_dim, layout="interleaved")
+    close(cos, ours[0])
+    close(sin, ours[1])
+    # the half layout holds the same values, the pairs' channels moved
+    half = rg.axial_cos_sin(positions, head_dim)
+    np.testing.assert_array_equal(half[0][:, : head_dim // 2], ours[0][:, ::2])
+
+
+@pytest.mark.parametrize("shape", [(24, 24), (4, 6), (6, 4)])
+def test_perception_encoder_offset_and_xy(shape):
+    # Meta's Perception Encoder in timm (eva.py, vit_pe_core_*: ref_feat_shape=(24, 24), rope_grid_offset=1.,
+    # rope_grid_indexing='xy'): one-based positions, the column's block first.
+    sin, cos = timm_rotary_reference(shape, 64, in_pixels=False, ref_feat_shape=(24, 24), grid_offset=1.0, grid_indexing="xy")
+    positions = posenc.sinusoidal.patch_positions(shape, grid_offset=1.0, ref_feat_shape=(24, 24))[::-1]
+    ours = rg.axial_cos_sin(positions, 64, layout="interleaved")
+    close(cos, ours[0])
+    close(sin, ours[1])
+
+
+@pytest.mark.parametrize(("section", "factor"), [((2, 3, 3), 0.5), ((8, 4, 4), 1.0)])
+def test_glm4v_text_mrope_is_interleaved(section, factor):
+    # transformers' Glm4vTextRotaryEmbedding: the sections of M-RoPE, repeat_interleave'd (rotate_half_llm)
+    from transformers.models.glm4v.configuration_glm4v import Glm4vTextConfig
+    from transformers.models.glm4v.modeling_glm4v import Glm4vTextRotaryEmbedding
+
+    parameters = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": list(section),
+                  "partial_rotary_factor": factor}
+    config = Glm4vTextConfig(hidden_size=64, num_attention_heads=2, rope_parameters=parameters)
+    module = Glm4vTextRotaryEmbedding(config)
+    ids = rg.mrope_position_ids([3, (1, 4, 6), 2])[:, None]
+    theirs = module(torch.zeros(1), torch.from_numpy(ids))
+    ours = rg.mrope_cos_sin(ids, 32, mrope_section=section, layout="interleaved", partial_rotary_factor=factor)
+    for a, b in zip(theirs, ours):
+        assert tuple(a.shape) == b.shape
+        close(a, b, SPACING * (1 + 2 * ids.max()))
+
+
+def test_layout_is_checked():
+    with pytest.raises(ValueError, match="layout must be one of 'half', 'interleaved'; got 'sin_cos'"):
+        rg.axial_cos_sin(rg.grid_position_ids(2, 2), 16, layout="sin_cos")
+    with pytest.raises(ValueError, match="layout must be one of 'half', 'interleaved'; got 'paired'"):
+        rg.mrope_cos_sin(image_rows(2, 2), 16, mrope_section=(2, 1, 1), layout="paired")

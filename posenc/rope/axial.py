@@ -21,8 +21,9 @@ frequency, is all that tells the models apart (transformers 5.23, the pinned ver
   channels of its own, turning at the 1-D RoPE frequencies of that width,
   ``w_i = base ** (-2i / axes_dim[a])``; the axes' blocks follow one another.
 
-Cos and sin then go out in the "half" layout (``concat(f, f)``), or for ``per_axis_cos_sin``
-in diffusers' interleaved one. Positions come with the axis first, as transformers' M-RoPE
+Cos and sin then go out in the "half" layout (``concat(f, f)``), or with
+``layout="interleaved"`` each value twice in a row (timm's EVA-02, GLM-4V's text M-RoPE, and
+diffusers' per-axis RoPE, where it is the default). Positions come with the axis first, as transformers' M-RoPE
 ``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``; diffusers' ``ids`` come with the axis
 last, ``(seq, axes)``, and ``per_axis_cos_sin`` takes them so.
 Since each pair sees one coordinate, the score of two tokens depends on the offset of their
@@ -176,16 +177,20 @@ def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels"
 
 
 def axial_cos_sin(
-    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl", dtype: npt.DTypeLike = np.float32
+    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl", layout: str = "half",
+    dtype: npt.DTypeLike = np.float32,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*positions.shape[1:], head_dim)``, of 2-D RoPE at ``positions``.
 
     ``positions``: ``(2, ...)``, row 0 the height (row index of a patch), row 1 the width
-    (column index), e.g. ``grid_position_ids``. Pair ``j`` turns by ``positions[axes[j]] *
-    w_j`` (``axial_frequencies``); cos and sin in the half layout, as transformers' Pixtral and
-    Qwen2-VL vision rotary modules return them for ``apply_rotary`` (``rotate_half``).
+    (column index), e.g. ``grid_position_ids`` or ``patch_positions``. Pair ``j`` turns by
+    ``positions[axes[j]] * w_j`` (``axial_frequencies``). ``layout="half"``: as transformers'
+    Pixtral and Qwen2-VL vision rotary modules return them for ``rotate_half``;
+    ``"interleaved"``: each value twice in a row, as timm's ``RotaryEmbeddingCat`` (EVA-02,
+    ``apply_rot_embed_cat``) writes the ``qwen2_vl`` frequencies.
     """
-    return _numpy_cos_sin(positions, axial_frequencies(head_dim, base, convention=convention), dtype)
+    layout = rotary.check_rotary_layout(layout)
+    return _numpy_cos_sin(positions, axial_frequencies(head_dim, base, convention=convention), dtype, layout)
 
 
 def mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params) -> Frequencies:
@@ -196,8 +201,8 @@ def mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, par
 
 
 def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
-                  base: float = 10000.0, rope_type: str = "default", dtype: npt.DTypeLike = np.float32,
-                  **params: Any) -> tuple[np.ndarray, np.ndarray]:
+                  base: float = 10000.0, rope_type: str = "default", layout: str = "half",
+                  dtype: npt.DTypeLike = np.float32, **params: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*position_ids.shape[1:], rotary_dim)``, of M-RoPE.
 
     ``position_ids``: ``(3, ...)`` time, height and width rows (``mrope_position_ids``;
@@ -205,10 +210,13 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     attention factor as ``posenc.rotary_frequencies`` (``rope_type``, ``params``); pair
     ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
     interleaved=..., pairs=rotary_dim // 2)`` (interleaved: sections adding up to fewer pairs leave
-    the rest to time, as timm's GenLIP). Half layout, as ``Qwen2VLRotaryEmbedding`` /
-    ``Qwen3VLTextRotaryEmbedding`` / timm's ``RotaryEmbeddingMRope``.
+    the rest to time, as timm's GenLIP). ``layout="half"``: as ``Qwen2VLRotaryEmbedding`` /
+    ``Qwen3VLTextRotaryEmbedding`` / timm's ``RotaryEmbeddingMRope``; ``"interleaved"``: as
+    ``Glm4vTextRotaryEmbedding`` (GLM-4V's sections, ``repeat_interleave``d).
     """
-    return _numpy_cos_sin(position_ids, mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params), dtype)
+    layout = rotary.check_rotary_layout(layout)
+    frequencies = mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _numpy_cos_sin(position_ids, frequencies, dtype, layout)
 
 
 def _check_merge(name, size, merge):
