@@ -101,14 +101,18 @@ def _timm(temperature=10000.0, reverse_coord=False, interleave_sin_cos=False):
     return GridConvention("timm", columns, flatten=(first, second)), 0
 
 
-def _detr(temperature=10000.0, normalize=False, scale=None):
+def _detr(temperature=10000.0, normalize=False, scale=None, offset=0.0):
     if scale is not None and not normalize:
         raise ValueError(f"convention 'detr': scale={scale!r} needs normalize=True (DETR raises the same)")
+    if offset and not normalize:
+        raise ValueError(f"convention 'detr': offset={offset!r} needs normalize=True (it shifts the normalised positions)")
     conv = GridConvention("detr", (("y", "interleaved"), ("x", "interleaved")), positions="detr")
     return conv, 0
 
 
-def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0):
+def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0, pos_embed_max_size=None):
+    if pos_embed_max_size is not None:
+        checks.check_int_at_least(pos_embed_max_size, "pos_embed_max_size", 1)
     conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
     # diffusers prepends the extra rows only when both are given.
     return conv, extra_tokens if cls_token and extra_tokens > 0 else 0
@@ -152,13 +156,14 @@ _PRESETS.register("timm", _Preset(
     _timm, "timm asserts it"))
 _PRESETS.register("detr", _Preset(
     "DETR PositionEmbeddingSine: y block then x block, sin/cos interleaved, positions 1..n "
-    "(normalize: scaled to (0, scale], scale 2 pi)",
+    "(normalize: (k + offset) / (n + 1e-6) * scale, scale 2 pi; offset -0.5: Deformable DETR, mmdet's offset)",
     _detr,
     "DETR's torch.stack of num_pos_feats // 2 sines and cosines fails for odd num_pos_feats = d / 2 "
     "(and num_pos_feats = d / 2 needs an even d)"))
 _PRESETS.register("diffusers", _Preset(
     "diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
-    "interpolation_scale) and, for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
+    "interpolation_scale; pos_embed_max_size: PatchEmbed's centred crop of the max x max table, SD3) and, "
+    "for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
     _diffusers, "diffusers raises ValueError('embed_dim must be divisible by 2') for each half"))
 
 
@@ -219,8 +224,16 @@ def _axis_positions(conv, sizes, options):
             k = k + 1  # the cumulative sum of an all-valid mask
             if options["normalize"]:
                 scale = 2 * math.pi if options["scale"] is None else options["scale"]
-                k = k / (n + 1e-6) * scale
+                k = (k + options["offset"]) / (n + 1e-6) * scale
         elif conv.positions == "diffusers":
+            largest = options["pos_embed_max_size"]
+            if largest is not None:
+                # PatchEmbed.cropped_pos_embed: the centre of the largest x largest table, which spans base_size
+                if largest < n:
+                    raise ValueError(f"convention 'diffusers': pos_embed_max_size must be at least each size of shape, "
+                                     f"got {largest} for a size {n} (diffusers' PatchEmbed raises ValueError)")
+                k = k + (largest - n) // 2
+                n = largest
             k = k / (n / options["base_size"]) / options["interpolation_scale"]
         elif conv.positions == "diffusers-3d":
             name = "temporal" if axis == "t" else "spatial"
@@ -254,8 +267,8 @@ def grid_encoding(
     ``w_j = temperature ** (-j / span)`` with ``j < F`` (``F = d / 4`` per axis in 2-D;
     ``span = F``, or ``F - 1`` for big_vision), in the blocks ``list_grid_conventions()``
     describes. Options under the source's names (``cls_token``, ``temperature``,
-    ``normalize``, ``scale``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
-    ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
+    ``normalize``, ``scale``, ``offset``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
+    ``pos_embed_max_size``, ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
     class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
     to encode instead of the source's own (e.g. fractional ones). Accuracy: see the accuracy
     contract; fractional positions (e.g. DETR's normalised ones) carry their own float64
@@ -316,9 +329,10 @@ _NORMALIZE.register("center", lambda n: (np.arange(n) + 0.5) / n * 2.0 - 1.0)
 
 
 def patch_positions(
-    shape: Sequence[int], *, grid_offset: float = 0.0, normalize: str | None = None, ref_feat_shape: Sequence[int] | None = None
+    shape: Sequence[int], *, grid_offset: float = 0.0, normalize: str | None = None, ref_feat_shape: Sequence[int] | None = None,
+    num_prefix_tokens: int = 0,
 ) -> np.ndarray:
-    """float64 ``(len(shape), prod(shape))``: the coordinates of each patch of a grid, axis first, row by row.
+    """float64 ``(len(shape), num_prefix_tokens + prod(shape))``: the coordinates of each token of a grid, axis first.
 
     Along an axis of ``n`` patches, patch ``k`` is at ``k + grid_offset`` (``normalize=None``;
     ``grid_offset=0.5``: its centre, 1: one-based, as Meta's Perception Encoder in timm), at
@@ -328,13 +342,18 @@ def patch_positions(
     (timm's ``build_fourier_pos_embed``, EVA-02). Token ``k`` of an ``H x W`` grid is patch
     ``(k // W, k % W)``, as ``grid_position_ids``; pass the result to ``axial_cos_sin``,
     ``pixel_cos_sin`` (rows in its axes' order) or, per axis, to ``grid_encoding(positions=...)``.
+    ``num_prefix_tokens`` tokens (class, registers) come first at the origin, where RoPE does not
+    turn them: as DINOv3 and EVA rotate the patches only.
     """
     if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__") or len(shape) < 1:
         raise TypeError(f"shape must be a tuple of sizes, one per axis (height, width), got {shape!r}")
     sizes = tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
-    checks.check_entries("len(shape) * prod(shape)", (len(sizes), *sizes))
-    if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool) or not math.isfinite(grid_offset):
-        raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r}")
+    prefix = checks.check_length(num_prefix_tokens, "num_prefix_tokens")
+    checks.check_entries("len(shape) * (num_prefix_tokens + prod(shape))", (len(sizes), prefix + math.prod(sizes)))
+    if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool):
+        raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r} ({type(grid_offset).__name__})")
+    if not math.isfinite(grid_offset):
+        raise ValueError(f"grid_offset must be a finite real number, got {grid_offset!r}")
     if normalize is None:
         axes = [np.arange(n) + float(grid_offset) for n in sizes]
     elif grid_offset:
@@ -348,4 +367,4 @@ def patch_positions(
             raise ValueError(f"ref_feat_shape must hold {len(sizes)} positive ints, one per axis of shape, got {ref_feat_shape!r}")
         axes = [a / n * r for a, n, r in zip(axes, sizes, reference)]
     grids = np.meshgrid(*axes, indexing="ij")
-    return np.stack([g.reshape(-1) for g in grids])
+    return np.stack([np.concatenate([np.zeros(prefix), g.reshape(-1)]) for g in grids])
