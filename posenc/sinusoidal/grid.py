@@ -110,7 +110,14 @@ def _detr(temperature=10000.0, normalize=False, scale=None, offset=0.0):
     return conv, 0
 
 
+def _positive(value, name):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
 def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0, pos_embed_max_size=None):
+    _positive(base_size, "base_size")
+    _positive(interpolation_scale, "interpolation_scale")
     if pos_embed_max_size is not None:
         checks.check_int_at_least(pos_embed_max_size, "pos_embed_max_size", 1)
     conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
@@ -200,12 +207,21 @@ def _options(convention, ndim, options):
     return conv, int(prefix), merged
 
 
+def pair_counts(conv, d):
+    """``{axis: F}``: the sine (and cosine) columns of each axis, half of its share of ``d``."""
+    return {axis: round(d * fraction) // 2 for axis, fraction in conv.widths}
+
+
+def frequency_span(conv, count):
+    """The ``span`` of ``w_j = T ** (-j / span)`` for an axis of ``count`` frequencies."""
+    return count - 1 if conv.span == "D/4-1" else count
+
+
 def _frequencies(conv, d, temperature):
     """``{axis: (w_hi, w_lo)}``: ``F`` frequencies ``T ** (-j / span)`` per axis."""
     parts = {}
-    for axis, fraction in conv.widths:
-        count = round(d * fraction) // 2
-        span = count - 1 if conv.span == "D/4-1" else count
+    for axis, count in pair_counts(conv, d).items():
+        span = frequency_span(conv, count)
         if span <= 0:
             raise ValueError(
                 f"convention {conv.name!r} needs d >= 8: its frequencies run over D/4 - 1 steps, "
@@ -213,6 +229,23 @@ def _frequencies(conv, d, temperature):
             )
         parts[axis] = rotation.geometric_parts(count, float(temperature), float(span))
     return parts
+
+
+def column_slices(conv, d):
+    """``{axis: (sines, cosines)}``: the slices of the columns holding each axis' sines and cosines
+    (a block each, or DETR's interleaved pairs), as ``conv.columns`` lays them out."""
+    counts = pair_counts(conv, d)
+    found = {axis: [None, None] for axis in counts}
+    start = 0
+    for axis, kind in conv.columns:
+        count = counts[axis]
+        if kind == "interleaved":
+            found[axis] = [slice(start, start + 2 * count, 2), slice(start + 1, start + 2 * count, 2)]
+            start += 2 * count
+        else:
+            found[axis][kind == "cos"] = slice(start, start + count)
+            start += count
+    return {axis: tuple(pair) for axis, pair in found.items()}
 
 
 def _axis_positions(conv, sizes, options):
@@ -301,21 +334,12 @@ def _table(conv, opts, shape, d, dtype, prefix=0, positions=None):
 
 
 def _fill(body, conv, trig):
-    """Write each block of ``conv.columns`` into ``body`` (the grid in flattening order, ``(..., d)``)."""
-    start = 0
-    for axis, kind in conv.columns:
-        s, c = trig[axis]
+    """Write each axis' sines and cosines into ``body`` (the grid in flattening order, ``(..., d)``)."""
+    for axis, slices in column_slices(conv, body.shape[-1]).items():
         where = [1] * (body.ndim - 1)
-        where[conv.flatten.index(axis)] = len(s)
-        s, c = (v.reshape(*where, v.shape[-1]) for v in (s, c))
-        width = s.shape[-1]
-        if kind == "interleaved":
-            body[..., start : start + 2 * width : 2] = s
-            body[..., start + 1 : start + 2 * width : 2] = c
-            width *= 2
-        else:
-            body[..., start : start + width] = s if kind == "sin" else c
-        start += width
+        where[conv.flatten.index(axis)] = len(trig[axis][0])
+        for columns, values in zip(slices, trig[axis]):
+            body[..., columns] = values.reshape(*where, values.shape[-1])
 
 
 # How patch_positions places an axis of n patches: float64 positions of k = 0 .. n - 1.
