@@ -7,7 +7,8 @@
 With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py), then small
 work where fixed costs decide (benchmarks/small.py: tiny tables, a RoPE decode step eager and
 compiled), then 2-D sin-cos tables against transformers' and diffusers' own code
-(benchmarks/grid_tables.py).
+(benchmarks/grid_tables.py), then attention biases (ALiBi, T5's buckets) against
+transformers' own functions (benchmarks/biases.py).
 
 Times are medians over repeats taken round-robin (every implementation once per round), so
 the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
@@ -33,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
+import biases  # noqa: E402
 import grid_tables  # noqa: E402
 import rotary  # noqa: E402
 import routes  # noqa: E402
@@ -363,12 +365,13 @@ def main():
     rope = torch_section(args.frameworks.split(","), ("transformers",), "RoPE", rotary.run, args.quick, args.repeats)
     smalls = torch_section(args.frameworks.split(","), (), "Small work", small.run, args.quick, args.repeats)
     grids = torch_section(args.frameworks.split(","), ("transformers", "diffusers"), "2-D grid", grid_tables.run, args.quick, args.repeats)
+    bias_rows = torch_section(args.frameworks.split(","), ("transformers",), "Attention bias", biases.run, args.quick, args.repeats)
     jax_rope = jax_rope_rows(args.quick, args.repeats) if "jax" in args.frameworks.split(",") else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
     summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "small": smalls, "grid": grids,
-               "jax_rope": jax_rope}
+               "biases": bias_rows, "jax_rope": jax_rope}
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")

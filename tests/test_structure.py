@@ -15,6 +15,7 @@ MAY_IMPORT = {
     "language": {"engine"},
     "sinusoidal": {"engine", "sinusoidal"},
     "rope": {"engine", "sinusoidal", "rope"},
+    "biases": {"engine", "biases"},
     "forensics": {"engine", "sinusoidal", "forensics", "language"},
 }
 EDGE = {"torch", "tensorflow", "jax", "front", "plot", "lessons", "exercises", "__main__"}
