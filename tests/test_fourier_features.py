@@ -17,22 +17,26 @@ from posenc.sinusoidal import patch_positions, random_fourier_features
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
-from transformers import EdgeTamPromptEncoderConfig, SamPromptEncoderConfig, Sam2PromptEncoderConfig  # noqa: E402
+from transformers import EdgeTamPromptEncoderConfig, Sam2PromptEncoderConfig, SamVisionConfig  # noqa: E402
 from transformers.models.edgetam.modeling_edgetam import EdgeTamPositionalEmbedding  # noqa: E402
 from transformers.models.sam.modeling_sam import SamPositionalEmbedding  # noqa: E402
 from transformers.models.sam2.modeling_sam2 import Sam2Model, Sam2PositionalEmbedding  # noqa: E402
 
 SPACING = 2.0**-23
+# Each module with the config its model gives it: SAM's vision config (whose scale is hidden_size // 2),
+# SAM 2's and EdgeTAM's prompt encoder config (scale given).
 MODULES = [
-    (SamPositionalEmbedding, SamPromptEncoderConfig, {"num_pos_feats": 16}),
-    (Sam2PositionalEmbedding, Sam2PromptEncoderConfig, {"hidden_size": 32}),
-    (EdgeTamPositionalEmbedding, EdgeTamPromptEncoderConfig, {"hidden_size": 32}),
+    (SamPositionalEmbedding, lambda scale: SamVisionConfig(hidden_size=2 * scale, num_attention_heads=1, num_pos_feats=16)),
+    (Sam2PositionalEmbedding, lambda scale: Sam2PromptEncoderConfig(hidden_size=32, scale=scale)),
+    (EdgeTamPositionalEmbedding, lambda scale: EdgeTamPromptEncoderConfig(hidden_size=32, scale=scale)),
 ]
 
 
-def module_of(module_class, config_class, sizes, scale=1):
+def module_of(module_class, config, scale=1):
     torch.manual_seed(0)
-    return module_class(config_class(scale=scale, **sizes))
+    module = module_class(config(scale))
+    assert module.scale == scale
+    return module
 
 
 def angle_bound(features):
@@ -40,10 +44,10 @@ def angle_bound(features):
     return SPACING * (1 + 2 * features)
 
 
-@pytest.mark.parametrize(("module_class", "config_class", "sizes"), MODULES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(("module_class", "config"), MODULES, ids=lambda v: getattr(v, "__name__", ""))
 @pytest.mark.parametrize("scale", [1, 10])
-def test_prompt_points_equal_transformers(module_class, config_class, sizes, scale):
-    module = module_of(module_class, config_class, sizes, scale)
+def test_prompt_points_equal_transformers(module_class, config, scale):
+    module = module_of(module_class, config, scale)
     projection = module.positional_embedding.detach().numpy()
     # prompt points in pixels of a 600 x 800 (height x width) image, shifted to their pixel's centre as the prompt encoder does
     points = np.array([[[[10, 20], [799, 0], [400, 599], [0, 0], [123, 457]]]], dtype=np.float64) + 0.5
@@ -59,7 +63,7 @@ def test_prompt_points_equal_transformers(module_class, config_class, sizes, sca
 
 @pytest.mark.parametrize("size", [(5, 7), (7, 5), (4, 4)])
 def test_sam2_dense_grid_equals_transformers(size):
-    embedding = module_of(Sam2PositionalEmbedding, Sam2PromptEncoderConfig, {"hidden_size": 32}).double()
+    embedding = module_of(*MODULES[1]).double()
     model = types.SimpleNamespace(prompt_encoder=types.SimpleNamespace(image_embedding_size=size), shared_image_embedding=embedding)
     theirs = Sam2Model.get_image_wide_positional_embeddings(model)[0].numpy()  # (channels, height, width)
     # the centres of the patches, (x, y) in [0, 1]: patch_positions gives (row, column), offset by half a patch
