@@ -323,20 +323,24 @@ def from_config_cases():
         "gemma3": tiny_text(transformers.Gemma3TextConfig, head_dim=32, layer_types=["sliding_attention", "full_attention"],
                             rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
                                              "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0}}),
+        # Its full-attention layers: a head of their own, proportional RoPE on a quarter of its pairs.
+        "gemma4": tiny_text(transformers.Gemma4TextConfig, head_dim=16, global_head_dim=64,
+                            layer_types=["sliding_attention", "full_attention"]),
     }
 
 
-@pytest.mark.parametrize("name", ["llama-yarn", "qwen2-vl", "qwen2.5-vl", "gemma3"])
+@pytest.mark.parametrize("name", ["llama-yarn", "qwen2-vl", "qwen2.5-vl", "gemma3", "gemma4"])
 def test_jax_from_config_equals_the_torch_module(name, pj):
     from flax import nnx
 
     config = from_config_cases()[name]
     ours, theirs = pj.RotaryEmbedding.from_config(config), pt.RotaryEmbedding.from_config(config)
-    if name == "gemma3":
+    if name.startswith("gemma"):
         assert isinstance(ours, pj.RotaryEmbeddingPerLayerType) and list(ours) == list(theirs) == ["sliding_attention",
                                                                                                   "full_attention"]
         pairs = [(ours[t], theirs[t], t) for t in theirs]
-        assert ours["full_attention"].params == {"factor": 8.0} and ours["full_attention"].base == 1e6
+        full = {"gemma3": (32, {"factor": 8.0}), "gemma4": (64, {"partial_rotary_factor": 0.25})}[name]
+        assert (ours["full_attention"].rotary_dim, ours["full_attention"].params, ours["full_attention"].base) == (*full, 1e6)
     else:
         pairs = [(ours, theirs, None)]
     positions = 40_000 + np.arange(2 * 7).reshape(2, 7)
@@ -350,7 +354,7 @@ def test_jax_from_config_equals_the_torch_module(name, pj):
         want = torch_module(torch.zeros(1), torch.from_numpy(positions))
         x = np.zeros(1, np.float32)
         eager = jax_module(x, positions)
-        # Under jit through the module from_config gave (Gemma 3: the per-layer-type one, given the type).
+        # Under jit through the module from_config gave (Gemma: the per-layer-type one, given the type).
         jitted = nnx.jit(lambda m, x, p: m(x, p) if layer_type is None else m(x, p, layer_type))(ours, x, positions)
         for got in (eager, jitted):
             for g, w in zip(got, want):

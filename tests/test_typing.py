@@ -11,7 +11,7 @@ import pytest
 
 # The modules with an ``__all__``: the package and the parts users import on their own.
 MODULES = ["posenc", "posenc.torch", "posenc.tensorflow", "posenc.jax", "posenc.lessons", "posenc.rope.rotary", "posenc.rope.axial",
-           "posenc.biases"]
+           "posenc.rope.configs", "posenc.biases"]
 # Methods a user calls though their names begin with an underscore.
 DUNDERS_CALLED = ("__init__", "__call__")
 

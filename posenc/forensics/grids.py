@@ -2,14 +2,27 @@
 
 import contextlib
 import dataclasses
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..engine.registry import Registry
 from ..language import N_, _, get_language, using_language
-from ..sinusoidal.grid import _PRESETS, _check_shape, _options, _table, grid_encoding
+from ..sinusoidal.grid import (
+    _PRESETS,
+    AXES_2D,
+    AXES_3D,
+    _check_shape,
+    _options,
+    _table,
+    column_slices,
+    frequency_span,
+    grid_encoding,
+    pair_counts,
+)
 from . import identification
 
 __all__ = ["GridDiagnosis", "GridIdentification", "diagnose_grid", "identify_grid"]
@@ -22,38 +35,216 @@ __all__ = ["GridDiagnosis", "GridIdentification", "diagnose_grid", "identify_gri
 TOLERANCE = 1e-4
 
 
-def _candidates(shape, d):
-    """``(label, options, table)`` for every convention and the options that change its numbers."""
-    variants = {
-        "timm": [{}, {"interleave_sin_cos": True}, {"reverse_coord": True},
-                 {"reverse_coord": True, "interleave_sin_cos": True}],
-        "detr": [{}, {"normalize": True}],
-        "moco-v3": [{"cls_token": False}],
-    }
+# The variants of a convention that lay its columns out otherwise (the rest is read off the table).
+_LAYOUTS = {
+    "timm": [{}, {"interleave_sin_cos": True}, {"reverse_coord": True}, {"reverse_coord": True, "interleave_sin_cos": True}],
+    "moco-v3": [{"cls_token": False}],
+}
+# What a source's tables differ by beyond their layout, in its own words, costs this much more than
+# positions passed by hand (posenc reproduces those too): a name is preferred when one fits.
+_BY_HAND = 3
+_DEFAULT_TEMPERATURE = 10000.0
+
+
+def _near(value, target, tolerance=1e-4):
+    return abs(value - target) <= tolerance * max(1.0, abs(target))
+
+
+def _snap(value):
+    """``value`` to 4 significant digits if that is within 1e-4 of it (a table's 20.00003 is 20), else to 6."""
+    short = float(f"{value:.4g}")
+    return short if _near(value, short) else float(f"{value:.6g}")
+
+
+def _wrap(angle):
+    return (angle + np.pi) % (2 * np.pi) - np.pi
+
+
+def _climb(wrapped, ratio=None):
+    """``v_j = v_0 * r ** j`` from their angles ``wrapped`` to (-pi, pi], unwrapped from the slowest (last) up.
+
+    Each ``v_j`` is its angle plus the whole turns nearest to ``v_{j+1} / r``: right while that
+    guess is within pi, which the slow end, far below a turn, starts. ``ratio``: ``r`` if known,
+    else the ratio of the two values below each step (the two slowest taken as they are)."""
+    out = np.array(wrapped, dtype=np.float64)
+    for j in range(len(out) - 2 - (ratio is None), -1, -1):
+        r = ratio
+        if r is None:
+            if abs(out[j + 1]) < 1e-9 or not 0 < out[j + 2] / out[j + 1] < 1:
+                return None
+            r = out[j + 2] / out[j + 1]
+        guess = out[j + 1] / r
+        out[j] += 2 * np.pi * np.round((guess - out[j]) / (2 * np.pi))
+    return out
+
+
+def _ratio(values):
+    """``r`` of ``v_j = v_0 r ** j`` by least squares on ``log |v_j|``, weighted by ``v_j ** 2`` (an angle's
+    error is absolute), or None when fewer than two values stand clear of zero with one sign."""
+    values = np.asarray(values)
+    keep = np.abs(values) > 1e-6
+    if keep.sum() < 2 or len(set(np.sign(values[keep]))) > 1:
+        return None
+    j, y, w = np.arange(len(values))[keep], np.log(np.abs(values[keep])), values[keep] ** 2
+    jm, ym = np.average(j, weights=w), np.average(y, weights=w)
+    slope = np.sum(w * (j - jm) * (y - ym)) / np.sum(w * (j - jm) ** 2)
+    return math.exp(slope)
+
+
+def _fit(body, conv, sizes, d):
+    """``(temperature, {axis: (start, step)})`` reading ``body`` as laid out by ``conv``: each axis'
+    angles ``(start + step k) * T ** (-j / span)`` recovered from its sines and cosines along the
+    axis (``step`` None for an axis of one patch; ``temperature`` None when nothing shows it)."""
+    grid = body.reshape(*(sizes[a] for a in conv.flatten), d)
+    counts = pair_counts(conv, d)
+    lines, best = {}, (0.0, None)
+    for axis, (sines, cosines) in column_slices(conv, d).items():
+        where = [0] * len(conv.flatten)
+        where[conv.flatten.index(axis)] = slice(None)
+        line = grid[tuple(where)]
+        angles = np.arctan2(line[:, sines], line[:, cosines])
+        lines[axis] = angles
+        span = frequency_span(conv, counts[axis])
+        for wrapped in (_wrap(angles[1] - angles[0]) if len(angles) > 1 else None, angles[0]):
+            climbed = None if wrapped is None or len(wrapped) < 3 else _climb(wrapped)
+            r = None if climbed is None else _ratio(climbed)
+            weight = 0.0 if r is None or not 0 < r < 1 else float(np.sum(climbed**2))
+            if weight > best[0]:
+                best = (weight, r ** -span)
+    temperature = best[1]
+    fits = {}
+    for axis, angles in lines.items():
+        r = (_DEFAULT_TEMPERATURE if temperature is None else temperature) ** (-1 / frequency_span(conv, counts[axis]))
+        start = _climb(angles[0], r)[0]
+        step = _climb(_wrap(angles[1] - angles[0]), r)[0] if len(angles) > 1 else None
+        fits[axis] = (start, step)
+    return temperature, fits
+
+
+def _temperature(temperature):
+    return {} if temperature is None or _near(temperature, _DEFAULT_TEMPERATURE) else {"temperature": _snap(temperature)}
+
+
+def _index_positions(takes_temperature):
+    """The sources whose positions are the patch indices: only the temperature may differ, where the source takes it."""
+    def explain(temperature, fits, sizes):
+        if not all(_near(start, 0) and (step is None or _near(step, 1)) for start, step in fits.values()):
+            return None
+        options = _temperature(temperature)
+        return options if takes_temperature or not options else None
+    return explain
+
+
+def _detr(temperature, fits, sizes):
+    """DETR: ``k + 1``, or normalised ``(k + 1 + offset) * scale / (n + 1e-6)`` (one scale and offset for both axes)."""
+    options = _temperature(temperature)
+    if all(_near(start, 1) and (step is None or _near(step, 1)) for start, step in fits.values()):
+        return options
+    scales = [step * (sizes[a] + 1e-6) for a, (_start, step) in fits.items() if step is not None]
+    if not scales:
+        return None
+    scale = _snap(float(np.mean(scales)))
+    if not scale > 0:
+        return None
+    offsets = [start * (sizes[a] + 1e-6) / scale - 1 for a, (start, _step) in fits.items()]
+    offset = _snap(float(np.mean(offsets))) if not _near(float(np.mean(offsets)), 0.0) else 0.0
+    if not all(_near(s, scale) for s in scales) or not all(_near(o, offset) for o in offsets):
+        return None
+    options |= {"normalize": True}
+    if not _near(scale, 2 * math.pi):
+        options["scale"] = scale
+    if offset:
+        options["offset"] = offset
+    return options
+
+
+def _diffusers(temperature, fits, sizes):
+    """diffusers 2-D: ``(top + k) * ratio / M``, ``ratio = base_size / interpolation_scale``, ``M`` the size
+    (no crop, ``top = 0``) or ``pos_embed_max_size`` (SD3's crop, ``top = (M - n) // 2``); 3-D: ``k / scale``."""
+    if _temperature(temperature):
+        return None
+    steps = {a: step for a, (_start, step) in fits.items() if step is not None}
+    if "t" in fits:
+        if (not all(_near(start, 0) for start, _step in fits.values()) or not all(step > 1e-9 for step in steps.values())
+                or not _near(steps.get("y", 1), steps.get("x", 1))):
+            return None
+        scales = {"spatial_interpolation_scale": 1 / steps.get("y", steps.get("x", 1.0)),
+                  "temporal_interpolation_scale": 1 / steps.get("t", 1.0)}
+        return {name: _snap(value) for name, value in scales.items() if not _near(value, 1.0)}
+    if not steps or not all(step > 1e-9 for step in steps.values()):
+        return None
+    ratios = [step * sizes[a] for a, step in steps.items()]
+    if all(_near(start, 0) for start, _step in fits.values()) and all(_near(r, ratios[0]) for r in ratios):
+        ratio = _snap(ratios[0])
+        return {} if _near(ratio, 16.0) else {"base_size": ratio}
+    step = next(iter(steps.values()))
+    tops = {a: start / step for a, (start, _step) in fits.items()}
+    if not all(_near(s, step) for s in steps.values()) or not all(_near(t, round(t)) and round(t) >= 0 for t in tops.values()):
+        return None
+    largest = set.intersection(*({sizes[a] + 2 * round(t), sizes[a] + 2 * round(t) + 1} for a, t in tops.items()))
+    if not largest:
+        return None
+    size = min(largest)
+    return {"pos_embed_max_size": size, "base_size": _snap(step * size)}
+
+
+# Each convention's reading of a fit: (temperature, {axis: (start, step)}, sizes) -> the options, under its
+# source's names, that give those numbers ({}: its defaults), or None when none do.
+_EXPLAIN: Registry[Callable[..., dict | None]] = Registry("convention")
+_EXPLAIN.register("mae", _index_positions(False))  # MAE writes 10000 in its code
+for _name in ("moco-v3", "rt-detr", "big_vision", "simple-vit", "timm"):
+    _EXPLAIN.register(_name, _index_positions(True))
+_EXPLAIN.register("detr", _detr)
+_EXPLAIN.register("diffusers", _diffusers)
+
+
+def _label(name, layout, options):
+    """A convention's label: its name, then the options that change its numbers, under the source's names."""
+    shown = {k: v for k, v in (layout | options).items() if k != "cls_token"}
+    if name == "diffusers" and "base_size" in shown:
+        # base_size and interpolation_scale enter as their ratio only
+        shown["base_size / interpolation_scale"] = shown.pop("base_size")
+    parts = [f", {k}={v:.6g}" if isinstance(v, float) else f", {k}={v!r}" for k, v in shown.items()]
+    return name + "".join(parts)
+
+
+def _candidates(body, shape, d):
+    """``(cost, label, table)`` for every convention: each laid out in each of its layouts, its options
+    read off ``body`` (``_fit``) and named as its source names them, or else its positions passed by hand
+    (cost ``_BY_HAND``); the default options too (cost 0), so the closest is always reported."""
+    sizes = dict(zip(AXES_3D if len(shape) == 3 else AXES_2D, shape))
     out = []
     for name in _PRESETS:
         if len(shape) == 3 and name != "diffusers":
             continue
-        for options in variants.get(name, [{}]):
+        for layout in _LAYOUTS.get(name, [{}]):
             try:
-                table = grid_encoding(shape, d, convention=name, dtype=np.float64, **options)
+                out.append((0, _label(name, layout, {}), grid_encoding(shape, d, convention=name, dtype=np.float64, **layout)))
             except ValueError:
                 continue  # d this source cannot build (e.g. big_vision at d=4)
-            label = name + "".join(f", {k}={v!r}" for k, v in options.items() if k != "cls_token")
-            out.append((label, options, table))
+            conv, _prefix, _opts = _options(name, len(shape), dict(layout))
+            temperature, fits = _fit(body, conv, sizes, d)
+            options = _EXPLAIN[name](temperature, fits, sizes)
+            if options:
+                build = dict(layout, **options)
+                cost = len(options)
+            elif options is None:
+                build = dict(layout, **_temperature(temperature))
+                if "temperature" in build and "temperature" not in inspect.signature(_PRESETS[name].build).parameters:
+                    continue
+                build["positions"] = [start + (step or 0.0) * np.arange(sizes[a]) for a, (start, step) in fits.items()]
+                cost = _BY_HAND + len(build) - len(layout) - 1
+            else:
+                continue  # the defaults, built above
+            with contextlib.suppress(ValueError, TypeError):
+                table = grid_encoding(shape, d, convention=name, dtype=np.float64, **build)
+                if "positions" in build:
+                    by_hand = "; ".join(f"{a}: {s:.6g} + {t or 0.0:.6g} k" for a, (s, t) in fits.items())
+                    label = _label(name, layout, _temperature(temperature)) + f", positions ({by_hand})"
+                else:
+                    label = _label(name, layout, options)
+                out.append((cost, label, table))
     return out
-
-
-def _diffusers_scale(body, shape, d):
-    """diffusers' ``base_size / interpolation_scale`` read off a table in MAE's layout, or None.
-
-    Column 0 is ``sin(p_x)`` at frequency 1 and column ``d / 4`` its cosine: the angle at
-    ``x = 1`` is one step ``base_size / (W * interpolation_scale)``.
-    """
-    if len(shape) != 2 or shape[1] < 2:
-        return None
-    step = math.atan2(body[1, 0], body[1, d // 4])
-    return step * shape[1] if step > 0 else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,10 +320,14 @@ def identify_grid(table: Any, shape: Sequence[int], *, language: str | None = No
     """Which grid convention wrote ``table`` (``(tokens, d)`` or ``(1, tokens, d)``) for a grid of ``shape``?
 
     Rows beyond ``prod(shape)`` are taken as prefix rows (class or extra tokens) and
-    reported, not compared. Every convention (with the options that change its numbers:
-    timm's ``reverse_coord`` and ``interleave_sin_cos``, DETR's ``normalize``; diffusers'
-    ``base_size / interpolation_scale`` read off the table) is rebuilt in float64 and kept if
-    it is within ``TOLERANCE`` everywhere. Returns a ``GridIdentification``, whose ``str()`` is in
+    reported, not compared. Every convention, in each layout its options give (timm's
+    ``reverse_coord`` and ``interleave_sin_cos``), is fitted to the table: the temperature and each
+    axis' positions ``start + step * k`` are read off its angles, then named as the source names
+    them (``temperature``; DETR's ``normalize``, ``scale``, ``offset``; diffusers' ``base_size /
+    interpolation_scale``, ``pos_embed_max_size``, its 3-D scales) or else given as positions
+    passed by hand. Each is rebuilt in float64 and kept if within ``TOLERANCE`` everywhere; of
+    those, the ones with fewest options changed from the source's defaults (a name before
+    positions by hand) are the matches. Returns a ``GridIdentification``, whose ``str()`` is in
     ``language`` ("en", "pt_BR" or "zh_CN"; None: the one ``posenc.set_language`` chose).
     """
     with _speaking(language):
@@ -148,16 +343,14 @@ def _identify_grid(table, shape):
     shape = _check_shape(shape)
     body, prefix, zeros = _split_prefix(_as_table(table), shape)
     d = body.shape[1]
-    candidates = _candidates(shape, d) if d % 4 == 0 else []
-    ratio = _diffusers_scale(body, shape, d) if d % 4 == 0 else None
-    if ratio is not None and not math.isclose(ratio, 16.0, rel_tol=1e-5):  # 16: diffusers' default, tried already
-        table_d = grid_encoding(shape, d, convention="diffusers", base_size=ratio, dtype=np.float64)
-        candidates.append((f"diffusers, base_size / interpolation_scale={ratio:.6g}", {}, table_d))
+    candidates = _candidates(np.asarray(body, np.float64), shape, d) if d % 4 == 0 else []
     if not candidates:
         return GridIdentification((), prefix, zeros, _("none (d is not a multiple of 4)"), math.inf)
-    deviations = [(_deviation(t, body), label) for label, _opts, t in candidates]
-    best, closest = min(deviations)
-    matches = tuple(label for dev, label in deviations if dev <= TOLERANCE)
+    deviations = [(_deviation(t, body), cost, label) for cost, label, t in candidates]
+    best, _cost, closest = min(deviations)
+    fitting = [(cost, label) for dev, cost, label in deviations if dev <= TOLERANCE]
+    cheapest = min((cost for cost, _label in fitting), default=0)
+    matches = tuple(dict.fromkeys(label for cost, label in fitting if cost == cheapest))
     return GridIdentification(matches, prefix, zeros, closest, best)
 
 

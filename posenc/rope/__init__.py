@@ -1,17 +1,23 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
-tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE) and the position ids
-of vision-language models; what a transformers config asks for."""
+tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE, a width per axis, pixel
+frequencies) and the position ids of vision-language models and Flux; what a transformers config
+asks for, layer by layer."""
 
 from .axial import (
     AXIAL_CONVENTIONS,
     axial_cos_sin,
     axial_frequencies,
+    flux_position_ids,
     grid_position_ids,
     mrope_axes,
     mrope_cos_sin,
     mrope_position_ids,
+    per_axis_cis,
+    per_axis_cos_sin,
+    per_axis_frequencies,
 )
-from .configs import rotary_arguments
+from .configs import LayerPosition, layer_plan, rotary_arguments
+from .pixels import PIXEL_SPACINGS, pixel_cos_sin, pixel_frequencies
 from .rotary import (
     ROPE_TYPES,
     ROTARY_LAYOUTS,
@@ -25,16 +31,25 @@ from .rotary import (
 
 __all__ = [
     "AXIAL_CONVENTIONS",
+    "LayerPosition",
+    "PIXEL_SPACINGS",
     "ROPE_TYPES",
     "ROTARY_LAYOUTS",
     "apply_rotary",
     "axial_cos_sin",
     "axial_frequencies",
     "convert_rotary_layout",
+    "flux_position_ids",
     "grid_position_ids",
+    "layer_plan",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
+    "per_axis_cis",
+    "per_axis_cos_sin",
+    "per_axis_frequencies",
+    "pixel_cos_sin",
+    "pixel_frequencies",
     "rotary_arguments",
     "rotary_cos_sin",
     "rotary_dim",

@@ -16,8 +16,16 @@ frequency, is all that tells the models apart (transformers 5.23, the pinned ver
   (``Qwen3VLTextRotaryEmbedding``): pairs ``1, 4, 7, ...`` read the height, ``2, 5, 8, ...``
   the width (the first ``3 * mrope_section[1]`` and ``3 * mrope_section[2]`` pairs), the rest time.
 
-Cos and sin then go out in the "half" layout (``concat(f, f)``). Positions come with the
-axis first, as transformers' M-RoPE ``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``.
+- ``per_axis_frequencies(axes_dim)`` (diffusers' ``get_1d_rotary_pos_embed`` per axis, as
+  Flux, HunyuanVideo, Wan, CogVideoX and Lumina use it): axis ``a`` owns ``axes_dim[a]``
+  channels of its own, turning at the 1-D RoPE frequencies of that width,
+  ``w_i = base ** (-2i / axes_dim[a])``; the axes' blocks follow one another.
+
+Cos and sin then go out in the "half" layout (``concat(f, f)``), or with
+``layout="interleaved"`` each value twice in a row (timm's EVA-02, GLM-4V's text M-RoPE, and
+diffusers' per-axis RoPE, where it is the default). Positions come with the axis first, as transformers' M-RoPE
+``position_ids`` ``(3, batch, seq)``: ``(axes, ...)``; diffusers' ``ids`` come with the axis
+last, ``(seq, axes)``, and ``per_axis_cos_sin`` takes them so.
 Since each pair sees one coordinate, the score of two tokens depends on the offset of their
 coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_cos_sin``.
 """
@@ -40,10 +48,14 @@ __all__ = [
     "AXIAL_CONVENTIONS",
     "axial_cos_sin",
     "axial_frequencies",
+    "flux_position_ids",
     "grid_position_ids",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",
+    "per_axis_cis",
+    "per_axis_cos_sin",
+    "per_axis_frequencies",
 ]
 
 NUMPY = backend("numpy")
@@ -85,12 +97,15 @@ def axial_frequencies(head_dim: int, base: float = 10000.0, *, convention: str =
     return Frequencies(hi, lo, axes=np.repeat([0, 1], head_dim // 4))
 
 
-def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np.ndarray:
-    """The axis (0 time, 1 height, 2 width) of each of the ``sum(mrope_section)`` pairs of M-RoPE.
+def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs: int | None = None) -> np.ndarray:
+    """The axis (0 time, 1 height, 2 width) of each of the ``pairs`` pairs of M-RoPE.
 
-    Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``.
-    ``interleaved`` (Qwen3-VL): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 *
-    mrope_section[1]``, axis 2 if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0.
+    Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``, so
+    ``pairs``, if given, must be ``sum(mrope_section)``. ``interleaved`` (Qwen3-VL, timm's
+    GenLIP): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 * mrope_section[1]``, axis 2
+    if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0 (time): the sections need not
+    add up to ``pairs`` (default ``sum(mrope_section)``), the remainder reads time (GenLIP: head
+    72, sections (8, 12, 12)) and an extent past the last pair is cut, as both sources do.
     """
     sections = list(mrope_section) if isinstance(mrope_section, (list, tuple, np.ndarray)) else None
     if not sections or not all(checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
@@ -98,10 +113,16 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False) -> np
             "mrope_section must be a list of non-negative ints (pairs per axis: time, height, width"
             f"{'; exactly three when interleaved' if interleaved else ''}), got {mrope_section!r}"
         )
+    count = sum(sections) if pairs is None else checks.check_length(pairs, "pairs")
     if not interleaved:
+        if count != sum(sections):
+            raise ValueError(
+                f"mrope_section must add up to the {count} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
+                f"(sum {sum(sections)}); interleaved M-RoPE (Qwen3-VL, GenLIP) gives the remainder to time"
+            )
         return np.repeat(np.arange(len(sections)) % 3, sections)
-    j = np.arange(sum(sections))
-    axes = np.zeros(len(j), dtype=np.int64)
+    j = np.arange(count)
+    axes = np.zeros(count, dtype=np.int64)
     for axis in (1, 2):
         axes[(j % 3 == axis) & (j < 3 * sections[axis])] = axis
     return axes
@@ -118,50 +139,54 @@ def check_axis_positions(shape, frequencies):
         )
 
 
-def _numpy_cos_sin(positions, frequencies, dtype):
+def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels"):
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
     check_axis_positions(positions.shape, frequencies)
-    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, "half", dtype)
+    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype, form)
 
 
 def axial_cos_sin(
-    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl", dtype: npt.DTypeLike = np.float32
+    positions: npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl", layout: str = "half",
+    dtype: npt.DTypeLike = np.float32,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*positions.shape[1:], head_dim)``, of 2-D RoPE at ``positions``.
 
     ``positions``: ``(2, ...)``, row 0 the height (row index of a patch), row 1 the width
-    (column index), e.g. ``grid_position_ids``. Pair ``j`` turns by ``positions[axes[j]] *
-    w_j`` (``axial_frequencies``); cos and sin in the half layout, as transformers' Pixtral and
-    Qwen2-VL vision rotary modules return them for ``apply_rotary`` (``rotate_half``).
+    (column index), e.g. ``grid_position_ids`` or ``patch_positions``. Pair ``j`` turns by
+    ``positions[axes[j]] * w_j`` (``axial_frequencies``). ``layout="half"``: as transformers'
+    Pixtral and Qwen2-VL vision rotary modules return them for ``rotate_half``;
+    ``"interleaved"``: each value twice in a row, as timm's ``RotaryEmbeddingCat`` (EVA-02,
+    ``apply_rot_embed_cat``) writes the ``qwen2_vl`` frequencies.
     """
-    return _numpy_cos_sin(positions, axial_frequencies(head_dim, base, convention=convention), dtype)
+    layout = rotary.check_rotary_layout(layout)
+    return _numpy_cos_sin(positions, axial_frequencies(head_dim, base, convention=convention), dtype, layout)
 
 
 def mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params) -> Frequencies:
-    """M-RoPE's frequencies: ``rotary.rope_frequencies`` with the ``axes`` of ``mrope_axes``, checked to fit."""
+    """M-RoPE's frequencies: ``rotary.rope_frequencies`` with the ``axes`` of ``mrope_axes`` for its pairs."""
     frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
-    axes = mrope_axes(mrope_section, interleaved=interleaved)
-    if len(axes) != len(frequencies):
-        raise ValueError(
-            f"mrope_section must add up to the {len(frequencies)} rotary pairs (rotary_dim // 2), got {mrope_section!r} "
-            f"(sum {len(axes)})"
-        )
+    axes = mrope_axes(mrope_section, interleaved=interleaved, pairs=len(frequencies))
     return dataclasses.replace(frequencies, axes=axes)
 
 
 def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
-                  base: float = 10000.0, rope_type: str = "default", dtype: npt.DTypeLike = np.float32,
-                  **params: Any) -> tuple[np.ndarray, np.ndarray]:
+                  base: float = 10000.0, rope_type: str = "default", layout: str = "half",
+                  dtype: npt.DTypeLike = np.float32, **params: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(cos, sin)``, each ``(*position_ids.shape[1:], rotary_dim)``, of M-RoPE.
 
     ``position_ids``: ``(3, ...)`` time, height and width rows (``mrope_position_ids``;
     text tokens have three equal rows, and there M-RoPE is 1-D RoPE). Frequencies and
     attention factor as ``posenc.rotary_frequencies`` (``rope_type``, ``params``); pair
     ``j`` turns by ``position_ids[axes[j]] * w_j`` with ``axes = mrope_axes(mrope_section,
-    interleaved=...)``. Half layout, as ``Qwen2VLRotaryEmbedding`` / ``Qwen3VLTextRotaryEmbedding``.
+    interleaved=..., pairs=rotary_dim // 2)`` (interleaved: sections adding up to fewer pairs leave
+    the rest to time, as timm's GenLIP). ``layout="half"``: as ``Qwen2VLRotaryEmbedding`` /
+    ``Qwen3VLTextRotaryEmbedding`` / timm's ``RotaryEmbeddingMRope``; ``"interleaved"``: as
+    ``Glm4vTextRotaryEmbedding`` (GLM-4V's sections, ``repeat_interleave``d).
     """
-    return _numpy_cos_sin(position_ids, mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params), dtype)
+    layout = rotary.check_rotary_layout(layout)
+    frequencies = mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    return _numpy_cos_sin(position_ids, frequencies, dtype, layout)
 
 
 def _check_merge(name, size, merge):
@@ -244,3 +269,104 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     if not rows:
         return np.zeros((3, 0), dtype=np.int64)
     return np.concatenate(rows, axis=1).astype(np.int64)
+
+
+def check_axes_dim(axes_dim):
+    """``axes_dim`` as a tuple of even ints >= 2, one per axis (an axis' channels rotate in pairs)."""
+    dims = tuple(axes_dim) if isinstance(axes_dim, (list, tuple, np.ndarray)) else ()
+    if not dims or not all(checks._is_int(d) and d >= 2 and d % 2 == 0 for d in dims):
+        raise ValueError(
+            f"axes_dim must be a list of even ints >= 2 (the channels of each axis, e.g. Flux's (16, 56, 56)), got {axes_dim!r}"
+        )
+    checks.check_width(sum(dims), "sum(axes_dim)")
+    return tuple(int(d) for d in dims)
+
+
+def per_axis_frequencies(axes_dim: Sequence[int], base: float = 10000.0) -> Frequencies:
+    """The ``sum(axes_dim) // 2`` frequencies of RoPE with a width per axis, with ``axes``.
+
+    Axis ``a``'s block of ``axes_dim[a]`` channels turns at the 1-D frequencies of that width,
+    ``w_i = base ** (-2i / axes_dim[a])``, ``i < axes_dim[a] / 2``; the blocks follow in axis
+    order (diffusers' ``get_1d_rotary_pos_embed`` per axis, concatenated: Flux's ``FluxPosEmbed``
+    with ``axes_dim`` (16, 56, 56), HunyuanVideo, Wan, Lumina). ``axes``: the axis of each pair.
+    """
+    dims = check_axes_dim(axes_dim)
+    base = checks.check_base(base)
+    parts = [rotation.geometric_parts(d // 2, base, d / 2) for d in dims]
+    axes = np.repeat(np.arange(len(dims)), [d // 2 for d in dims])
+    hi, lo = (np.concatenate(p) for p in zip(*parts))
+    return Frequencies(hi, lo, axes=axes)
+
+
+def _per_axis_rows(ids, dims):
+    """``ids`` ``(..., len(dims))`` checked, as float64 rows ``(len(dims), ...)``."""
+    ids = tables.as_positions(ids)
+    if ids.ndim < 1 or ids.shape[-1] != len(dims):
+        raise ValueError(
+            f"ids must have one coordinate per axis of axes_dim last, shape (..., {len(dims)}) (Flux's (seq, 3)), "
+            f"got shape {ids.shape}"
+        )
+    checks.check_entries("ids.size / len(axes_dim) * sum(axes_dim)", (ids.size // len(dims), sum(dims)))
+    return np.moveaxis(ids, -1, 0)
+
+
+def per_axis_cos_sin(
+    ids: npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, layout: str = "interleaved",
+    dtype: npt.DTypeLike = np.float32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cos, sin)``, each ``(*ids.shape[:-1], sum(axes_dim))``, of RoPE with a width per axis.
+
+    ``ids``: ``(..., len(axes_dim))``, the coordinates of each token, axis last (Flux's
+    ``txt_ids`` and ``img_ids``, ``(seq, 3)``; ``flux_position_ids``). Pair ``j`` turns by
+    ``ids[..., axes[j]] * w_j`` (``per_axis_frequencies``). ``layout="interleaved"``: each value
+    twice in a row, as ``get_1d_rotary_pos_embed(use_real=True, repeat_interleave_real=True)``
+    writes it for Flux, HunyuanVideo, Wan and CogVideoX; ``"half"``: ``concat(f, f)`` over the
+    whole head, for ``rotate_half``. Accuracy: the contract, as ``posenc.rotary_cos_sin``.
+    """
+    dims = check_axes_dim(axes_dim)
+    layout = rotary.check_rotary_layout(layout)
+    rows = _per_axis_rows(ids, dims)
+    return _numpy_cos_sin(rows, per_axis_frequencies(dims, base), dtype, layout)
+
+
+_COMPLEX = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
+
+
+def per_axis_cis(
+    ids: npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, dtype: npt.DTypeLike = np.complex64
+) -> np.ndarray:
+    """``exp(i * ids[..., axes[j]] * w_j)``, ``(*ids.shape[:-1], sum(axes_dim) // 2)``: the complex form.
+
+    What ``get_1d_rotary_pos_embed(use_real=False)`` returns per axis, concatenated (Lumina's
+    ``freqs_cis``): ``per_axis_cos_sin``'s cos and sin of each pair as one complex number.
+    ``dtype``: complex64 (float32 parts) or complex128 (float64), each part as accurate as theirs.
+    """
+    dims = check_axes_dim(axes_dim)
+    try:
+        parts = _COMPLEX.get(np.dtype(dtype))
+    except TypeError:
+        parts = None
+    if parts is None:
+        raise TypeError(f"dtype must be one of numpy.complex64, numpy.complex128; got {dtype!r}")
+    rows = _per_axis_rows(ids, dims)
+    c, s = _numpy_cos_sin(rows, per_axis_frequencies(dims, base), parts, form="pairs")
+    out = np.empty(c.shape, np.dtype(dtype))
+    out.real, out.imag = c, s
+    return out
+
+
+def flux_position_ids(text_length: int, height: int, width: int) -> np.ndarray:
+    """int64 ``(text_length + height * width, 3)``: Flux's ``ids``, text tokens first.
+
+    Text tokens ``(0, 0, 0)`` (the pipeline's ``text_ids``); image token ``k`` of a ``height x
+    width`` grid of packed latents (an image of ``16 * height x 16 * width`` pixels) ``(0, k //
+    width, k % width)`` (``_prepare_latent_image_ids``), as ``FluxTransformer2DModel`` joins them.
+    """
+    text_length = checks.check_length(text_length, "text_length")
+    height = checks.check_int_at_least(height, "height", 1)
+    width = checks.check_int_at_least(width, "width", 1)
+    checks.check_entries("(text_length + height * width) * 3", (text_length + height * width, 3))
+    ids = np.zeros((text_length + height * width, 3), np.int64)
+    rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    ids[text_length:, 1], ids[text_length:, 2] = rows.reshape(-1), columns.reshape(-1)
+    return ids

@@ -39,7 +39,7 @@ from ..engine import checks, rotation
 from ..engine.registry import Registry
 from . import tables
 
-__all__ = ["grid_encoding", "list_grid_conventions"]
+__all__ = ["grid_encoding", "list_grid_conventions", "patch_positions"]
 
 AXES_2D = ("y", "x")
 AXES_3D = ("t", "y", "x")
@@ -101,14 +101,25 @@ def _timm(temperature=10000.0, reverse_coord=False, interleave_sin_cos=False):
     return GridConvention("timm", columns, flatten=(first, second)), 0
 
 
-def _detr(temperature=10000.0, normalize=False, scale=None):
+def _detr(temperature=10000.0, normalize=False, scale=None, offset=0.0):
     if scale is not None and not normalize:
         raise ValueError(f"convention 'detr': scale={scale!r} needs normalize=True (DETR raises the same)")
+    if offset and not normalize:
+        raise ValueError(f"convention 'detr': offset={offset!r} needs normalize=True (it shifts the normalised positions)")
     conv = GridConvention("detr", (("y", "interleaved"), ("x", "interleaved")), positions="detr")
     return conv, 0
 
 
-def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0):
+def _positive(value, name):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0, pos_embed_max_size=None):
+    _positive(base_size, "base_size")
+    _positive(interpolation_scale, "interpolation_scale")
+    if pos_embed_max_size is not None:
+        checks.check_int_at_least(pos_embed_max_size, "pos_embed_max_size", 1)
     conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
     # diffusers prepends the extra rows only when both are given.
     return conv, extra_tokens if cls_token and extra_tokens > 0 else 0
@@ -152,13 +163,14 @@ _PRESETS.register("timm", _Preset(
     _timm, "timm asserts it"))
 _PRESETS.register("detr", _Preset(
     "DETR PositionEmbeddingSine: y block then x block, sin/cos interleaved, positions 1..n "
-    "(normalize: scaled to (0, scale], scale 2 pi)",
+    "(normalize: (k + offset) / (n + 1e-6) * scale, scale 2 pi; offset -0.5: Deformable DETR, mmdet's offset)",
     _detr,
     "DETR's torch.stack of num_pos_feats // 2 sines and cosines fails for odd num_pos_feats = d / 2 "
     "(and num_pos_feats = d / 2 needs an even d)"))
 _PRESETS.register("diffusers", _Preset(
     "diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
-    "interpolation_scale) and, for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
+    "interpolation_scale; pos_embed_max_size: PatchEmbed's centred crop of the max x max table, SD3) and, "
+    "for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
     _diffusers, "diffusers raises ValueError('embed_dim must be divisible by 2') for each half"))
 
 
@@ -195,12 +207,21 @@ def _options(convention, ndim, options):
     return conv, int(prefix), merged
 
 
+def pair_counts(conv, d):
+    """``{axis: F}``: the sine (and cosine) columns of each axis, half of its share of ``d``."""
+    return {axis: round(d * fraction) // 2 for axis, fraction in conv.widths}
+
+
+def frequency_span(conv, count):
+    """The ``span`` of ``w_j = T ** (-j / span)`` for an axis of ``count`` frequencies."""
+    return count - 1 if conv.span == "D/4-1" else count
+
+
 def _frequencies(conv, d, temperature):
     """``{axis: (w_hi, w_lo)}``: ``F`` frequencies ``T ** (-j / span)`` per axis."""
     parts = {}
-    for axis, fraction in conv.widths:
-        count = round(d * fraction) // 2
-        span = count - 1 if conv.span == "D/4-1" else count
+    for axis, count in pair_counts(conv, d).items():
+        span = frequency_span(conv, count)
         if span <= 0:
             raise ValueError(
                 f"convention {conv.name!r} needs d >= 8: its frequencies run over D/4 - 1 steps, "
@@ -208,6 +229,23 @@ def _frequencies(conv, d, temperature):
             )
         parts[axis] = rotation.geometric_parts(count, float(temperature), float(span))
     return parts
+
+
+def column_slices(conv, d):
+    """``{axis: (sines, cosines)}``: the slices of the columns holding each axis' sines and cosines
+    (a block each, or DETR's interleaved pairs), as ``conv.columns`` lays them out."""
+    counts = pair_counts(conv, d)
+    found = {axis: [None, None] for axis in counts}
+    start = 0
+    for axis, kind in conv.columns:
+        count = counts[axis]
+        if kind == "interleaved":
+            found[axis] = [slice(start, start + 2 * count, 2), slice(start + 1, start + 2 * count, 2)]
+            start += 2 * count
+        else:
+            found[axis][kind == "cos"] = slice(start, start + count)
+            start += count
+    return {axis: tuple(pair) for axis, pair in found.items()}
 
 
 def _axis_positions(conv, sizes, options):
@@ -219,8 +257,16 @@ def _axis_positions(conv, sizes, options):
             k = k + 1  # the cumulative sum of an all-valid mask
             if options["normalize"]:
                 scale = 2 * math.pi if options["scale"] is None else options["scale"]
-                k = k / (n + 1e-6) * scale
+                k = (k + options["offset"]) / (n + 1e-6) * scale
         elif conv.positions == "diffusers":
+            largest = options["pos_embed_max_size"]
+            if largest is not None:
+                # PatchEmbed.cropped_pos_embed: the centre of the largest x largest table, which spans base_size
+                if largest < n:
+                    raise ValueError(f"convention 'diffusers': pos_embed_max_size must be at least each size of shape, "
+                                     f"got {largest} for a size {n} (diffusers' PatchEmbed raises ValueError)")
+                k = k + (largest - n) // 2
+                n = largest
             k = k / (n / options["base_size"]) / options["interpolation_scale"]
         elif conv.positions == "diffusers-3d":
             name = "temporal" if axis == "t" else "spatial"
@@ -254,8 +300,8 @@ def grid_encoding(
     ``w_j = temperature ** (-j / span)`` with ``j < F`` (``F = d / 4`` per axis in 2-D;
     ``span = F``, or ``F - 1`` for big_vision), in the blocks ``list_grid_conventions()``
     describes. Options under the source's names (``cls_token``, ``temperature``,
-    ``normalize``, ``scale``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
-    ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
+    ``normalize``, ``scale``, ``offset``, ``base_size``, ``interpolation_scale``, ``extra_tokens``,
+    ``pos_embed_max_size``, ``reverse_coord``, ``interleave_sin_cos``, ...); the prefix rows a source writes for
     class tokens are zeros. ``positions``: one float array per axis (``(H,)``, ``(W,)``)
     to encode instead of the source's own (e.g. fractional ones). Accuracy: see the accuracy
     contract; fractional positions (e.g. DETR's normalised ones) carry their own float64
@@ -288,18 +334,61 @@ def _table(conv, opts, shape, d, dtype, prefix=0, positions=None):
 
 
 def _fill(body, conv, trig):
-    """Write each block of ``conv.columns`` into ``body`` (the grid in flattening order, ``(..., d)``)."""
-    start = 0
-    for axis, kind in conv.columns:
-        s, c = trig[axis]
+    """Write each axis' sines and cosines into ``body`` (the grid in flattening order, ``(..., d)``)."""
+    for axis, slices in column_slices(conv, body.shape[-1]).items():
         where = [1] * (body.ndim - 1)
-        where[conv.flatten.index(axis)] = len(s)
-        s, c = (v.reshape(*where, v.shape[-1]) for v in (s, c))
-        width = s.shape[-1]
-        if kind == "interleaved":
-            body[..., start : start + 2 * width : 2] = s
-            body[..., start + 1 : start + 2 * width : 2] = c
-            width *= 2
-        else:
-            body[..., start : start + width] = s if kind == "sin" else c
-        start += width
+        where[conv.flatten.index(axis)] = len(trig[axis][0])
+        for columns, values in zip(slices, trig[axis]):
+            body[..., columns] = values.reshape(*where, values.shape[-1])
+
+
+# How patch_positions places an axis of n patches: float64 positions of k = 0 .. n - 1.
+_NORMALIZE: Registry[Callable[[int], np.ndarray]] = Registry("normalize")
+# Evenly from -1 to 1, the ends on the first and last patch: timm's in_pixels, rotary-embedding-torch's
+# freqs_for="pixel" and Perceiver's build_linear_positions (torch.linspace(-1, 1, n)).
+_NORMALIZE.register("pixel", lambda n: np.linspace(-1.0, 1.0, n))
+# The centres of the patches of [-1, 1], (k + 0.5) / n * 2 - 1: DINOv3's get_patches_center_coordinates,
+# SAM's PositionEmbeddingRandom (cumsum - 0.5 over n, then 2 x - 1).
+_NORMALIZE.register("center", lambda n: (np.arange(n) + 0.5) / n * 2.0 - 1.0)
+
+
+def patch_positions(
+    shape: Sequence[int], *, grid_offset: float = 0.0, normalize: str | None = None, ref_feat_shape: Sequence[int] | None = None,
+    num_prefix_tokens: int = 0,
+) -> np.ndarray:
+    """float64 ``(len(shape), num_prefix_tokens + prod(shape))``: the coordinates of each token of a grid, axis first.
+
+    Along an axis of ``n`` patches, patch ``k`` is at ``k + grid_offset`` (``normalize=None``;
+    ``grid_offset=0.5``: its centre, 1: one-based, as Meta's Perception Encoder in timm), at
+    ``-1 + 2k / (n - 1)`` (``"pixel"``: ``linspace(-1, 1, n)``) or at ``2 (k + 0.5) / n - 1``
+    (``"center"``: DINOv3, SAM). ``ref_feat_shape`` then rescales axis ``a`` by
+    ``ref_feat_shape[a] / shape[a]``, so a grid of another size spans the reference one's range
+    (timm's ``build_fourier_pos_embed``, EVA-02). Token ``k`` of an ``H x W`` grid is patch
+    ``(k // W, k % W)``, as ``grid_position_ids``; pass the result to ``axial_cos_sin``,
+    ``pixel_cos_sin`` (rows in its axes' order) or, per axis, to ``grid_encoding(positions=...)``.
+    ``num_prefix_tokens`` tokens (class, registers) come first at the origin, where RoPE does not
+    turn them: as DINOv3 and EVA rotate the patches only.
+    """
+    if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__") or len(shape) < 1:
+        raise TypeError(f"shape must be a tuple of sizes, one per axis (height, width), got {shape!r}")
+    sizes = tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
+    prefix = checks.check_length(num_prefix_tokens, "num_prefix_tokens")
+    checks.check_entries("len(shape) * (num_prefix_tokens + prod(shape))", (len(sizes), prefix + math.prod(sizes)))
+    if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool):
+        raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r} ({type(grid_offset).__name__})")
+    if not math.isfinite(grid_offset):
+        raise ValueError(f"grid_offset must be a finite real number, got {grid_offset!r}")
+    if normalize is None:
+        axes = [np.arange(n) + float(grid_offset) for n in sizes]
+    elif grid_offset:
+        raise ValueError(f"grid_offset applies to integer positions (normalize=None), got grid_offset={grid_offset!r} "
+                         f"with normalize={normalize!r}")
+    else:
+        axes = [_NORMALIZE.lookup(normalize)(n) for n in sizes]
+    if ref_feat_shape is not None:
+        reference = tuple(ref_feat_shape) if hasattr(ref_feat_shape, "__len__") else ()
+        if len(reference) != len(sizes) or not all(checks._is_int(r) and r >= 1 for r in reference):
+            raise ValueError(f"ref_feat_shape must hold {len(sizes)} positive ints, one per axis of shape, got {ref_feat_shape!r}")
+        axes = [a / n * r for a, n, r in zip(axes, sizes, reference)]
+    grids = np.meshgrid(*axes, indexing="ij")
+    return np.stack([np.concatenate([np.zeros(prefix), g.reshape(-1)]) for g in grids])

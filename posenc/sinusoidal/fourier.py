@@ -1,0 +1,60 @@
+"""Random Fourier features: sines and cosines of coordinates projected on random directions.
+
+A sin-cos table turns each coordinate on its own at fixed frequencies along the axes. SAM's
+``PositionEmbeddingRandom`` (SAM, SAM 2, SAM 3, EdgeTAM; transformers' ``SamPositionalEmbedding``)
+instead projects the coordinate vector ``c`` (x, y in [-1, 1]) on ``F`` random directions, the
+columns of a Gaussian matrix ``G`` (``scale * randn(2, F)``), and writes ``[sin(2 pi c G),
+cos(2 pi c G)]``: every feature mixes x and y, at frequencies spread in every direction, so
+no axis is favoured (Tancik et al., 2020, "Fourier features let networks learn high frequency
+functions"). The features depend on ``G``, which the model stores: pass it.
+"""
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import rotation
+from . import tables
+
+__all__ = ["random_fourier_features"]
+
+# 2 pi as float64 plus its remainder, for rotation.sin_cos: the angle 2 pi (c G) without rounding 2 pi.
+_TWO_PI = (np.array([2 * math.pi]), np.array([2.4492935982947064e-16]))
+
+
+def random_fourier_features(
+    coords: npt.ArrayLike, projection: npt.ArrayLike, *, input_shape: tuple[int, int] | None = None,
+    dtype: npt.DTypeLike = np.float32,
+) -> np.ndarray:
+    """``[sin(2 pi c G), cos(2 pi c G)]``, ``(..., 2F)``, for ``c = 2 * coords - 1``, as SAM.
+
+    ``coords``: ``(..., k)`` in [0, 1] (SAM: ``(x, y)``, x the column); with ``input_shape =
+    (height, width)``, pixel coordinates, divided by ``(width, height)`` first (SAM's prompt
+    points, shifted by 0.5 to the centre of their pixel before). ``projection``: ``G``,
+    ``(k, F)`` (SAM's ``positional_encoding_gaussian_matrix``, transformers'
+    ``positional_embedding``). ``c G`` is rounded once to float64, then ``2 pi`` times it is
+    exact to the contract. An ``H x W`` grid of patch centres, SAM's
+    ``get_dense_pe``: ``coords = patch_positions((H, W), grid_offset=0.5)[::-1].T`` with
+    ``input_shape=(H, W)``.
+    """
+    dtype = tables.check_dtype(dtype)
+    c = tables.as_positions(coords)
+    g = np.asarray(projection, dtype=np.float64)
+    if g.ndim != 2 or c.ndim < 1 or c.shape[-1] != g.shape[0]:
+        raise ValueError(
+            f"coords (..., k) and projection (k, F) must agree on k, got coords of shape {c.shape} and projection of "
+            f"shape {g.shape}"
+        )
+    if not np.isfinite(g).all():
+        raise ValueError("projection must be finite, got NaN or infinity")
+    if input_shape is not None:
+        if c.shape[-1] != 2 or len(input_shape) != 2 or not all(n > 0 for n in input_shape):
+            raise ValueError(
+                f"input_shape must be (height, width) of positive sizes for (x, y) coords, got {input_shape!r} "
+                f"with coords of shape {c.shape}"
+            )
+        c = c / np.array([input_shape[1], input_shape[0]], dtype=np.float64)
+    turns = (2 * c - 1) @ g
+    s, cos = rotation.sin_cos(turns, *_TWO_PI, dtype)
+    return np.concatenate([s[..., 0], cos[..., 0]], axis=-1)
