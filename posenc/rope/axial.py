@@ -182,7 +182,7 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     interleaved=..., pairs=rotary_dim // 2)`` (interleaved: sections adding up to fewer pairs leave
     the rest to time, as timm's GenLIP). ``layout="half"``: as ``Qwen2VLRotaryEmbedding`` /
     ``Qwen3VLTextRotaryEmbedding`` / timm's ``RotaryEmbeddingMRope``; ``"interleaved"``: as
-    ``Glm4vTextRotaryEmbedding`` (GLM-4V's sections, ``repeat_interleave``d).
+    ``Glm4vTextRotaryEmbedding`` (GLM-4V's sections, each value twice by ``repeat_interleave``).
     """
     layout = rotary.check_rotary_layout(layout)
     frequencies = mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
