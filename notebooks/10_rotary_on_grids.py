@@ -565,7 +565,8 @@ assert floor <= 0.9 < hunyuan_time.min() and hunyuan_width.min() < 0.7
 fig, axs = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True, constrained_layout=True)
 for ax, (name, lines) in zip(axs, along.items()):
     for line, at, axis, channels, style in zip(lines, query, ["time", "height", "width"], video_splits[name][0], "-:-"):
-        ax.plot(np.arange(len(line)) - at, line, style, marker=".", label=f"{axis} ({channels} channels)")
+        on_top = 3 if axis == "height" else 2  # the dotted height over the width it equals
+        ax.plot(np.arange(len(line)) - at, line, style, marker=".", zorder=on_top, label=f"{axis} ({channels} channels)")
     ax.set(title=f"{name}: similarity to a query at (10, 15, 26)", xlabel="offset from the query (tokens)")
     ax.legend()
 axs[0].set_ylabel("similarity")
