@@ -1,6 +1,9 @@
 """Shared pytest set-up."""
 
+import pytest
 from hypothesis import settings
+
+from frameworks import FRAMEWORKS, FRONTS, adapter
 
 # One profile for every run, a contributor's and CI's alike, so a property test gives the
 # same verdict everywhere:
@@ -13,3 +16,15 @@ from hypothesis import settings
 # (tests/test_hypothesis_profile.py checks none turns randomness or the database back on).
 settings.register_profile("posenc", derandomize=True, database=None, deadline=None)
 settings.load_profile("posenc")
+
+
+@pytest.fixture(params=FRONTS)
+def front(request):
+    """The ``Front`` of each framework front (torch, tensorflow, jax); skips where one is missing."""
+    return adapter(request.param)
+
+
+@pytest.fixture(params=FRAMEWORKS)
+def framework(request):
+    """The ``Front`` of NumPy and of each front; skips the test where that framework is missing."""
+    return adapter(request.param)

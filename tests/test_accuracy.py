@@ -19,43 +19,42 @@ from posenc.engine import rotation as _rotation
 from posenc import front  # noqa: E402
 from posenc.engine import kernels, routes  # noqa: E402
 from posenc.engine.backends import backend  # noqa: E402
+from frameworks import adapter  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
 from reference import exact, exact_sin_cos, paper_table  # noqa: E402
 
-torch = pytest.importorskip("torch")
-tf = pytest.importorskip("tensorflow")
-import posenc.tensorflow as ptf  # noqa: E402
-import posenc.torch as pt  # noqa: E402
-
 BOUND = {"float32": 2e-7, "float64": 1e-9}
-DTYPES = {
-    "numpy": {"float16": np.float16, "float32": np.float32, "float64": np.float64},
-    "torch": {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64},
-    "tensorflow": {"float16": tf.float16, "bfloat16": tf.bfloat16, "float32": tf.float32, "float64": tf.float64},
-}
 
 
-def as_float64(table):
-    if isinstance(table, torch.Tensor):
-        return table.double().numpy()
-    if tf.is_tensor(table):
-        return tf.cast(table, tf.float64).numpy()
-    return np.asarray(table, dtype=np.float64)
+def as_float64(framework, values):
+    """A tensor of ``framework`` (its name) as a float64 array (bfloat16 widened exactly)."""
+    return adapter(framework).numpy(values).astype(np.float64)
 
 
 def encode(framework, positions, d_model, dtype, **kwargs):
-    dtype = DTYPES[framework][dtype]
-    if framework == "torch":
-        return as_float64(pt.encode(torch.tensor(positions, dtype=torch.float64), d_model, dtype=dtype, **kwargs))
-    if framework == "tensorflow":
-        return as_float64(ptf.encode(tf.constant(positions, dtype=tf.float64), d_model, dtype=dtype, **kwargs))
-    return as_float64(posenc.encode(positions, d_model, dtype=dtype, **kwargs))
+    front = adapter(framework)
+    out = front.api.encode(front.tensor(positions, "float64"), d_model, dtype=front.dtypes[dtype], **kwargs)
+    return as_float64(framework, out)
 
 
 def table(framework, length, d_model, dtype, **kwargs):
-    dtype = DTYPES[framework][dtype]
-    module = {"numpy": posenc, "torch": pt, "tensorflow": ptf}[framework]
-    return as_float64(module.positional_encoding(length, d_model, dtype=dtype, **kwargs))
+    front = adapter(framework)
+    return as_float64(framework, front.api.positional_encoding(length, d_model, dtype=front.dtypes[dtype], **kwargs))
+
+
+def sin_and_cos(framework):
+    """The framework's own float sin and cos; TensorFlow's under XLA, as ptf._half_turns runs them
+    (they differ from TF's own)."""
+    adapter(framework)  # skips without it
+    if framework == "torch":
+        import torch
+
+        return torch.sin, torch.cos
+    if framework == "tensorflow":
+        import tensorflow as tf
+
+        return tuple(tf.function(f, jit_compile=True) for f in (tf.sin, tf.cos))
+    return np.sin, np.cos
 
 
 def exact_at(positions, columns, d_model):
@@ -110,7 +109,7 @@ def test_long_table_within_bound_up_to_1e7(framework, dtype):
 def test_short_tables_within_bound_at_any_offset(length, offset):
     # Up to one rotation block (64 rows) with angles up to 2**15: the float64 angle rounded once;
     # farther, the rotation's block of just these rows; longer, the rotation. All within the bound.
-    pe = as_float64(posenc.positional_encoding(length, 64, offset=offset))
+    pe = as_float64("numpy", posenc.positional_encoding(length, 64, offset=offset))
     rows = [0, 1, length // 2, length - 1]
     columns = [0, 1, 2, 3, 31, 62, 63]
     assert np.abs(pe[np.ix_(rows, columns)] - exact_at([offset + r for r in rows], columns, 64)).max() <= BOUND["float32"]
@@ -168,6 +167,9 @@ def test_numpy_out_is_written_and_returned():
 
 
 def test_torch_out_is_written_and_returned():
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
     buffer = torch.full((300, 10), float("nan"))
     assert pt.positional_encoding(300, 10, dtype=torch.float32, out=buffer) is buffer
     assert torch.equal(buffer, pt.positional_encoding(300, 10, dtype=torch.float32))
@@ -182,13 +184,19 @@ def test_torch_out_is_written_and_returned():
     np.testing.assert_allclose(into.numpy(), paper_table([0.0, 2.5, 1e5, 7.0], 5), atol=1e-10)
 
 
+def torch_table(out, dtype):
+    """torch's 4 x 6 table into ``out`` (as a torch tensor of ``dtype``); skips without torch."""
+    fw = adapter("torch")
+    return fw.api.positional_encoding(4, 6, out=fw.tensor(out, dtype))
+
+
 @pytest.mark.parametrize("call, error, words", [
     (lambda: posenc.positional_encoding(4, 6, out=np.zeros((4, 5), np.float32)), ValueError, ["out", "(4, 6)", "(4, 5)"]),
     (lambda: posenc.positional_encoding(4, 6, out=np.zeros((4, 6))), TypeError, ["out", "float32", "float64"]),
     (lambda: posenc.positional_encoding(4, 6, out=[[0.0] * 6] * 4), TypeError, ["out", "list"]),
     (lambda: posenc.encode([1, 2], 6, out=np.zeros((3, 6), np.float32)), ValueError, ["out", "(2, 6)", "(3, 6)"]),
-    (lambda: pt.positional_encoding(4, 6, out=torch.zeros(4, 6, dtype=torch.float64)), TypeError, ["out", "float32"]),
-    (lambda: pt.positional_encoding(4, 6, out=torch.zeros(5, 6)), ValueError, ["out", "(4, 6)", "(5, 6)"]),
+    (lambda: torch_table(out=np.zeros((4, 6)), dtype="float64"), TypeError, ["out", "float32"]),
+    (lambda: torch_table(out=np.zeros((5, 6)), dtype="float32"), ValueError, ["out", "(4, 6)", "(5, 6)"]),
 ])
 def test_bad_out_is_named(call, error, words):
     assert_raises_naming(call, error, words)
@@ -208,13 +216,10 @@ def test_geometric_parts_hold_the_frequency_to_twice_float64():
 def test_framework_float64_sin_reduces_large_angles_exactly(framework):
     # sincos relies on it: sin and cos of a float64 angle near 1e7 within one ulp.
     angles = np.array([9_999_999.123456789, 6_283_185.307179586, 3.0e6 + 0.1])
-    # TensorFlow's float32 kernel runs under XLA (ptf._half_turns), whose sin and cos differ from TF's own.
-    xla = [tf.function(f, jit_compile=True) for f in (tf.sin, tf.cos)]
-    sin, cos = {"numpy": (np.sin, np.cos), "torch": (torch.sin, torch.cos), "tensorflow": xla}[framework]
-    wrap = {"numpy": np.asarray, "torch": torch.from_numpy, "tensorflow": tf.constant}[framework]
+    sin, cos = sin_and_cos(framework)
     with mpmath.workdps(40):
         for f, g in [(sin, mpmath.sin), (cos, mpmath.cos)]:
-            got = as_float64(f(wrap(angles)))
+            got = as_float64(framework, f(adapter(framework).tensor(angles)))
             want = np.array([float(g(mpmath.mpf(a))) for a in angles])
             assert (np.abs(got - want) <= np.spacing(np.abs(want))).all()
 
@@ -233,30 +238,36 @@ def test_the_float32_route_is_what_the_bound_rules_out():
 # (other devices, bfloat16) and WHOLE (torch.compile's), TensorFlow's WHOLE (XLA), eager and in a graph.
 KERNELS = ["numpy", "numpy functional", "torch blocks", "torch whole", "tensorflow", "tensorflow graph"]
 NUMPY = backend("numpy")
-KERNEL_DTYPES = {"float16": (np.float16, torch.float16, tf.float16), "float32": (np.float32, torch.float32, tf.float32),
-                 "float64": (np.float64, torch.float64, tf.float64)}
 
 
 def sin_cos(kernel, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` as float64 arrays from one framework's kernel."""
-    positions = np.asarray(positions, np.float64)
-    np_dtype, torch_dtype, tf_dtype = KERNEL_DTYPES[dtype]
+    name = kernel.split()[0]
+    fw = adapter(name)
+    positions, dtype = np.asarray(positions, np.float64), fw.dtypes[dtype]
     if kernel == "numpy":
-        return tuple(as_float64(t) for t in _rotation.sin_cos(positions, w_hi, w_lo, np_dtype))
-    if kernel == "numpy functional":  # one kernel for every backend, without out= buffers
-        return tuple(as_float64(t) for t in kernels.sin_cos(NUMPY, positions, w_hi, w_lo, np_dtype))
-    if kernel.startswith("torch"):
-        run = front._kernel(pt.SPEC, routes.BLOCKS if kernel == "torch blocks" else routes.WHOLE)
-        return tuple(as_float64(t) for t in run(torch.from_numpy(positions), w_hi, w_lo, torch_dtype))
-    def run(p):
-        return front._kernel(ptf.SPEC, routes.WHOLE)(p, w_hi, w_lo, tf_dtype)
+        pair = _rotation.sin_cos(positions, w_hi, w_lo, dtype.type)
+    elif kernel == "numpy functional":  # one kernel for every backend, without out= buffers
+        pair = kernels.sin_cos(NUMPY, positions, w_hi, w_lo, dtype.type)
+    elif name == "torch":
+        pair = front._kernel(fw.api.SPEC, routes.BLOCKS if kernel == "torch blocks" else routes.WHOLE)(
+            fw.tensor(positions), w_hi, w_lo, dtype)
+    else:
+        import tensorflow as tf
 
-    return tuple(as_float64(t) for t in (tf.function(run) if kernel == "tensorflow graph" else run)(tf.constant(positions)))
+        def run(p):
+            return front._kernel(fw.api.SPEC, routes.WHOLE)(p, w_hi, w_lo, dtype)
+
+        pair = (tf.function(run) if kernel == "tensorflow graph" else run)(fw.tensor(positions))
+    return tuple(as_float64(name, t) for t in pair)
 
 
 def test_torch_blocks_kernel_allocates_on_the_positions_device():
     # The route of other devices, on torch's "meta" device (shapes, no data): a scratch buffer
     # made on the CPU would stop it with a cross-device copy.
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
     w_hi, w_lo = _rotation.geometric_parts(8, 10000.0, 8)
     for dtype in (torch.float32, torch.float16):
         s, c = front._kernel(pt.SPEC, routes.BLOCKS)(torch.zeros(5, dtype=torch.float64, device="meta"), w_hi, w_lo, dtype)
@@ -321,12 +332,9 @@ def test_float32_sin_and_cos_within_the_premise_of_the_proof(framework):
     x = np.concatenate([generator.uniform(-np.pi / 2, np.pi / 2, 1_000_000),
                         np.linspace(0.7, np.pi / 2, 200_000)]).astype(np.float32)
     x = np.clip(x, -np.float32(np.pi / 2), np.float32(np.pi / 2))
-    # TensorFlow's float32 kernel runs under XLA (ptf._half_turns), whose sin and cos differ from TF's own.
-    xla = [tf.function(f, jit_compile=True) for f in (tf.sin, tf.cos)]
-    sin, cos = {"numpy": (np.sin, np.cos), "torch": (torch.sin, torch.cos), "tensorflow": xla}[framework]
-    wrap = {"numpy": np.asarray, "torch": torch.from_numpy, "tensorflow": tf.constant}[framework]
+    sin, cos = sin_and_cos(framework)
     for f, g in [(sin, np.sin), (cos, np.cos)]:
-        assert np.abs(as_float64(f(wrap(x))) - g(x.astype(np.float64))).max() <= EPSILON[framework]
+        assert np.abs(as_float64(framework, f(adapter(framework).tensor(x))) - g(x.astype(np.float64))).max() <= EPSILON[framework]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -359,8 +367,11 @@ ENCODERS = ["numpy", "torch", "tensorflow", "tensorflow graph"]
 
 def encode_any(encoder, positions, d_model, dtype, **kwargs):
     if encoder == "tensorflow graph":
-        run = tf.function(lambda p: ptf.encode(p, d_model, dtype=DTYPES["tensorflow"][dtype], **kwargs))
-        return as_float64(run(tf.constant(positions, tf.float64)))
+        import tensorflow as tf
+
+        fw = adapter("tensorflow")
+        run = tf.function(lambda p: fw.api.encode(p, d_model, dtype=fw.dtypes[dtype], **kwargs))
+        return as_float64("tensorflow", run(fw.tensor(positions, "float64")))
     return encode(encoder, positions, d_model, dtype, **kwargs)
 
 

@@ -18,7 +18,11 @@ import pytest
 import posenc
 from posenc.sinusoidal import grid
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # the NumPy tests run without it; the ones that need torch skip
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (the conventions extra)")
 
 NON_SQUARE = [(3, 5), (5, 3), (2, 7), (6, 8), (1, 4)]
 DS = [16, 32, 48]
@@ -132,6 +136,7 @@ def detr_reference(h, w, d, temperature=10000.0, normalize=False, scale=2 * math
 
 @pytest.mark.parametrize("shape", NON_SQUARE)
 @pytest.mark.parametrize("d", DS)
+@needs_torch
 def test_rt_detr_is_transformers_builder(shape, d):
     from transformers.models.rt_detr.modeling_rt_detr import RTDetrSinePositionEmbedding, build_2d_sinusoidal_position_embedding
 
@@ -143,6 +148,7 @@ def test_rt_detr_is_transformers_builder(shape, d):
     np.testing.assert_allclose(posenc.grid_encoding(shape, d, convention="rt-detr"), module[0].numpy(), rtol=0, atol=2e-7)
 
 
+@needs_torch
 def test_vit_mae_model_stores_mae_table():
     # transformers' ViTMAE builds h first, then swaps the halves: its stored table is MAE's.
     from transformers import ViTMAEConfig
@@ -159,6 +165,7 @@ def test_vit_mae_model_stores_mae_table():
 
 @pytest.mark.parametrize("shape", NON_SQUARE)
 @pytest.mark.parametrize("normalize", [False, True])
+@needs_torch
 def test_detr_is_transformers_detr(shape, normalize):
     from transformers.models.detr.modeling_detr import DetrSinePositionEmbedding
 
@@ -212,6 +219,7 @@ REEXPRESSED = {
 @pytest.mark.parametrize("name", sorted(REEXPRESSED))
 @pytest.mark.parametrize("shape", NON_SQUARE + [(4, 4), (16, 12)])
 @pytest.mark.parametrize("d", DS)
+@needs_torch
 def test_reexpressed_sources(name, shape, d):
     reference = REEXPRESSED[name](*shape, d)
     np.testing.assert_allclose(posenc.grid_encoding(shape, d, convention=name), reference, rtol=0, atol=2e-7)
@@ -221,6 +229,7 @@ def test_reexpressed_sources(name, shape, d):
 
 @pytest.mark.parametrize("options", [{"reverse_coord": True}, {"interleave_sin_cos": True},
                                      {"reverse_coord": True, "interleave_sin_cos": True}, {"temperature": 50.0}])
+@needs_torch
 def test_timm_options(options):
     np.testing.assert_allclose(posenc.grid_encoding((3, 7), 16, convention="timm", **options),
                                timm_reference(3, 7, 16, **options), rtol=0, atol=2e-7)
@@ -285,6 +294,7 @@ def x_positions(table, d):
 
 
 @pytest.mark.parametrize(("shape", "first_four"), [((3, 4), [0, 0, 0, 1]), ((3, 2), [0, 0, 0, 1])])
+@needs_torch
 def test_buggy_flattening_on_non_square_grids(shape, first_four):
     # transformers #41380: the first four pixels of a 3 x 4 grid (width 4) got x 0, 0, 0, 1.
     h, w = shape
@@ -295,6 +305,7 @@ def test_buggy_flattening_on_non_square_grids(shape, first_four):
     np.testing.assert_allclose(posenc.grid_encoding(shape, 16, convention="moco-v3")[1:], buggy, atol=2e-7)
 
 
+@needs_torch
 def test_buggy_flattening_is_invisible_on_square_grids():
     # On a square grid the width-outer flattening is a valid table: RT-DETR's fixed one exactly.
     buggy = moco_reference(6, 6, 32)[1:]
@@ -308,6 +319,7 @@ def test_buggy_flattening_is_invisible_on_square_grids():
 
 @pytest.mark.parametrize("name", list(grid.list_grid_conventions()))
 @pytest.mark.parametrize("prefix", [0, 1])
+@needs_torch
 def test_identify_every_convention_on_a_non_square_grid(name, prefix):
     table = posenc.grid_encoding((5, 7), 32, convention=name)
     table = table[-35:]
@@ -323,6 +335,7 @@ def test_identify_every_convention_on_a_non_square_grid(name, prefix):
     assert set(found.matches) == twins.get(name, {name})
 
 
+@needs_torch
 def test_identify_options_and_source_tables():
     found = posenc.identify_grid(timm_reference(4, 6, 16, interleave_sin_cos=False), (4, 6))
     assert found.matches == ("timm",)
@@ -337,6 +350,7 @@ def test_identify_options_and_source_tables():
     assert none.matches == () and str(none).startswith("none (closest:")
 
 
+@needs_torch
 def test_diagnose_grid_mistakes():
     h, w, d = 4, 6, 16
     swapped_shape = posenc.grid_encoding((w, h), d, convention="mae")
@@ -360,6 +374,7 @@ def test_diagnose_grid_mistakes():
 
 @pytest.mark.parametrize(("old", "new"), [((4, 6), (8, 12)), ((6, 8), (3, 5)), ((5, 5), (7, 3))])
 @pytest.mark.parametrize("interpolation", ["bicubic", "bilinear"])
+@needs_torch
 def test_resample_equals_timm(old, new, interpolation):
     from posenc.torch import resample_abs_pos_embed
 
@@ -373,6 +388,7 @@ def test_resample_equals_timm(old, new, interpolation):
     assert torch.equal(double, timm_resample_reference(table[:, 1:].double(), new, old, 0, antialias=False))
 
 
+@needs_torch
 def test_recomputing_is_exact_where_interpolating_is_not():
     from posenc.torch import resample_abs_pos_embed
 
@@ -391,6 +407,7 @@ def test_recomputing_is_exact_where_interpolating_is_not():
 # --- fronts and errors -------------------------------------------------------------------
 
 
+@needs_torch
 def test_torch_and_tensorflow_fronts():
     import posenc.torch
 

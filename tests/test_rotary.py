@@ -9,6 +9,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from frameworks import FLOATS, FRONTS, only
 from messages import assert_raises_naming
 
 import posenc
@@ -404,76 +405,45 @@ def test_bad_input(call, error, words):
     assert_raises_naming(call, error, words)
 
 
-# The same checks in torch and TensorFlow: the frameworks load only when these tests run.
-FRAMEWORK_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+# The same checks in each front (conftest's front fixture): a framework loads only when its tests run.
 
 
-@pytest.fixture(scope="module", params=["torch", "tensorflow"])
-def framework(request):
-    """``(module, dtype by name, to_numpy)`` for posenc.torch or posenc.tensorflow."""
-    if request.param == "torch":
-        torch = pytest.importorskip("torch")
-        import posenc.torch as module
-
-        return module, lambda name: getattr(torch, name), lambda t: t.detach().to(torch.float64).numpy()
-    tf = pytest.importorskip("tensorflow")
-    import posenc.tensorflow as module
-
-    return module, lambda name: getattr(tf, name), lambda t: tf.cast(t, tf.float64).numpy()
-
-
-@pytest.mark.parametrize("dtype", FRAMEWORK_DTYPES)
+@pytest.mark.parametrize("front, dtype", [(f, d) for f in FRONTS for d in FLOATS[f]], indirect=["front"])
 @pytest.mark.parametrize("rope_type", list(CASES))
-def test_framework_cos_sin_accurate_at_a_million(framework, exact_tables, rope_type, dtype):
-    module, dtype_of, to_numpy = framework
+def test_framework_cos_sin_accurate_at_a_million(front, exact_tables, rope_type, dtype):
     params = CASES[rope_type]
     for layout in ("half", "interleaved"):
-        cos, sin = module.rotary_cos_sin(POSITIONS, HEAD_DIM, rope_type=rope_type, layout=layout, dtype=dtype_of(dtype), **params)
-        assert cos.dtype == dtype_of(dtype)
-        assert_accurate(to_numpy(cos), exact_tables[rope_type][0], dtype, layout)
-        assert_accurate(to_numpy(sin), exact_tables[rope_type][1], dtype, layout)
+        cos, sin = front.api.rotary_cos_sin(POSITIONS, HEAD_DIM, rope_type=rope_type, layout=layout,
+                                            dtype=front.dtypes[dtype], **params)
+        assert cos.dtype == front.dtypes[dtype]
+        assert_accurate(front.numpy(cos), exact_tables[rope_type][0], dtype, layout)
+        assert_accurate(front.numpy(sin), exact_tables[rope_type][1], dtype, layout)
 
 
+@only("torch", "tensorflow")  # float64: JAX has none with jax_enable_x64 off
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize("fraction", [1.0, 0.5])
-def test_framework_apply_rotary_matches_numpy(framework, layout, fraction):
-    module, dtype_of, to_numpy = framework
+def test_framework_apply_rotary_matches_numpy(front, layout, fraction):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 10, 16))
     cos, sin = posenc.rotary_cos_sin(np.arange(20).reshape(2, 10) * 7, 16, layout=layout, dtype=np.float64, partial_rotary_factor=fraction)
     expected = posenc.apply_rotary(x, cos[:, None], sin[:, None], layout=layout)
-    if module.__name__ == "posenc.torch":
-        import torch
-
-        tensors = [torch.from_numpy(a) for a in (x, cos[:, None], sin[:, None])]
-    else:
-        import tensorflow as tf
-
-        tensors = [tf.constant(a) for a in (x, cos[:, None], sin[:, None])]
-    got = module.apply_rotary(*tensors, layout=layout)
-    np.testing.assert_allclose(to_numpy(got), expected, rtol=0, atol=1e-15)
+    got = front.api.apply_rotary(*(front.tensor(a) for a in (x, cos[:, None], sin[:, None])), layout=layout)
+    np.testing.assert_allclose(front.numpy(got), expected, rtol=0, atol=1e-15)
 
 
-def test_framework_rotary_embedding(framework):
-    module, dtype_of, to_numpy = framework
+def test_framework_rotary_embedding(front):
     position_ids = np.arange(12).reshape(2, 6) * 50_000
-    if module.__name__ == "posenc.torch":
-        import torch
-
-        layer = module.RotaryEmbedding(HEAD_DIM, rope_type="llama3", layout="interleaved", **CASES["llama3"])
-        x, position_ids = torch.zeros(2, 6, HEAD_DIM, dtype=torch.bfloat16), torch.from_numpy(position_ids)
-    else:
-        import tensorflow as tf
-
-        # Keras casts x to the layer's compute dtype: the output follows it.
-        layer = module.RotaryEmbedding(HEAD_DIM, rope_type="llama3", layout="interleaved", dtype="bfloat16", **CASES["llama3"])
-        x, position_ids = tf.zeros((2, 6, HEAD_DIM), tf.float32), tf.constant(position_ids)
-    cos, sin = layer(x, position_ids)
-    assert cos.dtype == dtype_of("bfloat16") and tuple(cos.shape) == (2, 6, HEAD_DIM)
-    expected = posenc.rotary_cos_sin(np.asarray(position_ids), HEAD_DIM, rope_type="llama3", layout="interleaved",
+    layer = front.make(front.api.RotaryEmbedding, HEAD_DIM, rope_type="llama3", layout="interleaved",
+                       compute_dtype="bfloat16", **CASES["llama3"])
+    # torch and Flax compute in x's dtype; Keras casts x to the layer's compute dtype.
+    x = front.tensor(np.zeros((2, 6, HEAD_DIM)), "float32" if front.name == "tensorflow" else "bfloat16")
+    cos, sin = front.run(layer, x, front.tensor(position_ids))
+    assert cos.dtype == front.dtypes["bfloat16"] and tuple(cos.shape) == (2, 6, HEAD_DIM)
+    expected = posenc.rotary_cos_sin(position_ids, HEAD_DIM, rope_type="llama3", layout="interleaved",
                                      dtype=np.float64, **CASES["llama3"])
     for got, want in zip((cos, sin), expected):
-        assert np.all(np.abs(to_numpy(got) - want) <= allowed_error(want, "bfloat16"))
+        assert np.all(np.abs(front.numpy(got) - want) <= allowed_error(want, "bfloat16"))
 
 
 def test_torch_module_reads_the_length_for_dynamic():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import posenc
+from frameworks import adapter
 from posenc.rope import axial as rg
 
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
@@ -42,12 +43,12 @@ def close(theirs, ours, atol=FLOAT32):
 
 @pytest.fixture(scope="module")
 def pj():
-    return pytest.importorskip("posenc.jax", reason="install the jax extra: pip install -e '.[jax]'")
+    return adapter("jax").api
 
 
 @pytest.fixture(scope="module")
 def ptf():
-    return pytest.importorskip("posenc.tensorflow", reason="install the tensorflow extra: pip install -e '.[tensorflow]'")
+    return adapter("tensorflow").api
 
 
 def tf_runs(ptf, function, positions, *args, **kwargs):
