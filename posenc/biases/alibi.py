@@ -47,18 +47,8 @@ def check_num_heads(num_heads):
     return checks.check_width(checks.check_int_at_least(num_heads, "num_heads", 1), "num_heads")
 
 
-def check_bool(value, name):
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
 def check_dtype(dtype):
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        pass  # left as received, so the message shows what the caller passed
-    return checks.check_dtype(dtype, _DTYPES, "numpy.float32, numpy.float64")
+    return checks.check_numpy_dtype(dtype, _DTYPES, "numpy.float32, numpy.float64")
 
 
 def _check_bias_max(alibi_bias_max):
@@ -88,7 +78,7 @@ def alibi_bias(num_heads: int, query_length: int, key_length: int, *, causal: bo
     float64): ``-slope * |distance|``, ``-inf`` on future keys when ``causal`` (see the module).
     Computed in float64 and rounded once."""
     slopes = alibi_slopes(num_heads, alibi_bias_max=alibi_bias_max)
-    causal = check_bool(causal, "causal")
+    causal = checks.check_bool(causal, "causal")
     dtype = check_dtype(dtype)
     query_length, key_length, key_offset = relative.check_lengths(query_length, key_length, key_offset)
     checks.check_entries("num_heads * query_length * key_length", (num_heads, query_length, key_length))

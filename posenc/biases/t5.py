@@ -33,7 +33,6 @@ import numpy.typing as npt
 
 from ..engine import checks
 from . import relative
-from .alibi import check_bool
 
 __all__ = ["relative_position_bias", "relative_position_bucket"]
 
@@ -41,7 +40,7 @@ __all__ = ["relative_position_bias", "relative_position_bucket"]
 def _check_bucketing(bidirectional, num_buckets, max_distance):
     """The bucket arguments, checked: the exact buckets of one direction must be at least one
     (T5 divides by their count) and ``max_distance`` beyond them (it divides by its log)."""
-    bidirectional = check_bool(bidirectional, "bidirectional")
+    bidirectional = checks.check_bool(bidirectional, "bidirectional")
     fewest = 4 if bidirectional else 2
     why = f" with bidirectional={bidirectional}"
     num_buckets = checks.check_width(checks.check_int_at_least(num_buckets, "num_buckets", fewest, why), "num_buckets")
@@ -56,10 +55,7 @@ def _as_relative_positions(relative_position, max_distance):
     """``relative_position`` as int64, clipped to ``[-max_distance, max_distance]`` (every
     distance from ``max_distance`` on lands in the last bucket, so clipping changes no bucket
     and keeps ``abs`` from overflowing)."""
-    try:
-        array = np.asarray(relative_position)
-    except (ValueError, TypeError) as error:
-        raise TypeError(f"relative_position must be an array of integers, got {relative_position!r}") from error
+    array = checks.as_array(relative_position, "relative_position", "an array of integers")
     if array.dtype.kind not in "iu":
         raise TypeError(f"relative_position must hold integers, got an array of dtype {array.dtype}")
     if array.dtype.kind == "u":
@@ -104,10 +100,7 @@ def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional:
 
 
 def _check_table(table, num_buckets):
-    try:
-        array = np.asarray(table)
-    except (ValueError, TypeError) as error:
-        raise TypeError(f"table must be an array of shape (num_buckets, heads), got {table!r}") from error
+    array = checks.as_array(table, "table", "an array of shape (num_buckets, heads)")
     if array.ndim != 2:
         raise ValueError(f"table must have shape (num_buckets, heads), got shape {array.shape}")
     if array.dtype.kind != "f":

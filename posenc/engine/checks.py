@@ -11,15 +11,20 @@ import reprlib
 from collections.abc import Hashable
 from typing import TypeGuard
 
+import numpy as np
+
 __all__ = [
     "LAYOUTS",
     "MAX_WIDTH",
     "MAX_ENTRIES",
+    "as_array",
     "check_base",
+    "check_bool",
     "check_choice",
     "check_d_model",
     "check_dropout",
     "check_dtype",
+    "check_numpy_dtype",
     "check_entries",
     "check_finite",
     "check_input_width",
@@ -140,6 +145,31 @@ def check_choice(value, choices, name, *, spelled=None, error=ValueError):
 def check_dtype(dtype, allowed, names):
     """Return ``dtype`` if it is in ``allowed``; ``names`` spells them for the message."""
     return check_choice(dtype, allowed, "dtype", spelled=names, error=TypeError)
+
+
+def check_numpy_dtype(dtype, allowed, names):
+    """``check_dtype`` for NumPy: ``dtype`` as ``numpy.dtype`` first (what cannot be one is left as
+    received, so the message shows what the caller passed)."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        pass
+    return check_dtype(dtype, allowed, names)
+
+
+def as_array(value, name, what):
+    """``numpy.asarray(value)``; what NumPy cannot hold is a TypeError: "NAME must be WHAT, got ..."."""
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"{name} must be {what}, got {value!r}") from error
+
+
+def check_bool(value, name):
+    """``value`` as a bool: True or False only (NumPy's too), not a number or a string."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
 
 
 def check_position_kind(kind, received):

@@ -7,8 +7,20 @@ import numpy as np
 from ..language import N_
 from . import Exercise, _, compare_arrays
 
-__all__ = ["axis_similarity", "channel_axes", "flux_ids", "mrope_rows", "mrope_rows_solution", "pixel_angles", "sam_features",
-           "same_offset"]
+__all__ = [
+    "axis_similarity",
+    "axis_similarity_solution",
+    "channel_axes",
+    "flux_ids",
+    "flux_ids_solution",
+    "mrope_rows",
+    "mrope_rows_solution",
+    "pixel_angles",
+    "pixel_angles_solution",
+    "sam_features",
+    "sam_features_solution",
+    "same_offset",
+]
 
 # The names of M-RoPE's three position rows.
 AXES = (

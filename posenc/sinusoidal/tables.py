@@ -114,10 +114,7 @@ def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
 
 def as_positions(positions: npt.ArrayLike) -> np.ndarray:
     """Check ``positions`` (array-like of ints or real floats, all finite); return float64."""
-    try:
-        array = np.asarray(positions)
-    except (ValueError, TypeError) as error:
-        raise TypeError(f"positions must be an array of numbers, got {positions!r}") from error
+    array = checks.as_array(positions, "positions", "an array of numbers")
     if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
         # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
         raise TypeError(f"positions must be numbers (integers or real floats), got {reprlib.repr(positions)}")
@@ -128,11 +125,7 @@ def as_positions(positions: npt.ArrayLike) -> np.ndarray:
 
 
 def check_dtype(dtype):
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        pass  # left as received, so the message shows what the caller passed
-    return checks.check_dtype(dtype, _ALLOWED, "numpy.float16, numpy.float32, numpy.float64")
+    return checks.check_numpy_dtype(dtype, _ALLOWED, "numpy.float16, numpy.float32, numpy.float64")
 
 
 def _output(out, shape, dtype):
