@@ -139,13 +139,13 @@ plt.show()
 # %% [markdown]
 # Why geometric slopes? When the contents do not prefer any key (all scores equal), head
 # $h$'s weights fall off as $e^{-m_h\,\text{distance}}$: every step back divides the weight
-# by $e^{m_h}$, and half of the weight lies within $\ln 2 / m_h$ keys. With slopes halving
-# from head to head, those ranges double: 1.4, 2.8, 5.5, ... up to 177 keys. It is notebook
-# 04's idea again: the sinusoidal table gives each pair of columns one wavelength, in a
-# geometric progression, so some pairs resolve neighbours and others tell far positions
-# apart; ALiBi gives each head one range, in a geometric progression, so some heads read the
-# last few tokens and others average over hundreds. It is a prior, not a window: a key
-# whose score is higher by more than the penalty still wins.
+# by $e^{m_h}$, and in a long enough past half of the weight lies within $\ln 2 / m_h$ keys.
+# With slopes halving from head to head, those ranges double: 1.4, 2.8, 5.5, ... up to 177
+# keys. It is notebook 04's idea again: the sinusoidal table gives each pair of columns one
+# wavelength, in a geometric progression, so some pairs resolve neighbours and others tell
+# far positions apart; ALiBi gives each head one range, in a geometric progression, so some
+# heads read the last few tokens and others average over hundreds. It is a prior, not a
+# window: a key whose score is higher by more than the penalty still wins.
 
 # %%
 far = 512  # query 511 over keys 0..511: a long past
@@ -431,7 +431,7 @@ print(nb12.both_ways.check(both_ways))
 #
 # Write `causal_alibi(num_heads, length)`: the `(num_heads, length, length)` bias
 # $-m_h\,(i - j)$ for query $i$ and key $j \le i$, and $-\infty$ where the key comes after
-# the query. Use `biases.alibi_slopes` for the slopes, and compare with section 1's picture.
+# the query. Use `biases.alibi_slopes` for the slopes, and compare with the picture of section 2.
 
 # %%
 def causal_alibi(num_heads, length):
@@ -463,11 +463,14 @@ for bidirectional in (True, False):
 assert alibi16[0, 15, 0] == -7.5 and -0.06 < alibi16[7, 15, 0] < 0
 assert half_weight[:3].round(1).tolist() == [1.4, 2.8, 5.5] and round(half_weight[7]) == 177
 assert np.all(slopes8[1:] / slopes8[:-1] == 0.5)
+cumulative = by_distance.cumsum(axis=1)  # the weight of the nearest k + 1 keys; 512 are a long past for heads 0..5
+assert all(cumulative[h, int(half_weight[h]) - 1] < 0.5 <= cumulative[h, int(half_weight[h])] for h in range(6))
 
 # %%
 # Cross-checks 3: section 3's buckets: 8 span 8..90, the widest is bucket 14 with 27 distances.
 widths = np.diff(np.r_[starts, 91])
 assert starts[8] == 8 and widths.max() == 27 and np.argmax(widths) == 14
+assert biases.relative_position_bucket(-10**6) == 15  # a million alike
 causal_back = biases.relative_position_bucket(-distance, bidirectional=False)
 assert (causal_back[:16] == distance[:16]).all() and (biases.relative_position_bucket(distance[1:], bidirectional=False) == 0).all()
 # 4. The miniature T5: every distance from 27 on in the last of 16 buckets, 26 in the one before.
