@@ -204,7 +204,7 @@ def jax_rope_rows(quick, repeats):
 
     ours = jax.jit(lambda p: pj.rotary_cos_sin(p, 128))
     rows = []
-    print("\njax: RoPE cos/sin, head_dim 128, float32, both under jax.jit")
+    print("\njax: RoPE cos/sin, head_dim 128, float32, both under jax.jit (target: one position <= 1.5x the lecture)")
     print(f"{'positions':>9} {'lecture ms':>11} {'posenc ms':>10} {'x lecture':>10} {'lecture error':>14} {'posenc error':>13}")
     for count in JAX_ROPE_POSITIONS["quick" if quick else "full"]:
         position_ids = jnp.arange(1_000_000 - count, 1_000_000)[None]

@@ -16,7 +16,8 @@ import pytest  # noqa: E402
 
 import posenc  # noqa: E402
 from posenc.engine import rotation as _rotation
-from posenc.engine import kernels  # noqa: E402
+from posenc import front  # noqa: E402
+from posenc.engine import kernels, routes  # noqa: E402
 from posenc.engine.backends import backend  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
 from reference import exact, exact_sin_cos, paper_table  # noqa: E402
@@ -228,7 +229,9 @@ def test_the_float32_route_is_what_the_bound_rules_out():
 
 # The fast kernels (``_rotation`` part 3): float32 sin/cos of an angle reduced in half turns.
 
-KERNELS = ["numpy", "numpy functional", "torch", "torch ops", "torch functional", "tensorflow", "tensorflow graph"]
+# Each route's kernel as the fronts run it (posenc.engine.routes): NumPy's (HOST), torch's BLOCKS
+# (other devices, bfloat16) and WHOLE (torch.compile's), TensorFlow's WHOLE (XLA), eager and in a graph.
+KERNELS = ["numpy", "numpy functional", "torch blocks", "torch whole", "tensorflow", "tensorflow graph"]
 NUMPY = backend("numpy")
 KERNEL_DTYPES = {"float16": (np.float16, torch.float16, tf.float16), "float32": (np.float32, torch.float32, tf.float32),
                  "float64": (np.float64, torch.float64, tf.float64)}
@@ -240,30 +243,24 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
     np_dtype, torch_dtype, tf_dtype = KERNEL_DTYPES[dtype]
     if kernel == "numpy":
         return tuple(as_float64(t) for t in _rotation.sin_cos(positions, w_hi, w_lo, np_dtype))
-    if kernel == "torch":
-        return tuple(as_float64(t) for t in pt._sin_cos(torch.from_numpy(positions), w_hi, w_lo, torch_dtype))
-    if kernel.endswith("functional"):  # one kernel for every backend, without out= buffers
-        xp, dtype = (NUMPY, np_dtype) if kernel.startswith("numpy") else (pt.TORCH, torch_dtype)
-        arrays = (positions, w_hi, w_lo) if xp is NUMPY else (torch.tensor(a) for a in (positions, w_hi, w_lo))
-        return tuple(as_float64(t) for t in kernels.sin_cos(xp, *arrays, dtype))
-    if kernel == "torch ops":  # the route of other devices, run here on the CPU
-        h = len(w_hi)
-        s, c = torch.empty(len(positions), h, dtype=torch_dtype), torch.empty(len(positions), h, dtype=torch_dtype)
-        kernels.write_sin_cos(pt.TORCH, *(torch.tensor(a) for a in (positions, w_hi, w_lo)), s, c)
-        return as_float64(s), as_float64(c)
-    run = tf.function(ptf._sin_cos) if kernel == "tensorflow graph" else ptf._sin_cos
-    return tuple(as_float64(t) for t in run(tf.constant(positions), w_hi, w_lo, tf_dtype))
+    if kernel == "numpy functional":  # one kernel for every backend, without out= buffers
+        return tuple(as_float64(t) for t in kernels.sin_cos(NUMPY, positions, w_hi, w_lo, np_dtype))
+    if kernel.startswith("torch"):
+        run = front._kernel(pt.SPEC, routes.BLOCKS if kernel == "torch blocks" else routes.WHOLE)
+        return tuple(as_float64(t) for t in run(torch.from_numpy(positions), w_hi, w_lo, torch_dtype))
+    def run(p):
+        return front._kernel(ptf.SPEC, routes.WHOLE)(p, w_hi, w_lo, tf_dtype)
+
+    return tuple(as_float64(t) for t in (tf.function(run) if kernel == "tensorflow graph" else run)(tf.constant(positions)))
 
 
-def test_torch_ops_kernel_allocates_on_the_positions_device():
+def test_torch_blocks_kernel_allocates_on_the_positions_device():
     # The route of other devices, on torch's "meta" device (shapes, no data): a scratch buffer
     # made on the CPU would stop it with a cross-device copy.
     w_hi, w_lo = _rotation.geometric_parts(8, 10000.0, 8)
-    meta = [torch.tensor(a, device="meta") for a in (np.arange(5.0), w_hi, w_lo)]
     for dtype in (torch.float32, torch.float16):
-        s, c = (torch.empty(5, len(w_hi), dtype=dtype, device="meta") for _ in range(2))
-        kernels.write_sin_cos(pt.TORCH, *meta, s, c)
-        assert s.device.type == c.device.type == "meta" and s.shape == c.shape == (5, len(w_hi))
+        s, c = front._kernel(pt.SPEC, routes.BLOCKS)(torch.zeros(5, dtype=torch.float64, device="meta"), w_hi, w_lo, dtype)
+        assert s.device.type == c.device.type == "meta" and s.shape == c.shape == (5, len(w_hi)) and s.dtype == dtype
 
 
 def hard_angles():

@@ -165,13 +165,9 @@ def only(*names):
 SHARED = ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", "grid_encoding", "convert_layout",
           "convert_rotary_layout", "rotary_frequencies", "rotary_permutation", "PositionalEncoding", "RotaryEmbedding",
           "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType"]
-# Not in the TensorFlow front: M-RoPE in the Keras layer (mrope_section, mrope_interleaved) and
-# from_config. A Keras layer's from_config is Keras' own (it rebuilds the layer from get_config's
-# dict when a model is loaded), so it cannot be the reader of a transformers config; without it
-# no per-layer-type layer is needed, and the M-RoPE configs it would read have no reader either.
+# Not in the TensorFlow front: a per-layer-type layer (Gemma 3's configs); the Keras layer reads
+# one layer type of such a config at a time (from_config(config, layer_type=...)).
 NOT_IN_TENSORFLOW = {"RotaryEmbeddingPerLayerType"}
-# The Keras layer's arguments lack M-RoPE's (above) and form: it has one output, cos and sin per channel.
-NOT_IN_THE_KERAS_LAYER = {"form", "mrope_section", "mrope_interleaved"}
 
 
 # Names and arguments.
@@ -196,8 +192,7 @@ def test_each_front_exports_the_shared_names_with_the_same_arguments(name):
     assert torch_args == jax_args
     if "tensorflow" in apis:
         tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params")]
-        lacking = NOT_IN_THE_KERAS_LAYER if name == "RotaryEmbedding" else set()
-        assert [a for a in torch_args if a not in lacking] == tf_args
+        assert torch_args == tf_args
     else:
         assert not hasattr(MAKERS["tensorflow"]().api, name)
 
@@ -208,6 +203,19 @@ def test_from_config_reads_a_transformers_config_in_torch_and_jax_and_is_keras_o
     layer = ptf.RotaryEmbedding(16, rope_type="linear", factor=2.0)
     clone = ptf.RotaryEmbedding.from_config(layer.get_config())
     assert (clone.head_dim, clone.rope_type, clone.params) == (16, "linear", {"factor": 2.0})
+
+
+def test_the_bound_functions_are_the_fronts_own(front):
+    # posenc.front's generic functions, bound to the front: its module, name, docstring and types in
+    # the signature; a keyword the framework lacks (torch's device= and out=) is refused by name.
+    encode = front.api.encode
+    assert (encode.__module__, encode.__name__) == (front.api.__name__, "encode") and "positions" in encode.__doc__
+    tensor = {"torch": "torch.Tensor", "tensorflow": "tf.Tensor", "jax": "jax.Array"}[front.name]
+    assert inspect.signature(encode).return_annotation == tensor
+    assert str(inspect.signature(encode).parameters["positions"].annotation).startswith(tensor)
+    if front.name != "torch":
+        for name in ("device", "out"):
+            assert_raises_naming(lambda: front.api.positional_encoding(4, 6, **{name: None}), TypeError, [repr(name)])
 
 
 def test_no_private_or_imported_module_leaks_through_all(front):
@@ -395,7 +403,6 @@ def test_rotary_module_attributes_are_named_alike(front):
     assert (module.head_dim, module.rotary_dim, module.layout, module.rope_type) == (64, 64, "half", "yarn")
 
 
-@only("torch", "jax")
 def test_mrope_module_attributes_are_named_alike(front):
     module = front.make(front.api.RotaryEmbedding, 32, 1e6, mrope_section=(6, 5, 5), mrope_interleaved=True)
     assert tuple(module.mrope_section) == (6, 5, 5)
@@ -414,14 +421,55 @@ def test_rotary_module_matches_the_function(front):
     np.testing.assert_array_equal(front.numpy(cos), front.numpy(front.tensor(want_c.astype(np.float32), "bfloat16")))
 
 
-@only("torch", "jax")  # Keras' layer gives (cos, sin) per channel only
 def test_rotary_module_forms(front):
     x, position_ids = front.tensor(np.zeros((1, 2, 16)), "float32"), front.tensor(np.array([[0, 5]]))
     pairs = front.run(front.make(front.api.RotaryEmbedding, 16, form="pairs"), x, position_ids)
     assert tuple(pairs[0].shape) == (1, 2, 8)
+    want_c, want_s = posenc.rotary_cos_sin(np.array([[0, 5]]), 16)
+    np.testing.assert_allclose(front.numpy(pairs[1]), want_s[..., :8], rtol=0, atol=BOUND)
     complex_ = front.run(front.make(front.api.RotaryEmbedding, 16, form="complex"), x, position_ids)
     assert complex_.dtype == front.dtypes["complex64"]
-    np.testing.assert_allclose(front.numpy(complex_.real), front.numpy(pairs[0]), rtol=0, atol=0)
+    np.testing.assert_array_equal(np.real(front.numpy(complex_)), front.numpy(pairs[0]))
+    np.testing.assert_array_equal(np.imag(front.numpy(complex_)), front.numpy(pairs[1]))
+
+
+def test_module_takes_positions_per_call(front):
+    # Packed sequences (two documents in the first row) and a decoding step past max_len: the
+    # encoding of those positions is added, as Flax's lm1b, keras-hub and MaxText take them.
+    module = front.positional_encoding_module(8, max_len=4)
+    x = np.random.default_rng(3).standard_normal((2, 5, 8)).astype(np.float32)
+    positions = np.array([[0, 1, 2, 0, 1], [7, 8, 9, 10, 11]])
+    got = front.numpy(front.run(module, front.tensor(x), front.tensor(positions)))
+    np.testing.assert_array_equal(got, x + posenc.encode(positions, 8))  # eagerly: NumPy's rows, added in float32
+    one_row = front.numpy(front.run(module, front.tensor(x), front.tensor(np.arange(3, 8))))  # (seq,): every row alike
+    np.testing.assert_array_equal(one_row, x + posenc.encode(np.arange(3, 8), 8))
+    with pytest.raises(ValueError, match=r"positions must have the shape of x but for its last axis, \(2, 5\)"):
+        front.run(module, front.tensor(x), front.tensor(np.arange(4)))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_apply_rotary_returns_xs_dtype(front, dtype):
+    # float32 cos and sin rotate a bfloat16 (float16) x into bfloat16 (float16): rounded to x's dtype
+    # first, then the rotation of that dtype. posenc.apply_rotary, given the front's tensors, is the same.
+    x = np.random.default_rng(4).standard_normal((1, 2, 4, 16)).astype(np.float32)
+    cos, sin = (t[:, None] for t in posenc.rotary_cos_sin(np.array([[0, 3, 1000, 10**6]]), 16, partial_rotary_factor=0.5))
+    got = front.api.apply_rotary(front.tensor(x, dtype), front.tensor(cos, "float32"), front.tensor(sin, "float32"))
+    assert got.dtype == front.dtypes[dtype] and tuple(got.shape) == x.shape
+    same = front.api.apply_rotary(front.tensor(x, dtype), front.tensor(cos, dtype), front.tensor(sin, dtype))
+    np.testing.assert_array_equal(front.numpy(got), front.numpy(same))
+    generic = posenc.apply_rotary(front.tensor(x, dtype), front.tensor(cos, "float32"), front.tensor(sin, "float32"))
+    assert type(generic) is type(got)
+    np.testing.assert_array_equal(front.numpy(generic), front.numpy(got))
+    # Each product and the sum rounded once in dtype: within 2 eps (|a| + |b|) of the exact rotation of the rounded inputs.
+    rounded = [front.numpy(front.tensor(t, dtype)).astype(np.float64) for t in (x, cos, sin)]
+    eps = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 2.0**-23}[dtype]
+    assert np.abs(front.numpy(got) - posenc.apply_rotary(*rounded)).max() <= 4 * eps * np.abs(rounded[0]).max()
+    np.testing.assert_array_equal(front.numpy(got)[..., 8:], rounded[0][..., 8:])
+
+
+def test_posenc_apply_rotary_wants_one_kind_of_array(front):
+    x = front.tensor(np.ones((2, 8)), "float32")
+    assert_raises_naming(lambda: posenc.apply_rotary(x, np.ones((2, 8)), np.zeros((2, 8))), TypeError, ["cos", "ndarray"])
 
 
 def test_rotary_module_reads_the_length_for_dynamic(front):

@@ -4,6 +4,10 @@ off (no float64 in the trace), the Flax NNX modules under jit, JAX's own bad inp
 The behaviour the fronts share is tested once for all of them in test_frameworks.py.
 """
 
+import os
+import subprocess
+import sys
+
 import mpmath
 import numpy as np
 import pytest
@@ -208,3 +212,100 @@ def test_the_backend_table_has_a_jax_entry_without_float64():
     k, sign = JAX.nearest(u)
     np.testing.assert_array_equal(np.asarray(k), np.rint(np.asarray(u)))
     np.testing.assert_array_equal(np.asarray(JAX.flip_sign(jnp.ones(5), sign)), [1.0, -1.0, 1.0, -1.0, -1.0])  # k -2 -1 0 3 5
+
+
+# Flax's idioms: per-call positions as lm1b takes them, rngs=, Linen through nnx.bridge, sharding kept.
+
+
+def lm1b_add_position_embs(inputs, inputs_positions, max_len=32):
+    """Flax's lm1b example (examples/lm1b/models.py): ``sinusoidal_init`` (tensor2tensor's table)
+    and ``AddPositionEmbs``, which gathers the rows of packed ``inputs_positions``."""
+    d_feature = inputs.shape[-1]
+    position = np.arange(0, max_len)[:, np.newaxis]
+    scale_factor = -np.log(10000.0 / 1.0) / (d_feature // 2 - 1)
+    div_term = 1.0 * np.exp(np.arange(0, d_feature // 2) * scale_factor)
+    pe = np.zeros((max_len, d_feature), dtype=np.float32)
+    pe[:, : d_feature // 2] = np.sin(position * div_term)
+    pe[:, d_feature // 2 : 2 * (d_feature // 2)] = np.cos(position * div_term)
+    return inputs + jnp.take(jnp.asarray(pe), inputs_positions, axis=0)
+
+
+def test_positional_encoding_takes_packed_positions_as_lm1b_does():
+    module = pj.PositionalEncoding(16, 32, convention="tensor2tensor")
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 8, 16)), jnp.float32)
+    packed = jnp.asarray([[0, 1, 2, 3, 0, 1, 2, 0], [0, 1, 2, 3, 4, 5, 6, 7]])  # three documents in the first row
+    got = nnx.jit(lambda m, x, p: m(x, p))(module, x, packed)
+    # lm1b's float32 arithmetic is off by up to ~1e-6 at these positions; posenc is within 2e-7 of the exact table.
+    np.testing.assert_allclose(np.asarray(got), np.asarray(lm1b_add_position_embs(x, packed)), rtol=0, atol=2e-6)
+    exact = np.asarray(x, np.float64) + posenc.encode(np.asarray(packed), 16, convention="tensor2tensor", dtype=np.float64)
+    assert np.abs(np.asarray(got, np.float64) - exact).max() <= BOUND + 2.0**-22
+
+
+def test_modules_take_rngs_and_need_no_dropout_stream_at_rate_0():
+    rngs = nnx.Rngs(0)  # a default stream only, as nnx.bridge.to_linen hands over at init
+    table, rotary = pj.PositionalEncoding(8, 16, rngs=rngs), pj.RotaryEmbedding(8, rngs=rngs)
+    table.train()
+    np.testing.assert_array_equal(np.asarray(table(jnp.zeros((1, 4, 8)))), posenc.positional_encoding(4, 8)[None])
+    np.testing.assert_array_equal(np.asarray(rotary(jnp.zeros((1, 4, 8)), jnp.arange(4)[None])[0]),
+                                  posenc.rotary_cos_sin(np.arange(4)[None], 8)[0])
+    dropping = pj.PositionalEncoding(8, 16, dropout=0.5, rngs=nnx.Rngs(0, dropout=1))
+    assert (np.asarray(dropping(jnp.ones((1, 4, 8)))) == 0).any()
+
+
+def test_modules_work_from_linen_through_to_linen_under_jit():
+    bridge = pytest.importorskip("flax.nnx.bridge")
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((2, 5, 16)), jnp.float32)
+    model = bridge.to_linen(pj.PositionalEncoding, 16, 32)
+    variables = jax.jit(model.init)(jax.random.key(0), x)
+    np.testing.assert_array_equal(np.asarray(jax.jit(model.apply)(variables, x)), np.asarray(pj.PositionalEncoding(16, 32)(x)))
+    positions = jnp.arange(3, 8)
+    got = jax.jit(lambda v, x, p: model.apply(v, x, positions=p))(variables, x, positions)
+    assert np.abs(np.asarray(got, np.float64) - (np.asarray(x) + posenc.encode(np.arange(3, 8), 16))).max() <= BOUND + 2.0**-21
+    rotary = bridge.to_linen(pj.RotaryEmbedding, 16, rope_type="linear", factor=2.0)
+    position_ids = jnp.arange(5)[None]
+    variables = jax.jit(rotary.init)(jax.random.key(0), x, position_ids)
+    cos, _ = jax.jit(rotary.apply)(variables, x, position_ids)
+    want, _ = posenc.rotary_cos_sin(np.arange(5)[None], 16, rope_type="linear", factor=2.0)
+    assert np.abs(np.asarray(cos, np.float64) - want).max() <= BOUND
+
+
+SHARDED = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+import posenc, posenc.jax as pj
+from posenc.sinusoidal import tables
+from posenc.engine import rotation
+
+def no_host(*args, **kwargs):
+    raise AssertionError("a sharded array went through host NumPy")
+
+mesh = jax.make_mesh((2,), ("x",))
+positions = jax.device_put(jnp.asarray([[0.0, 1.0], [2.5, 7.0], [1e5, 3.0], [9e6, 4.0]]), NamedSharding(mesh, P("x")))
+x = jax.device_put(jnp.zeros((4, 2, 16)), NamedSharding(mesh, P("x")))
+want = {"encode": posenc.encode(np.asarray(positions), 16), "PositionalEncoding": posenc.encode(np.asarray(positions), 16),
+        "rotary_cos_sin": posenc.rotary_cos_sin(np.asarray(positions), 16)[0],
+        "RotaryEmbedding": posenc.rotary_cos_sin(np.asarray(positions).astype(np.int32), 16)[0]}
+real_encode = tables.encode
+tables.encode = rotation.sin_cos = no_host
+outputs = {
+    "encode": pj.encode(positions, 16),
+    "rotary_cos_sin": pj.rotary_cos_sin(positions, 16)[0],
+    "RotaryEmbedding": pj.RotaryEmbedding(16)(x, positions.astype(jnp.int32))[0],
+    "PositionalEncoding": pj.PositionalEncoding(16, 8)(x, positions),
+}
+for name, out in outputs.items():
+    assert out.sharding.is_equivalent_to(NamedSharding(mesh, P("x")), out.ndim), (name, out.sharding)
+    assert np.abs(np.asarray(out, np.float64) - want[name]).max() <= 2e-7, name
+second = jax.devices()[1]
+tables.encode = real_encode
+on_second = pj.encode(jax.device_put(jnp.arange(3), second), 8)  # host memory: NumPy's table, back on that device
+assert on_second.devices() == {second}
+print("kept")
+"""
+
+
+def test_eager_calls_keep_sharding_and_device_without_a_host_round_trip():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "kept"

@@ -141,13 +141,22 @@ def test_rotary_module_matches_transformers_forward():
         np.testing.assert_allclose(a.double().numpy(), b.double().numpy(), rtol=0, atol=2.0**-8)
 
 
-def test_apply_rotary_matches_apply_rotary_pos_emb():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("fraction", [1.0, 0.25])
+def test_apply_rotary_is_apply_rotary_pos_emb_bit_for_bit(dtype, fraction):
+    # Llama's (whole heads) and GPT-NeoX's (partial rotary): the same products and sums, each rounded
+    # in q's dtype, so the same bits; cos and sin as the models' rotary modules hand them over (in q's dtype).
     torch.manual_seed(1)
-    q, k = torch.randn(2, 2, 4, 8, 32)
-    cos, sin = pt.rotary_cos_sin(torch.arange(16).reshape(2, 8), 32)
-    q_hf, k_hf = modeling_llama.apply_rotary_pos_emb(q, k, cos, sin)
-    for ours, theirs in ((pt.apply_rotary(q, cos[:, None], sin[:, None]), q_hf), (pt.apply_rotary(k, cos[:, None], sin[:, None]), k_hf)):
-        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
+    q, k = torch.randn(2, 2, 4, 8, 32).to(dtype)
+    cos, sin = pt.rotary_cos_sin(torch.arange(16).reshape(2, 8) * 1000, 32, dtype=dtype, partial_rotary_factor=fraction)
+    theirs = (modeling_llama if fraction == 1 else modeling_gpt_neox).apply_rotary_pos_emb(q, k, cos, sin)
+    for ours, hf in zip((pt.apply_rotary(q, cos[:, None], sin[:, None]), pt.apply_rotary(k, cos[:, None], sin[:, None])), theirs):
+        assert ours.dtype == dtype
+        assert torch.equal(ours, hf)
+    # Cohere pairs neighbours (the interleaved layout) and rotates in float32, as posenc does for float32 q.
+    cos, sin = pt.rotary_cos_sin(torch.arange(16).reshape(2, 8) * 1000, 32, layout="interleaved")
+    ours = pt.apply_rotary(q.float(), cos[:, None], sin[:, None], layout="interleaved")
+    assert torch.equal(ours, modeling_cohere.apply_rotary_pos_emb(q.float(), k.float(), cos, sin)[0])
 
 
 def test_permutation_is_the_llama_conversion_script():

@@ -4,6 +4,7 @@ saving, XLA's log lines).
 The behaviour the fronts share is tested once for all of them in test_frameworks.py.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,89 @@ def test_encode_in_a_graph_writes_nothing_to_stderr_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert out.stderr == "" and float(out.stdout) < 2e-7
+
+
+def keras_hub_sine_position_encoding(inputs, start_index=0, max_wavelength=10000):
+    """keras-hub's SinePositionEncoding.call (keras_hub/src/layers/modeling/sine_position_encoding.py),
+    in its own float32 Keras ops: a cached decoding step passes the cache index as start_index."""
+    ops = keras.ops
+    seq_length, hidden_size = ops.shape(inputs)[-2], ops.shape(inputs)[-1]
+    positions = ops.cast(ops.arange(seq_length) + start_index, "float32")
+    timescales = ops.power(1.0 / max_wavelength, ops.cast(2 * (ops.arange(hidden_size) // 2), "float32") / hidden_size)
+    angles = ops.expand_dims(positions, 1) * ops.expand_dims(timescales, 0)
+    cos_mask = ops.cast(ops.arange(hidden_size) % 2, "float32")
+    return ops.broadcast_to(ops.sin(angles) * (1 - cos_mask) + ops.cos(angles) * cos_mask, ops.shape(inputs))
+
+
+def test_layer_takes_positions_as_keras_hub_takes_start_index():
+    layer = ptf.PositionalEncoding(16, max_len=8)
+    x = tf.random.stateless_normal((2, 1, 16), seed=(5, 6))
+    for start in (0, 7, 20):  # decoding steps, the last past max_len
+        got = layer(x, tf.constant([start]))
+        np.testing.assert_allclose(got.numpy(), (x + keras_hub_sine_position_encoding(x, start)).numpy(), rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(got.numpy(), x.numpy() + posenc.encode([start], 16))
+    step = tf.function(lambda x, p: layer(x, p), input_signature=[tf.TensorSpec((None, None, 16)), tf.TensorSpec([None], tf.int32)])
+    np.testing.assert_allclose(step(x, tf.constant([300])).numpy(), x.numpy() + posenc.encode([300], 16), rtol=0, atol=2e-7 + 2**-22)
+
+
+ROTARY_OPTIONS = [{"form": "pairs", "rope_type": "linear", "factor": 2.0}, {"form": "complex", "layout": "interleaved"},
+                  {"mrope_section": (2, 3, 3), "mrope_interleaved": True, "base": 1e6}]
+
+
+@pytest.mark.parametrize("options", ROTARY_OPTIONS, ids=["pairs", "complex", "mrope"])
+def test_rotary_layer_takes_torchs_options_and_keeps_them_through_its_config(options):
+    import torch
+
+    import posenc.torch as pt
+
+    layer = ptf.RotaryEmbedding(16, **options, name="rope")
+    position_ids = np.stack([np.arange(5), np.arange(5) * 2, np.arange(5) + 100])[:, None]  # (3, 1, 5)
+    if "mrope_section" not in options:
+        position_ids = position_ids[0]
+    x = np.zeros((1, 5, 16), np.float32)
+    got, want = layer(x, position_ids), pt.RotaryEmbedding(16, **options)(torch.zeros(1), torch.from_numpy(position_ids))
+    for g, w in zip(tf.nest.flatten(got), tf.nest.flatten(tuple(want) if isinstance(want, tuple) else want)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=0, atol=2e-7)
+    clone = keras.layers.deserialize(keras.layers.serialize(layer))
+    assert clone.get_config() == layer.get_config() and clone.form == layer.form and clone.mrope_section == layer.mrope_section
+    again = ptf.RotaryEmbedding.from_config(json.loads(json.dumps(layer.get_config())))  # as a saved model holds it
+    for a, b in zip(tf.nest.flatten(again(x, position_ids)), tf.nest.flatten(got)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_rotary_layer_reads_a_transformers_config():
+    transformers = pytest.importorskip("transformers", reason="install the conventions extra")
+    import torch
+
+    import posenc.torch as pt
+
+    config = transformers.Qwen2VLTextConfig(hidden_size=64, num_attention_heads=4,
+                                            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]})
+    layer, module = ptf.RotaryEmbedding.from_config(config), pt.RotaryEmbedding.from_config(config)
+    names = ("head_dim", "base", "rope_type", "layout", "form", "mrope_section", "mrope_interleaved", "params")
+    assert [getattr(layer, n) for n in names] == [getattr(module, n) for n in names] and layer.mrope_section == (2, 3, 3)
+    position_ids = np.arange(12).reshape(3, 1, 4)
+    for a, b in zip(layer(np.zeros((1, 4, 16), np.float32), position_ids), module(torch.zeros(1), torch.from_numpy(position_ids))):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=2e-7)
+    gemma = transformers.Gemma3TextConfig(head_dim=16, rope_parameters={
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}, "full_attention": {"rope_type": "default", "rope_theta": 1e6}})
+    with pytest.raises(ValueError, match="layer_type must name one of 'sliding_attention', 'full_attention'"):
+        ptf.RotaryEmbedding.from_config(gemma)
+    assert ptf.RotaryEmbedding.from_config(gemma, layer_type="full_attention").base == 1e6
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rotary_layer_in_a_graph_past_a_decoding_step(dtype):
+    # More angles than a decoding step: the layer's kernels in the graph, from its frequencies kept as
+    # tensors (made eagerly by the first call), within the bound of the exact values.
+    layer = ptf.RotaryEmbedding(64, rope_type="yarn", factor=4.0, original_max_position_embeddings=64, dtype=dtype)
+    position_ids = tf.constant(np.arange(0, 4096 * 250, 250)[None])
+    x = tf.zeros((1, 4096, 64))
+    eager = layer(x, position_ids)
+    graph = tf.function(layer)(x, position_ids)
+    want = posenc.rotary_cos_sin(position_ids.numpy(), 64, rope_type="yarn", factor=4.0, original_max_position_embeddings=64,
+                                 dtype=np.float64)
+    for e, g, w in zip(eager, graph, want):
+        assert g.dtype == dtype
+        assert np.abs(g.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)
+        assert np.abs(e.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)

@@ -31,3 +31,27 @@ def test_module_table_is_a_non_persistent_buffer():
 
 def test_module_repr_names_its_convention():
     assert "convention='fairseq'" in repr(pt.PositionalEncoding(9, max_len=6, convention="fairseq"))
+
+
+def test_positional_encoding_takes_position_ids_as_marian_does():
+    # transformers' MarianSinusoidalPositionalEmbedding.forward(..., position_ids=...): the same rows
+    # at the same (packed, offset) positions, added to x.
+    marian = pytest.importorskip("transformers.models.marian.modeling_marian", reason="transformers (the conventions extra)")
+    embedding = marian.MarianSinusoidalPositionalEmbedding(64, 16)
+    embedding.weight.data.copy_(embedding.create_weight())
+    position_ids = torch.tensor([[0, 1, 2, 0, 1, 2, 3], [40, 41, 42, 43, 44, 45, 46]])
+    x = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(0))
+    got = pt.PositionalEncoding(16, max_len=8, convention="hf-marian")(x, position_ids)
+    # Marian rounds float64 values once to float32; posenc is within 2e-7; then the sum's rounding.
+    torch.testing.assert_close(got, x + embedding(x.shape, position_ids=position_ids), rtol=0, atol=2e-7 + 2**-22)
+
+
+def test_eager_calls_keep_the_positions_device():
+    # On torch's "meta" device (shapes, no data) every route that is not NumPy's must stay there.
+    positions = torch.arange(6, device="meta").reshape(2, 3)
+    assert pt.encode(positions, 8).device.type == "meta"
+    assert all(t.device.type == "meta" for t in pt.rotary_cos_sin(positions, 8, dtype=torch.bfloat16))
+    module = pt.RotaryEmbedding(8).to("meta")
+    assert all(t.device.type == "meta" for t in module(torch.zeros(1, device="meta"), positions))
+    table = pt.PositionalEncoding(8, max_len=4).to("meta")
+    assert table(torch.zeros(2, 3, 8, device="meta"), positions).device.type == "meta"

@@ -4,7 +4,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/posenc-org/posenc/blob/main/notebooks/zh_CN/10_rotary_on_grids.ipynb)
 #
 # 笔记本 08 按词元在序列中的位置旋转查询和键。图像的图像块有行和列，视频的帧还多一个时间。视觉-语言模型用一种简单的方式把这些坐标交给 RoPE：每个旋转通道对只读取*一个*坐标。
-# 本笔记本沿着这一思路，从图像网格一直讲到混合了文本、图像和视频的序列，看看三个模型系列各自如何为它编号。
+# 本笔记本沿着这一思路，从图像网格一直讲到混合了文本、图像和视频的序列，看看三个模型系列各自如何为它编号；再讲到绘制图像和视频的扩散模型，以及另外两种给图像块定位的方式：按它在图像中所处的地方，以及用随机傅里叶特征。
 #
 # **问题：** RoPE 如何为图像块和视频帧赋予位置？它们之后的文本又从哪里接着编号？
 #
@@ -12,9 +12,13 @@
 # - 为图像块网格构建二维 RoPE，并说出两种视觉编码器如何选择它的频率；
 # - 按现行的每条规则，写出多模态 RoPE 为一个包含文本、图像和视频的序列给出的三行位置编号（时间、高度、宽度）；
 # - 说出一个头的哪些通道随时间、高度或宽度旋转；
-# - 把 transformers 的配置加载到 posenc 的旋转编码模块中，并得到与模型本身相同的 logits。
+# - 把 transformers 的配置加载到 posenc 的旋转编码模块中，并得到与模型本身相同的 logits；
+# - 为一个提示词和一张图像写出 Flux 的 id，并说出哪些通道随哪个轴旋转；
+# - 说出视频模型对头的划分如何决定沿时间、高度和宽度方向的相似度；
+# - 解释为什么 [-1, 1] 中的像素坐标能让缩放后图像中同一处的角度保持不变，以及整数位置会怎样；
+# - 说出 SAM 的随机傅里叶特征做到了哪些正弦/余弦表做不到的事。
 #
-# **先修：** 笔记本 08 和 09 · **时间：** 约 50 分钟
+# **先修：** 笔记本 08 和 09 · **时间：** 约 90 分钟
 
 # %%
 # On Colab, install posenc from GitHub; elsewhere `make lab` has already installed it.
@@ -40,6 +44,7 @@ import transformers  # noqa: E402
 import posenc  # noqa: E402
 import posenc.torch  # noqa: E402
 from posenc import rope  # noqa: E402
+from posenc.sinusoidal import grid_encoding, patch_positions, random_fourier_features  # noqa: E402
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -330,16 +335,269 @@ assert difference < 2e-6 * size
 
 # %% [markdown]
 # `tests/test_rope_config.py` 对十五个模型系列做了同样的检查（Llama、Mistral、Qwen2、Qwen3、Gemma 3、Phi-3、GPT-NeoX、GPT-J、Cohere、DeepSeek-V3、GPT-OSS、Llama 4、Qwen2-VL、Qwen2.5-VL 和 Qwen3-VL）。
+
+# %% [markdown]
+# ## 5. Flux：为提示词和图像给出同一套 id
 #
+# 根据提示词绘制图像的扩散 Transformer 把提示词的文本词元和图像的词元放进同一个注意力中，并以 *id* 的形式把每个词元的位置交给 RoPE：每个轴一个坐标，头的每个轴各占一块。
+# Flux（Black Forest Labs；diffusers 的 `FluxTransformer2DModel`）给每个词元三个 id，并把它 128 通道的头划分为 `axes_dim = (16, 56, 56)`：轴 0 占 16 个通道，高度占 56 个，宽度占 56 个。
+# 每一块按其自身宽度的一维 RoPE 频率旋转，$w_i = 10000^{-2i/\text{axes\_dim}[a]}$（diffusers 的 `get_1d_rotary_pos_embed`，每个轴调用一次）；`per_axis_frequencies` 列出这些频率，以及每一对所属的轴。
+
+# %%
+flux_dims = (16, 56, 56)
+flux = rope.per_axis_frequencies(flux_dims)
+print("pairs per axis:", np.bincount(flux.axes).tolist())
+print("height's first frequencies:", np.round(flux.values[8:11], 4), "  10000^(-2i/56):", np.round(10000.0 ** (-2 * np.arange(3) / 56), 4))
+np.testing.assert_allclose(flux.values[8:36], 10000.0 ** (-2 * np.arange(28) / 56), rtol=1e-15)
+
+# %% [markdown]
+# 流水线（pipeline）这样给词元编号：每个文本词元的 id 都是 (0, 0, 0)（它的 `text_ids` 全为零），打包后的潜变量网格（每 16 x 16 像素一个词元）中第 $r$ 行、第 $c$ 列的图像词元得到 (0, r, c)。
+# id 的轴放在最后，形状为 `(tokens, 3)`，文本在前，与 Transformer 拼接它们的顺序一致；`flux_position_ids` 负责写出它们。一个 4 个词元的提示词和一张 6 x 8 个词元的图像：
+
+# %%
+prompt, image_rows, image_columns = 4, 6, 8
+token_ids = rope.flux_position_ids(prompt, image_rows, image_columns)
+print("ids:", token_ids.shape, "  tokens 0 and 3 (text), 4, 5 and 12 (image):", token_ids[[0, 3, 4, 5, 12]].tolist())
+
+# %% [markdown]
+# 在交错（interleaved）布局中，第 $j$ 对是通道 $2j$ 和 $2j + 1$，所以通道 0-15 随轴 0 旋转，16-71 随高度旋转，72-127 随宽度旋转。
+# 在 Flux 的文生图中，每个词元的轴 0 都是 0：这 16 个通道从不旋转，每个头有八分之一不携带任何位置。（Flux.1 Kontext 让其参考图像的词元在这里取 1，以便把它们和正在绘制的图像区分开。）
+
+# %%
+flux_cos, flux_sin = rope.per_axis_cos_sin(token_ids, flux_dims, dtype=np.float64)
+channel_axis = np.repeat(flux.axes, 2)  # interleaved: pair j is channels 2j and 2j + 1
+turns = (flux_cos != 1).any(axis=0)  # a channel that turns at some token
+for axis, name in enumerate(["axis 0", "height", "width"]):
+    block = np.flatnonzero(channel_axis == axis)
+    print(f"{name:6s}: channels {block[0]:3d} to {block[-1]:3d}, {turns[block].sum():2d} of them turn")
+assert not turns[channel_axis == 0].any()
+
+# %% [markdown]
+# **文本词元位于图像的左上角。** 它们的 id 全为零，所以 RoPE 不旋转它们（cos 为 1，sin 为 0），也不旋转 id 为 (0, 0, 0) 的图像词元。
+# 因此，一个文本查询对每个图像键的打分，与左上角图像块上同一向量的查询打出的分数相同；文本词元之间互相打分为 $q \cdot k$，与它们在提示词中的顺序无关（顺序信息在 T5 文本编码器写进它们的内容里）。
+
+# %%
+fq, fk = rng.standard_normal((2, 128))
+flux_q = posenc.apply_rotary(np.broadcast_to(fq, flux_cos.shape), flux_cos, flux_sin, layout="interleaved")
+flux_k = posenc.apply_rotary(np.broadcast_to(fk, flux_cos.shape), flux_cos, flux_sin, layout="interleaved")
+flux_scores = flux_q @ flux_k.T  # (52, 52): query token against key token
+corner = np.abs(flux_scores[:prompt, prompt:] - flux_scores[prompt, prompt:]).max()
+print("text queries score the image as the top-left patch's query (to 1e-12):", corner < 1e-12)
+print(f"text against text: q . k = {fq @ fk:.3f}, spread {np.ptp(flux_scores[:prompt, :prompt]):.0e}")
+assert corner < 1e-12
+
+# %% [markdown]
+# 为了不选定 q 和 k 也能看出两个词元在 RoPE 看来有多近，取它们的**相似度**：各对上 $\cos(\theta_j^{\text{key}} - \theta_j^{\text{query}})$ 的平均值，在各对都一致时为 1。
+# 它等于 $q = k = (1, 1, \dots, 1)$ 的分数除以 $d$（一对 (1, 1) 的分数是其角度差余弦的两倍），用表来算就是 `(cos @ cos[i] + sin @ sin[i]) / d`。
+
+# %%
+def similarity(cos, sin, query):
+    """Mean over pairs of cos(angle of each token - angle of token `query`), from RoPE's cos and sin tables."""
+    return (cos @ cos[query] + sin @ sin[query]) / cos.shape[-1]
+
+
+ones = posenc.apply_rotary(np.ones(flux_cos.shape), flux_cos, flux_sin, layout="interleaved")
+text_similarity = similarity(flux_cos, flux_sin, 0)  # of text token 0 to every token
+print("text token 0 to image tokens (0, 0), (0, 1), (1, 0), (5, 7):", np.round(text_similarity[[4, 5, 12, 51]], 3))
+np.testing.assert_allclose(text_similarity, ones @ ones[0] / 128, atol=1e-12)
+
+# %% [markdown]
+# 画成图：左边是每个词元（行）在每个通道（列）上的余弦。文本所在的行和轴 0 的那一块全为 1；高度那一块从图像的一行到下一行（每 8 个词元）变化一次，宽度那一块则沿每一行变化。
+# 右边是一个文本词元与每个图像词元的相似度，画在图像网格上：这就是从左上角图像块看过去的样子。
+
+# %%
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.6), width_ratios=[1.6, 1], constrained_layout=True)
+left.imshow(flux_cos, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+for edge in (16, 72):
+    left.axvline(edge - 0.5, color="k")
+left.axhline(prompt - 0.5, color="k", linestyle="--")
+left.set(title="Flux: cos of each token's angles (axis 0 | height | width)", xlabel="channel",
+         ylabel="token: 4 text, then 6 x 8 image")
+seen = right.imshow(text_similarity[prompt:].reshape(image_rows, image_columns), cmap="Reds")
+right.plot(0, 0, "k*", markersize=12)
+right.set(title="similarity of a text token to the image", xlabel="image column", ylabel="image row")
+fig.colorbar(seen, ax=right, shrink=0.8)
+plt.show()
+
+# %% [markdown]
+# ## 6. 视频：时间、高度和宽度，各占头的一部分
+#
+# 视频扩散 Transformer 按词元在潜视频中的（帧，行，列）给它编号，并像 Flux 一样把头分给三个轴。
+# HunyuanVideo（diffusers 的 `HunyuanVideoRotaryPosEmbed`）沿用 Flux 的划分 (16, 56, 56)，底数为 256；Wan（`WanRotaryPosEmbed`）给高度和宽度各 $2\lfloor d/6 \rfloor$ 个通道，其余给时间，底数为 10000。
+# 一段 81 帧、480 x 832 像素的 Wan 视频是 21 x 30 x 52 个词元：它的 VAE 把（第一帧之后的）每 4 帧变成一个潜帧、每 8 x 8 像素变成一个潜像素，而 Transformer 的图像块是 2 x 2 个潜像素。
+
+# %%
+wan_dims = (128 - 4 * (128 // 6), 2 * (128 // 6), 2 * (128 // 6))
+video_splits = {"Wan": (wan_dims, 10000.0), "HunyuanVideo": ((16, 56, 56), 256.0)}
+video_shape = (1 + (81 - 1) // 4, 480 // 8 // 2, 832 // 8 // 2)  # (frames, rows, columns) of tokens
+video_ids = patch_positions(video_shape).T  # (tokens, 3): (t, y, x), frame outermost, then row by row
+print("Wan's axes_dim at d = 128:", wan_dims, "  video tokens:", video_shape, "->", video_ids.shape)
+assert (wan_dims, video_shape) == ((44, 42, 42), (21, 30, 52))
+
+# %% [markdown]
+# 视频中间位于 (t, y, x) = (10, 15, 26) 的一个查询与每个键的相似度，分别按两种划分计算；再取它在穿过该查询的三条直线上的值（固定另外两个坐标）。
+# 相似度只依赖于偏移，所以任何查询看到的都一样。
+
+# %%
+query = (10, 15, 26)
+along = {}  # model -> the similarity along time, height and width through the query
+for name, (dims, base) in video_splits.items():
+    video_cos, video_sin = rope.per_axis_cos_sin(video_ids, dims, base=base)
+    volume = similarity(video_cos, video_sin, np.ravel_multi_index(query, video_shape)).reshape(video_shape)
+    along[name] = [volume[:, 15, 26], volume[10, :, 26], volume[10, 15, :]]
+    print(f"{name:12s} one step away in time, height, width:", [round(float(line[i + 1]), 3) for line, i in zip(along[name], query)])
+
+# %% [markdown]
+# Wan 的划分几乎均等，沿每个轴走一步损失的相似度差不多。HunyuanVideo 的时间只占 64 对中的 8 对：相隔一帧比相隔一行更相似；而且无论在时间上走多远，其余 56 对（每对 $\cos 0 = 1$）都把相似度保持在 $1 - 2 \cdot 16/128 = 0.75$ 或以上。
+# 在这 21 帧上，它始终高于 0.9，而沿宽度方向则降到 0.7 以下。
+
+# %%
+hunyuan_time, _, hunyuan_width = along["HunyuanVideo"]
+floor = 1 - 2 * 16 / 128
+print(f"HunyuanVideo: lowest along time {hunyuan_time.min():.3f} (floor {floor}), along the width {hunyuan_width.min():.3f}")
+assert floor <= 0.9 < hunyuan_time.min() and hunyuan_width.min() < 0.7
+
+# %% [markdown]
+# 两种划分下穿过该查询的三条直线（高度和宽度分到的头的份额相同，所以它们的曲线重合）：
+
+# %%
+fig, axs = plt.subplots(1, 2, figsize=(11, 3.2), sharey=True, constrained_layout=True)
+for ax, (name, lines) in zip(axs, along.items()):
+    for line, at, axis, channels, style in zip(lines, query, ["time", "height", "width"], video_splits[name][0], "-:-"):
+        on_top = 3 if axis == "height" else 2  # the dotted height over the width it equals
+        ax.plot(np.arange(len(line)) - at, line, style, marker=".", zorder=on_top, label=f"{axis} ({channels} channels)")
+    ax.set(title=f"{name}: similarity to a query at (10, 15, 26)", xlabel="offset from the query (tokens)")
+    ax.legend()
+axs[0].set_ylabel("similarity")
+plt.show()
+
+# %% [markdown]
+# ## 7. 缩放后的图像上：像素频率与整数频率
+#
+# 到目前为止，图像块的位置就是它的索引：第 5 个图像块在 5。许多视觉模型则按图像块*在图像中所处的地方*给它定位。
+# 沿一个有 $n$ 个图像块的轴，第 $k$ 个图像块位于 $-1 + 2k/(n-1)$：第一个在 -1，最后一个在 1，中间等距分布（`patch_positions(shape, normalize="pixel")`；即 timm 的 `RotaryEmbedding`、rotary-embedding-torch 的 `freqs_for="pixel"` 以及 Perceiver 的傅里叶特征中的 `linspace(-1, 1, n)`）。
+# 它们的频率线性分布，直到 `max_freq` 像素图像的奈奎斯特频率（每两个像素转一圈）：$w_j = \pi \cdot \text{linspace}(1, \text{max\_freq}/2, \text{count})$，单位是每单位坐标的弧度，每个轴 `count` 对（`pixel_frequencies`；timm 的默认设置在同一范围内按对数分布）。
+
+# %%
+pixel = rope.pixel_frequencies(32, max_freq=224)
+print("pairs per axis:", np.bincount(pixel.axes).tolist(), "  frequencies / pi:", np.round(pixel.values[:8] / np.pi, 2))
+np.testing.assert_allclose(pixel.values[:8], np.pi * np.linspace(1, 224 / 2, 8), rtol=1e-15)
+
+# %% [markdown]
+# 一张图像在训练时被看作 8 x 8 个图像块，放大后被看作 15 x 15 个。用像素坐标时，较大网格的第 $2k$ 个图像块正好位于较小网格第 $k$ 个图像块所在的地方，两者都在 $-1 + 2k/7$，角度也相同。
+# 用整数位置（第 1 节的 `qwen2_vl` 二维 RoPE）时，这个图像块位于 $2k$ 而不是 $k$，它的角度翻倍。
+
+# %%
+pixel_cs = {n: rope.pixel_cos_sin(patch_positions((n, n), normalize="pixel"), 32, dtype=np.float64) for n in (8, 15)}
+integer_cs = {n: rope.axial_cos_sin(patch_positions((n, n)), 32, dtype=np.float64) for n in (8, 15)}
+same_place = (2 * np.arange(8)[:, None] * 15 + 2 * np.arange(8)).ravel()  # patch (2r, 2c) of the 15 x 15 grid
+kept = [np.array_equal(tables[15][0][same_place], tables[8][0]) for tables in (pixel_cs, integer_cs)]
+print("same place, same cos and sin: pixel coordinates", kept[0], "  integer positions", kept[1])
+assert all(np.array_equal(big, small) for big, small in zip((t[same_place] for t in pixel_cs[15]), pixel_cs[8]))
+
+# %% [markdown]
+# 画成图：第一列各图像块上第 0 对（随行旋转）的余弦，横轴是图像块在图像中的位置，从第一个图像块（0）到最后一个（1）。
+# 用像素坐标时，15 x 15 网格的点落在 8 x 8 网格的波形上，并把它填满；用整数位置时，它的波形快了一倍。
+
+# %%
+fig, axs = plt.subplots(1, 2, figsize=(11, 3), sharey=True, constrained_layout=True)
+for ax, tables, title in zip(axs, (pixel_cs, integer_cs), ("pixel coordinates in [-1, 1]", "integer positions")):
+    for n, marker in ((8, "o"), (15, ".")):
+        ax.plot(np.arange(n) / (n - 1), tables[n][0][::n, 0], marker=marker, label=f"{n} x {n} patches")
+    ax.set(title=title, xlabel="place along the image (first patch 0, last 1)")
+    ax.legend()
+axs[0].set_ylabel("cos of pair 0 (rows)")
+plt.show()
+
+# %% [markdown]
+# 两者各自保持了什么：像素坐标保持位置不变，让相邻图像块靠得更近，间隔从 $2/7$ 个单位变为 $2/14$ 个单位，所以每一对从一个图像块到下一个只转一半的角度，高频对看到的细节比训练时更细。
+# 整数位置保持这一步长（第 0 对从一个图像块到下一个转 1 rad，和训练时一样），但位置变了：第 8 到 14 个图像块得到模型在 8 x 8 上从未见过的位置。
+
+# %%
+def step(cos, sin, n):
+    """The turn of pair 0 from patch (0, 0) to patch (1, 0) of an n x n grid, in radians."""
+    return np.angle((cos[n, 0] + 1j * sin[n, 0]) * (cos[0, 0] - 1j * sin[0, 0]))
+
+
+steps = {name: [step(*tables[n], n) for n in (8, 15)] for name, tables in (("pixel", pixel_cs), ("integer", integer_cs))}
+print({name: np.round(s, 4).tolist() for name, s in steps.items()}, "  2 pi / 7 =", round(2 * np.pi / 7, 4))
+assert np.isclose(steps["pixel"][0], 2 * steps["pixel"][1]) and np.isclose(*steps["integer"])
+
+# %% [markdown]
+# ## 8. 随机傅里叶特征：SAM 的位置
+#
+# SAM（Segment Anything，[Kirillov et al.](https://arxiv.org/abs/2304.02643)）及其后继者 SAM 2、SAM 3 和 EdgeTAM 用同一种方式给图像的图像块以及提示中的点击点和框角定位：*随机傅里叶特征*（[Tancik et al.](https://arxiv.org/abs/2006.10739)），即它们的 `PositionEmbeddingRandom`。
+# 一个点的坐标先缩放到 $c = (x, y) \in [-1, 1]^2$，再投影到 $F$ 个随机方向上，即高斯矩阵 $G$ 的各列（`scale * randn(2, F)`；SAM：scale 为 1，$F = 128$），特征为 $[\sin(2\pi\, cG), \cos(2\pi\, cG)]$，共 $2F$ 个通道。
+# $G$ 只抽取一次，并与权重一起保存，所以特征依赖于它：`random_fourier_features(coords, projection)` 要把它作为参数传入。SAM 的 64 x 64 个图像词元位于各图像块的中心，即图像的 $(k + 0.5)/64$ 处，并以同样方式缩放。
+
+# %%
+sam_grid = (64, 64)
+G = np.random.default_rng(0).standard_normal((2, 128))  # SAM: scale * randn(2, 128), scale 1
+centres = patch_positions(sam_grid, grid_offset=0.5)[::-1].T  # (x, y) of each patch's centre, in patches
+rff = random_fourier_features(centres, G, input_shape=sam_grid, dtype=np.float64)
+turns_2pi = 2 * np.pi * (2 * centres / 64 - 1) @ G  # 2 pi c G, c in [-1, 1]
+print("features:", rff.shape)
+np.testing.assert_allclose(rff, np.concatenate([np.sin(turns_2pi), np.cos(turns_2pi)], axis=-1), atol=1e-12)
+
+# %% [markdown]
+# **与正弦/余弦表的取舍。** 二维正弦/余弦表（MAE 的，笔记本 09）把一半通道分给每个轴，只沿该轴以几何级数的频率旋转：两个图像块的相似度（它们在 128 个正弦/余弦对上的点积，即它们角度差余弦的平均值，与 RoPE 相同）是行偏移的一个核函数加上列偏移的一个核函数。
+# 随机特征则是沿其自身方向 $g_j$ 的一列波，平均值 $\frac1F \sum_j \cos(2\pi\,\Delta c \cdot g_j)$ 估计的是 $g$ 服从高斯分布（scale 为 1）时的 $E[\cos(2\pi\,\Delta c \cdot g)] = e^{-2\pi^2 |\Delta c|^2}$：它只是*距离*的函数，在各个方向上都相同，宽度由 scale 决定。
+# 下面是中心图像块与三个相距 15 的图像块的相似度，分别用 SAM 的特征和同样宽度的 MAE 表计算：
+
+# %%
+mae = grid_encoding(sam_grid, 256, convention="mae", dtype=np.float64)
+centre = 32 * 64 + 32
+kernel = {"random Fourier features (SAM)": similarity(rff[:, 128:], rff[:, :128], centre).reshape(sam_grid),
+          "sin-cos table (MAE)": (mae @ mae[centre] / 128).reshape(sam_grid)}
+for name, values in kernel.items():
+    print(f"{name:30s} offset (0, 15): {values[32, 47]:.2f}  (15, 0): {values[47, 32]:.2f}  (9, 12): {values[41, 44]:.2f}")
+assert kernel["sin-cos table (MAE)"][32, 47] - kernel["sin-cos table (MAE)"][41, 44] > 0.1
+
+# %% [markdown]
+# SAM 的 128 个方向只是一个样本：它的相似度在网格上与高斯函数的偏差约为 0.2，方向数增加到 16 倍时偏差小于 0.05（$F$ 个随机余弦的平均值的误差按 $1/\sqrt{F}$ 缩小）。
+# 无论宽度如何，MAE 的表在相同距离上沿坐标轴都比沿对角线高：对沿一个轴的偏移，它有一半的对不旋转。
+
+# %%
+u = (np.arange(64) - 32) / 32  # offsets from the centre patch, in units of c
+gauss = np.exp(-2 * np.pi**2 * (u[:, None] ** 2 + u**2))
+errors = {}
+for features in (128, 2048):
+    f = random_fourier_features(centres, np.random.default_rng(0).standard_normal((2, features)), input_shape=sam_grid)
+    errors[features] = np.abs(similarity(f[:, features:], f[:, :features], centre).reshape(sam_grid) - gauss).max()
+print("largest distance from the Gaussian, F = 128 and 2048:", [round(float(e), 3) for e in errors.values()])
+assert 0.15 < errors[128] < 0.25 and errors[2048] < 0.05
+
+# %% [markdown]
+# 把两种相似度画成图（虚线圆：离中心 15 个图像块）。SAM 的是一个圆形的斑块，周围是它的采样噪声；MAE 的是一个十字，沿中心图像块所在的行和列都很高。
+
+# %%
+fig, axs = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+for ax, (name, values) in zip(axs, kernel.items()):
+    shown = ax.imshow(values, cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.add_patch(plt.Circle((32, 32), 15, fill=False, linestyle="--", color="k"))
+    ax.set(title=name, xlabel="key patch column", ylabel="key patch row")
+fig.colorbar(shown, ax=axs, shrink=0.8, label="similarity to the centre patch")
+plt.show()
+
+# %% [markdown]
+# SAM 为什么选择它们：它的提示编码器可以把点击点和框角放在图像中的任何地方，精确到像素，并与图像块处在同一个空间中，再按任意方向上的距离比较它们。
+# 随机特征对各个方向一视同仁，只有一个旋钮，即 $G$ 的 scale，它决定相似度的宽度（太小会把相邻的点模糊成一团，太大会让特征变成噪声：Tancik et al.）。
+# 正弦/余弦表同时覆盖许多宽度（高频对给出尖锐的峰，低频对给出长长的尾巴），但偏向坐标轴。
+
+# %% [markdown]
 # ## 小结
 #
 # - 在网格上，每个旋转通道对读取一个坐标，所以两个图像块的分数只依赖于它们的二维偏移：这是带符号的偏移，不是距离，也没有内在地偏好邻近的图像块。
 # - Pixtral 和 Qwen2-VL 的视觉编码器给行的频率相同；Pixtral 的列频率低半步。
 # - M-RoPE 给文本三行相等的编号（就是普通的一维 RoPE），给视觉输入的（时间，行，列）则从它的起点开始、在 2 x 2 合并后的网格上计数。
-# - 视觉输入之后，文本从起点加上合并后较长的边处接续（transformers 5.x），或从该区块的最大编号再加一处接续（transformers 4.x，即 Qwen2-VL 发布时的版本）；当视频的时间块数多于那条边时，两者不同。
-# - Qwen2.5-VL 让视频的时间按 `tokens_per_second * second_per_grid_t` 间隔；Qwen3-VL 把每个时间块当作单独的图像来编号，前面加一个文本时间戳。
-# - `mrope_section` 记录每个轴分到的通道对数：Qwen2-VL 的连续分段只给宽度分到低频，Qwen3-VL 的交错排列让每个轴都覆盖整个频率范围。
+# - 视觉输入之后，文本从起点加上合并后较长的边处接续（transformers 5.x），或从该区块的最大编号再加一处接续（transformers 4.x，即 Qwen2-VL 发布时的版本）；当视频的时间块多于这条边时，两者不同。
+# - Qwen2.5-VL 按 `tokens_per_second * second_per_grid_t` 为视频的时间留出间隔；Qwen3-VL 把每个时间块当作一张单独的图像编号，前面是文本形式的时间戳。
+# - `mrope_section` 计的是每个轴的通道对数：Qwen2-VL 的连续分段只给宽度低频，Qwen3-VL 的交错排列让每个轴都覆盖整个频率范围。
 # - `RotaryEmbedding.from_config` 把 transformers 的配置变成 posenc 的模块，得到相同的 logits。
+# - Flux 给每个词元 id（轴 0，行，列），并给每个轴头中的一块，按其自身宽度的频率旋转，(16, 56, 56)；它的文本词元全都位于 (0, 0, 0)，即图像左上角图像块所在之处，彼此之间不携带位置。
+# - 视频模型把头分给时间、高度和宽度（Wan 为 (44, 42, 42)，HunyuanVideo 为 (16, 56, 56)）；通道少的轴对相似度影响很小。
+# - 基于 [-1, 1] 中坐标的像素频率在网格缩放时保持同一处的角度不变，并让相邻图像块之间的步长更细；整数位置保持步长，但位置变了。
+# - SAM 的随机傅里叶特征把坐标投影到随机的高斯方向上：相似度只取决于距离，在各个方向上都相同，只有一个宽度；二维正弦/余弦表的相似度则是每个轴一个核函数之和，沿坐标轴更高。
 #
 # ## 练习
 #
@@ -388,11 +646,69 @@ def same_offset(query_a, key_a, query_b):
 print(nb10.same_offset.check(same_offset))
 
 # %% [markdown]
-# ## 交叉检查
+# ### 练习 4 · Flux 的 id
 #
-# 把上文的各项说法一起再检验一遍：第二张分数图是第一张按其两个查询图像块之间的偏移平移得到的；Qwen2-VL 和 Pixtral 的二维 RoPE 都只依赖于偏移；练习 1 的三行与 posenc 给出的相同；整个运行不到一分钟（这个笔记本本来就应该能快速重跑）。
+# 补全 `flux_ids(text_length, height, width)`：不用 `flux_position_ids`，给出一个 `text_length` 个词元的提示词和一张 `height x width` 个词元的图像的 Flux id，形状为 `(tokens, 3)`。
+# 草稿有一处错误。
 
 # %%
+def flux_ids(text_length, height, width):
+    rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    image_ids = np.stack([np.zeros(height * width), columns.ravel(), rows.ravel()], axis=-1)
+    return np.concatenate([np.zeros((text_length, 3)), image_ids])
+
+
+print(nb10.flux_ids.check(flux_ids))
+
+# %% [markdown]
+# ### 练习 5 · 沿一个轴的相似度
+#
+# 补全 `axis_similarity(offsets, axes_dim, axis, base)`：在每个轴有各自宽度 `axes_dim` 的 RoPE 下，对只沿轴 `axis` 的每个偏移，给出第 6 节的相似度（头中所有对的角度差余弦的平均值）。
+# 草稿漏掉了一样东西。
+
+# %%
+def axis_similarity(offsets, axes_dim, axis, base):
+    w = base ** (-2 * np.arange(axes_dim[axis] // 2) / axes_dim[axis])
+    return np.cos(np.outer(offsets, w)).mean(axis=-1)
+
+
+print(nb10.axis_similarity.check(axis_similarity))
+
+# %% [markdown]
+# ### 练习 6 · 像素频率下的角度
+#
+# 补全 `pixel_angles(n, count, max_freq)`：只用 NumPy，给出在像素频率下（第 7 节），一个有 `n` 个图像块的轴上 `count` 对的角度，形状为 `(n, count)`。
+
+# %%
+def pixel_angles(n, count, max_freq):
+    coordinates = np.arange(n)
+    w = np.pi * np.linspace(1, max_freq / 2, count)
+    return np.outer(coordinates, w)
+
+
+print(nb10.pixel_angles.check(pixel_angles))
+
+# %% [markdown]
+# ### 练习 7 · SAM 对一次点击的特征
+#
+# 补全 `sam_features(points, projection, height, width)`：只用 NumPy，给出 `height x width` 图像中以像素表示的点 `(x, y)`（已位于其像素的中心）的 SAM 随机傅里叶特征，`projection` 是形状为 `(2, F)` 的矩阵 $G$。
+
+# %%
+def sam_features(points, projection, height, width):
+    c = 2 * points / np.array([width, height]) - 1
+    angles = c @ projection
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
+
+
+print(nb10.sam_features.check(sam_features))
+
+# %% [markdown]
+# ## 交叉检查
+#
+# 把上文的各项说法一起再检验一遍：第二张分数图是第一张按其两个查询图像块之间的偏移平移得到的；Qwen2-VL 和 Pixtral 的二维 RoPE 都只依赖于偏移；练习 1 的三行与 posenc 给出的相同；Flux 的每一块都是其自身宽度的一维 RoPE 作用在对应的 id 上；沿一个轴的相似度从任何查询看都相同；练习 4 到 7 的答案与 posenc 的 id、相似度、像素表和 SAM 特征相同；正弦/余弦表的相似度是每个轴一个核函数之和；整个运行不到一分钟（这个笔记本本来就应该能快速重跑）。
+
+# %%
+# Cross-checks of sections 1 to 3 and exercise 1
 np.testing.assert_allclose(maps[1].reshape(height, width)[1:, 3:], maps[0].reshape(height, width)[:-1, :-3], atol=1e-12)
 for convention in ("pixtral", "qwen2_vl"):
     c, s = rope.axial_cos_sin(ids, d, convention=convention, dtype=np.float64)
@@ -407,6 +723,42 @@ assert (rows[:, text] == rows[0, text]).all()
 assert np.flatnonzero((rows != reference).any(axis=0)).tolist() == [25, 26, 27]
 assert sorted(set(spaced[0, video].tolist())) == [10, 10 + interval, 10 + 2 * interval]
 assert rope.mrope_position_ids(example, spatial_merge_size=1, text_resumes="after_largest")[0, 12:].tolist() == [3, 4, 5, 6, 7]
+
+# %%
+# Cross-checks of sections 5 and 6 and exercises 4 and 5
+for axis, size in enumerate(flux_dims):  # each of Flux's blocks is 1-D RoPE of its own width on its id
+    one_d = posenc.rotary_cos_sin(token_ids[:, axis], size, layout="interleaved", dtype=np.float64)
+    for mine, theirs in zip((flux_cos, flux_sin), one_d):
+        np.testing.assert_allclose(mine[:, channel_axis == axis], theirs, rtol=0, atol=1e-15)
+half_cos, half_sin = rope.per_axis_cos_sin(token_ids, flux_dims, layout="half", dtype=np.float64)
+np.testing.assert_array_equal(half_cos[:, :64], flux_cos[:, ::2])
+np.testing.assert_array_equal(nb10.flux_ids_solution(prompt, image_rows, image_columns), token_ids)
+assert (token_ids[prompt:] == [[0, r, c] for r in range(image_rows) for c in range(image_columns)]).all()
+np.testing.assert_allclose(similarity(flux_cos, flux_sin, prompt), text_similarity, atol=1e-15)  # the top-left patch's view
+corner_view = similarity(video_cos, video_sin, 0).reshape(video_shape)  # HunyuanVideo's, from a query at (0, 0, 0)
+np.testing.assert_allclose(corner_view[:11, 0, 0], hunyuan_time[10:], atol=1e-6)
+np.testing.assert_allclose(corner_view[0, 0, :26], hunyuan_width[26:], atol=1e-6)
+for (dims, base), lines in zip(video_splits.values(), along.values()):  # exercise 5's formula, along each axis
+    for axis, (line, at) in enumerate(zip(lines, query)):
+        np.testing.assert_allclose(nb10.axis_similarity_solution(np.arange(len(line)) - at, dims, axis, base), line, atol=1e-6)
+wan_steps = [line[at + 1] for line, at in zip(along["Wan"], query)]
+assert np.ptp(wan_steps) < 0.005 and along["HunyuanVideo"][0][11] > along["HunyuanVideo"][1][16]
+
+# %%
+# Cross-checks of sections 7 and 8 and exercises 6 and 7; the run's time
+np.testing.assert_array_equal(patch_positions((15, 15), normalize="pixel")[1, :15], np.linspace(-1, 1, 15))
+for n in (8, 15):  # exercise 6's angles: the row pairs of the pixel table, down the first column
+    angles = nb10.pixel_angles_solution(n, 8, 224)
+    np.testing.assert_allclose(pixel_cs[n][0][::n, :16:2], np.cos(angles), atol=1e-12)
+    np.testing.assert_allclose(pixel_cs[n][1][::n, :16:2], np.sin(angles), atol=1e-12)
+assert not np.allclose(integer_cs[15][0][same_place], integer_cs[8][0])
+assert np.isclose(steps["pixel"][0], 2 * np.pi / 7) and np.isclose(steps["integer"][0], 1.0)
+points = 16 * centres  # SAM's 1024 x 1024 image, 16 pixels per patch
+np.testing.assert_allclose(nb10.sam_features_solution(points, G, 1024, 1024), rff, atol=1e-12)
+np.testing.assert_allclose(random_fourier_features(points, G, input_shape=(1024, 1024), dtype=np.float64), rff, atol=1e-12)
+sincos = kernel["sin-cos table (MAE)"]
+np.testing.assert_allclose(sincos, sincos[:, [32]] + sincos[[32], :] - 1, atol=1e-12)  # a kernel per axis, added
+np.testing.assert_allclose(kernel["random Fourier features (SAM)"][32, 32], 1.0)
 seconds = time.perf_counter() - started
 assert seconds < 60
 

@@ -13,7 +13,6 @@ which always use the returned value, work the same way on both.
 """
 
 import dataclasses
-import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +59,8 @@ class Backend:
     expand_like: Callable  # (x, y): x broadcast to y's shape but for the last axis
     take: Callable  # (x, indices, axis): x's entries along axis in the order of indices (ints: a sequence or NumPy array)
     empty: Callable | None = None  # (shape, dtype, like): None for immutable arrays
-    add_product: Callable | None = None  # (target, a, b, sign): target += sign * a * b in place; None likewise
+    iadd: Callable | None = None  # (target, other): target += other in place, returned; None likewise
+    imul: Callable | None = None  # (target, other): target *= other in place, returned; None likewise
     has_float64: bool = True
 
 
@@ -109,7 +109,8 @@ def _numpy():
         cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
         **_spelled_like_numpy(np),
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
-        add_product=lambda target, a, b, sign: np.add(target, sign * a * b, out=target),
+        iadd=lambda target, other: np.add(target, other, out=target),
+        imul=lambda target, other: np.multiply(target, other, out=target),
     )
 
 
@@ -129,8 +130,10 @@ def _torch():
         float64=torch.float64, bits=torch.int32, mul=torch.mul, add=torch.add, sub=torch.sub,
         scale_to_float32=scale_to_float32, sin=torch.sin, cos=torch.cos, nearest=nearest, rint=torch.round,
         flip_sign=flip_sign, cast=lambda x, dtype: x.to(dtype),
+        # A copy of a NumPy array: torch warns when it shares a read-only one (the cached frequencies).
         constant=lambda values, dtype, like=None: torch.as_tensor(
-            values, dtype=dtype, device=None if like is None else like.device
+            np.array(values) if isinstance(values, np.ndarray) else values, dtype=dtype,
+            device=None if like is None else like.device,
         ),
         concat=lambda arrays, axis: torch.cat(arrays, axis),
         stack=lambda arrays, axis: torch.stack(arrays, axis),
@@ -140,7 +143,7 @@ def _torch():
         expand_like=lambda x, y: x.expand(*y.shape[:-1], x.shape[-1]),
         take=lambda x, indices, axis: x.index_select(axis, torch.as_tensor(indices, device=x.device)),
         empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
-        add_product=lambda target, a, b, sign: target.addcmul_(a, b, value=sign),
+        iadd=lambda target, other: target.add_(other), imul=lambda target, other: target.mul_(other),
     )
 
 
@@ -176,7 +179,7 @@ def _tensorflow():
         return tf.cast(x * factor, tf.float32)
 
     def constant(values, dtype, like=None):
-        return tf.constant(values, dtype)
+        return tf.cast(values, dtype)  # a NumPy array or a tensor, in a graph too
 
     def complex_parts(z):
         return tf.math.real(z), tf.math.imag(z)
@@ -228,10 +231,17 @@ _ENTRIES: dict[str, Callable[[], Backend]] = {
 }
 
 
-@functools.cache
+# The entries built so far. A plain dict, not functools.cache: torch.compile reads a dict as it
+# is, where it would trace through a cache wrapper and build the entry again.
+_BUILT: dict[str, Backend] = {}
+
+
 def backend(name: str) -> Backend:
     """The entry for framework ``name`` (``"numpy"``, ``"torch"``, ``"tensorflow"``, ``"jax"``), built on first use."""
-    return _ENTRIES[checks.check_choice(name, tuple(_ENTRIES), "backend")]()
+    entry = _BUILT.get(name) if isinstance(name, str) else None
+    if entry is None:
+        entry = _BUILT[name] = _ENTRIES[checks.check_choice(name, tuple(_ENTRIES), "backend")]()
+    return entry
 
 
 def backend_of(array: Any) -> Backend:

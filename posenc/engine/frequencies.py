@@ -6,7 +6,6 @@ them from the function that knows a convention's formula to the kernels that com
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +30,12 @@ class Frequencies:
     attention: float = 1.0
     axes: np.ndarray | None = None
     width: int = 0
+    # axis_groups(axes), made with the record (None for one axis): torch.compile cannot trace a
+    # cached_property's first computation (its lock).
+    groups: tuple | None = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", None if self.axes is None else axis_groups(self.axes))
 
     @property
     def values(self) -> np.ndarray:
@@ -39,11 +44,6 @@ class Frequencies:
 
     def __len__(self) -> int:
         return len(self.hi)
-
-    @functools.cached_property
-    def groups(self) -> tuple | None:
-        """``axis_groups(axes)``, made once per record; None for one axis."""
-        return None if self.axes is None else axis_groups(self.axes)
 
 
 def axis_groups(axes: npt.ArrayLike) -> tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[int, ...]]:

@@ -113,16 +113,17 @@ def sin_cos(xp, positions, w_hi, w_lo, dtype):
     """``(sin, cos)`` of ``positions[..., None] * (w_hi + w_lo)`` in ``dtype``, each ``(*positions.shape, h)``.
 
     float64: ``sincos``; float32: ``half_turns``; half precision: one rounding of the float32
-    value. Arrays of the backend, float64. A backend without float64 (JAX, x64 off):
-    ``half_turns_float32`` of float32 ``positions`` and NumPy ``w_hi``, ``w_lo``. Accuracy:
-    see the accuracy contract.
+    value. ``positions``: float64 of the backend; ``w_hi``, ``w_lo``: float64, NumPy's or the
+    backend's (a rotary module keeps them on its device). A backend without float64 (JAX, x64
+    off): ``half_turns_float32`` of float32 ``positions`` and NumPy ``w_hi``, ``w_lo``.
+    Accuracy: see the accuracy contract.
     """
     if not xp.has_float64:
         s, c = half_turns_float32(xp, positions, half_turn_pieces(w_hi, w_lo))
     elif dtype == xp.float64:
-        return sincos(xp, positions, w_hi, w_lo)
+        return sincos(xp, positions, *(xp.constant(w, xp.float64, positions) for w in (w_hi, w_lo)))
     else:
-        s, c = half_turns(xp, positions, w_hi / math.pi)
+        s, c = half_turns(xp, positions, xp.constant(w_hi / math.pi, xp.float64, positions))
     return xp.cast(s, dtype), xp.cast(c, dtype)
 
 
@@ -197,18 +198,36 @@ def spread(xp, values, layout):
     return xp.merge_last(xp.stack([values, values], -1))
 
 
-def rope_cos_sin(xp, sin_cos, positions, frequencies, layout, dtype, form="channels"):
-    """RoPE's ``(cos, sin)`` in ``dtype`` for float64 ``positions`` and a ``Frequencies`` record
-    (``hi``, ``lo``: float64 arrays of any backend; ``attention``).
+def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
+    """``sin_cos`` for pairs that read different axes: ``(sin, cos)`` of ``positions[axes[j], ...] *
+    (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``; ``groups``: ``Frequencies.groups``.
 
-    ``sin_cos(positions, w_hi, w_lo, dtype)`` computes the per-pair values (``sin_cos`` above,
-    or a front's faster route to the same numbers). An attention factor other than 1 (yarn,
-    longrope) multiplies them in float64, so the cast to ``dtype`` is the one rounding (in
-    float32 on a backend without float64: one rounding more).
+    The pairs of each axis are computed together, then put back in their order. ``positions``
+    ``(axes, ...)``, checked by the caller to hold every axis the pairs read.
+    """
+    groups, back = groups
+
+    def pick(w, pairs):  # NumPy frequencies stay NumPy (JAX's kernel reads them on the host); a backend's are gathered
+        return w[list(pairs)] if isinstance(w, np.ndarray) else xp.take(w, pairs, 0)
+
+    parts = [sin_cos(positions[axis], pick(w_hi, pairs), pick(w_lo, pairs), dtype) for axis, pairs in groups]
+    return tuple(xp.take(xp.concat([part[k] for part in parts], -1), back, -1) for k in (0, 1))
+
+
+def rope_cos_sin(xp, sin_cos, positions, frequencies, layout, dtype, form="channels"):
+    """RoPE's ``(cos, sin)`` in ``dtype`` for ``positions`` and a ``Frequencies`` record.
+
+    ``sin_cos(positions, w_hi, w_lo, dtype)`` computes the per-pair values from NumPy ``w_hi``,
+    ``w_lo`` (``sin_cos`` above, or a front's route to them); pairs that read different axes of
+    ``positions`` ``(axes, ...)`` go through ``axis_sin_cos``. An attention factor other than 1
+    (yarn, longrope) multiplies them in float64, so the cast to ``dtype`` is the one rounding
+    (in float32 on a backend without float64: one rounding more).
     ``form``: ``"channels"`` spreads them over the channels of ``layout`` (``spread``),
     ``"pairs"`` keeps one value per pair, ``(..., h)``.
     """
     w_hi, w_lo, attention = frequencies.hi, frequencies.lo, frequencies.attention
+    if frequencies.groups is not None:
+        sin_cos = functools.partial(axis_sin_cos, xp, sin_cos, frequencies.groups)
     if attention == 1:
         s, c = sin_cos(positions, w_hi, w_lo, dtype)
     else:
@@ -223,25 +242,26 @@ def apply_rotary(xp, x, cos, sin, layout, rotated):
     """``x`` with the pairs among its first ``rotated`` channels turned by ``cos``/``sin``.
 
     For pairs ``(a, b)`` of ``layout``: ``a cos - b sin`` and ``b cos + a sin``, in the
-    layout's order; channels beyond ``rotated`` pass through. Shapes checked by the caller.
-    Backends that write in place compute ``x * cos`` and add the two sine terms into its
-    halves (``add_product``): fewer passes over memory than building both halves and joining
-    them, which the others do.
+    layout's order; channels beyond ``rotated`` pass through. Shapes and dtypes checked by the
+    caller. Computed as transformers computes it, ``x * cos + turned(x) * sin`` with ``turned``
+    the pairs ``(-b, a)`` (``rotate_half``), each product rounded in ``x``'s dtype, then the
+    sum: the same bits. Backends that write in place multiply ``turned`` by ``sin`` and add it
+    to ``x * cos`` in place, two full-size temporaries fewer.
     """
+    part = x if rotated == x.shape[-1] else x[..., :rotated]
     first, second = pair_slices(rotated, layout)
-    whole = rotated == x.shape[-1]
-    a, b = x[..., first], x[..., second]
-    if xp.add_product is not None:
-        out = (x if whole else x[..., :rotated]) * cos
-        xp.add_product(out[..., first], b, sin[..., first], -1)
-        xp.add_product(out[..., second], a, sin[..., second], 1)
+    a, b = part[..., first], part[..., second]
+    turned = xp.concat([-b, a], -1) if layout == "half" else xp.merge_last(xp.stack([-b, a], -1))
+    if xp.imul is not None and _grows_not(sin.shape, turned.shape):
+        out = xp.iadd(part * cos, xp.imul(turned, sin))
     else:
-        new_a = a * cos[..., first] - b * sin[..., first]
-        new_b = b * cos[..., second] + a * sin[..., second]
-        out = xp.concat([new_a, new_b], -1) if layout == "half" else xp.merge_last(xp.stack([new_a, new_b], -1))
-    if whole:
-        return out
-    return xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)
+        out = part * cos + turned * sin
+    return out if part is x else xp.concat([out, xp.expand_like(x[..., rotated:], out)], -1)
+
+
+def _grows_not(shape, target):
+    # An array of ``shape`` broadcasts against one of ``target`` without making it larger.
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
 
 
 # Float32-only half turns (accuracy page, part 4): part 3 without a float64 step, for JAX's default mode.

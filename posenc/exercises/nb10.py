@@ -1,12 +1,14 @@
 """Exercises of notebook 10 (RoPE on grids and in video): M-RoPE's position rows, the axis each
-channel of a head turns with, and the 2-D offset that fixes a score."""
+channel of a head turns with, the 2-D offset that fixes a score, Flux's ids, the similarity along
+one axis of a video, the angles of pixel frequencies, and SAM's random Fourier features."""
 
 import numpy as np
 
 from ..language import N_
 from . import Exercise, _, compare_arrays
 
-__all__ = ["channel_axes", "mrope_rows", "mrope_rows_solution", "same_offset"]
+__all__ = ["axis_similarity", "channel_axes", "flux_ids", "mrope_rows", "mrope_rows_solution", "pixel_angles", "sam_features",
+           "same_offset"]
 
 # The names of M-RoPE's three position rows.
 AXES = (
@@ -153,4 +155,158 @@ same_offset = Exercise(
          lambda qa, ka, qb: tuple(ka)),
     ],
     praise=N_("One offset, one score: that is all the position a 2-D RoPE score carries."),
+)
+
+
+# Exercise 4: Flux's ids (text_length + height * width, 3): the text at the origin, then the image row by row.
+def flux_ids_solution(text_length, height, width):
+    rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")  # the image row by row
+    image = np.stack([np.zeros(height * width), rows.ravel(), columns.ravel()], axis=-1)  # (axis 0, row, column)
+    return np.concatenate([np.zeros((text_length, 3)), image]).astype(np.int64)
+
+
+def _flux_ids_by_column(text_length, height, width):
+    image = np.stack([np.zeros(height * width), np.tile(np.arange(height), width), np.repeat(np.arange(width), height)], axis=-1)
+    return np.concatenate([np.zeros((text_length, 3)), image])
+
+
+def _flux_ids_text_counted(text_length, height, width):
+    ids = flux_ids_solution(text_length, height, width)
+    ids[:text_length, 0] = np.arange(text_length)
+    return ids
+
+
+flux_ids = Exercise(
+    "flux_ids",
+    flux_ids_solution,
+    N_("ids go axis last, one row (axis 0, row, column) per token: text_length rows of (0, 0, 0), then image token k at "
+       "(0, k // width, k % width)"),
+    cases=[(3, 2, 3), (1, 3, 2), (4, 2, 2)],
+    argument_names=["text_length", "height", "width"],
+    mistakes=[
+        (N_("ids in the wrong axis order: Flux's ids are (axis 0, row, column), the height second and the width last"),
+         lambda t, h, w: flux_ids_solution(t, h, w)[:, [0, 2, 1]]),
+        (N_("ids go axis last, (tokens, 3), as diffusers' txt_ids and img_ids; (3, tokens) is the layout of M-RoPE's rows"),
+         lambda t, h, w: flux_ids_solution(t, h, w).T),
+        (N_("the image's tokens go row by row (all the columns of row 0, then row 1), not column by column"),
+         _flux_ids_by_column),
+        (N_("Flux gives every text token the ids (0, 0, 0) (the pipeline's text_ids are zeros); counting them (k, 0, 0) "
+            "is Lumina 2's numbering"),
+         _flux_ids_text_counted),
+        (N_("the transformer joins the text first, then the image (txt_ids before img_ids)"),
+         lambda t, h, w: np.roll(flux_ids_solution(t, h, w), -t, axis=0)),
+    ],
+    praise=N_("The text and the image's top-left token share (0, 0, 0): to RoPE the prompt sits at the image's corner."),
+)
+
+
+# Exercise 5: the similarity (mean over pairs of cos of the angle difference) at offsets along one axis only.
+def axis_similarity_solution(offsets, axes_dim, axis, base):
+    pairs = sum(axes_dim) // 2  # every pair of the head counts in the mean
+    own = axes_dim[axis] // 2  # the pairs that turn with this axis
+    w = base ** (-2 * np.arange(own) / axes_dim[axis])  # 1-D RoPE of the axis' own width
+    turned = np.cos(np.outer(offsets, w)).sum(axis=-1)
+    return (turned + pairs - own) / pairs  # the other axes' pairs do not turn: cos 0 = 1 each
+
+
+def _axis_similarity(offsets, axes_dim, axis, base, *, span=None, only_own=False, per_channel=False):
+    own = axes_dim[axis] if per_channel else axes_dim[axis] // 2
+    step = 1 if per_channel else 2
+    w = base ** (-step * np.arange(own) / (span or axes_dim[axis]))
+    turned = np.cos(np.outer(offsets, w)).sum(axis=-1)
+    pairs = sum(axes_dim) if per_channel else sum(axes_dim) // 2
+    return turned / own if only_own else (turned + pairs - own) / pairs
+
+
+axis_similarity = Exercise(
+    "axis_similarity",
+    axis_similarity_solution,
+    N_("the axis' own axes_dim[axis] // 2 pairs add cos(offset * w_i), w_i = base ** (-2i / axes_dim[axis]); every pair of "
+       "the other axes adds cos 0 = 1; divide by all sum(axes_dim) // 2 pairs"),
+    cases=[(np.arange(12), (16, 56, 56), 0, 256.0), (np.arange(-5, 6), (44, 42, 42), 1, 10000.0),
+           (np.arange(0, 30, 3), (16, 56, 56), 2, 10000.0)],
+    argument_names=["offsets", "axes_dim", "axis", "base"],
+    mistakes=[
+        (N_("each axis turns at the 1-D frequencies of its own width, base ** (-2i / axes_dim[axis]), not of the whole head"),
+         lambda o, a, x, b: _axis_similarity(o, a, x, b, span=sum(a))),
+        (N_("the pairs of the other axes do not turn for an offset along this one, but they count: each adds cos 0 = 1 to "
+            "the mean over all sum(axes_dim) // 2 pairs"),
+         lambda o, a, x, b: _axis_similarity(o, a, x, b, only_own=True)),
+        (N_("a frequency per pair, not per channel: an axis of axes_dim[axis] channels has axes_dim[axis] // 2 pairs"),
+         lambda o, a, x, b: _axis_similarity(o, a, x, b, per_channel=True)),
+    ],
+    praise=N_("An axis of few channels moves the mean little: HunyuanVideo's time (16 of 128) never takes it below 0.75."),
+)
+
+
+# Exercise 6: the angles (n, count) of one axis under pixel frequencies: coordinates in [-1, 1] times the frequencies.
+def pixel_angles_solution(n, count, max_freq):
+    coordinates = np.linspace(-1, 1, n)  # the first patch at -1, the last at 1
+    w = np.pi * np.linspace(1, max_freq / 2, count)  # up to the Nyquist frequency of a max_freq-pixel image
+    return np.outer(coordinates, w)
+
+
+pixel_angles = Exercise(
+    "pixel_angles",
+    pixel_angles_solution,
+    N_("coordinates np.linspace(-1, 1, n), frequencies np.pi * np.linspace(1, max_freq / 2, count), and the angles their "
+       "outer product"),
+    cases=[(8, 4, 224), (15, 8, 224), (5, 3, 64)],
+    argument_names=["n", "count", "max_freq"],
+    mistakes=[
+        (N_("the coordinates are not normalised to [-1, 1]: patch k sits at -1 + 2k / (n - 1), not at k"),
+         lambda n, c, m: np.outer(np.arange(n), np.pi * np.linspace(1, m / 2, c))),
+        (N_("the coordinates run from -1 to 1, not from 0 to 1"),
+         lambda n, c, m: np.outer(np.linspace(0, 1, n), np.pi * np.linspace(1, m / 2, c))),
+        (N_("those are the centres of the patches (DINOv3's and SAM's normalisation); pixel coordinates put the first patch "
+            "at -1 and the last at 1, np.linspace(-1, 1, n)"),
+         lambda n, c, m: np.outer((np.arange(n) + 0.5) / n * 2 - 1, np.pi * np.linspace(1, m / 2, c))),
+        (N_("the frequencies are pi times np.linspace(1, max_freq / 2, count): the pi is missing"),
+         lambda n, c, m: np.outer(np.linspace(-1, 1, n), np.linspace(1, m / 2, c))),
+        (N_("the fastest frequency is pi * max_freq / 2 (one turn per two pixels of a max_freq-pixel image), not pi * max_freq"),
+         lambda n, c, m: np.outer(np.linspace(-1, 1, n), np.pi * np.linspace(1, m, c))),
+    ],
+    praise=N_("Patch 2k of 15 and patch k of 8 get the same angles: a pixel coordinate names a place, not an index."),
+)
+
+
+# Exercise 7: SAM's random Fourier features of points (x, y) in pixels of a height x width image.
+def sam_features_solution(points, projection, height, width):
+    c = points / np.array([width, height])  # to [0, 1]: x is a column, so x by the width
+    c = 2 * c - 1  # then to [-1, 1]
+    angles = 2 * np.pi * c @ projection
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
+
+
+def _sam_features(points, projection, scale, *, turn=2 * np.pi, centred=True, cos_first=False):
+    c = points / np.asarray(scale, dtype=np.float64)
+    angles = turn * (2 * c - 1 if centred else c) @ projection
+    parts = [np.cos(angles), np.sin(angles)] if cos_first else [np.sin(angles), np.cos(angles)]
+    return np.concatenate(parts, axis=-1)
+
+
+_POINTS = np.random.default_rng(7)
+SAM_CASES = [
+    (_POINTS.uniform(0, [800, 600], (5, 2)), _POINTS.standard_normal((2, 6)), 600, 800),
+    (_POINTS.uniform(0, [640, 480], (4, 2)), _POINTS.standard_normal((2, 4)), 480, 640),
+]
+
+sam_features = Exercise(
+    "sam_features",
+    sam_features_solution,
+    N_("c = points / (width, height), then 2 c - 1; the angles 2 pi c @ projection; their sines, then their cosines, "
+       "concatenated on the last axis"),
+    cases=SAM_CASES,
+    argument_names=["points", "projection", "height", "width"],
+    mistakes=[
+        (N_("the projection applied without the 2 pi: the features are sin and cos of 2 pi c G"),
+         lambda p, g, h, w: _sam_features(p, g, (w, h), turn=1.0)),
+        (N_("the coordinates are not normalised to [-1, 1]: after dividing by the image size, c = 2 c - 1"),
+         lambda p, g, h, w: _sam_features(p, g, (w, h), centred=False)),
+        (N_("x is a column: divide x by the width and y by the height"),
+         lambda p, g, h, w: _sam_features(p, g, (h, w))),
+        (N_("SAM writes the sines first, then the cosines: [sin, cos]"),
+         lambda p, g, h, w: _sam_features(p, g, (w, h), cos_first=True)),
+    ],
+    praise=N_("That is random_fourier_features(points, projection, input_shape=(height, width)), SAM's PositionEmbeddingRandom."),
 )

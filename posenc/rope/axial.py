@@ -31,7 +31,6 @@ coordinates only (a 2-D or 3-D relative position). Accuracy as ``posenc.rotary_c
 """
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -129,9 +128,10 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs
     return axes
 
 
-def check_axis_positions(shape, needed):
-    """The positions' leading axis must hold a row for each of the ``needed`` axes the pairs read
+def check_axis_positions(shape, frequencies):
+    """The positions' leading axis must hold a row for each axis the pairs of ``frequencies`` read
     (a length unknown until run, in a TF graph, is left to the indexing)."""
+    needed = frequencies.groups[0][-1][0] + 1
     if len(shape) < 1 or (shape[0] is not None and shape[0] < needed):
         raise ValueError(
             f"positions (position_ids in M-RoPE) must have their {needed} coordinates first, shape ({needed}, ...) "
@@ -139,41 +139,11 @@ def check_axis_positions(shape, needed):
         )
 
 
-def axis_sin_cos(xp, sin_cos, groups, positions, w_hi, w_lo, dtype):
-    """``(sin, cos)`` of ``positions[axes[j], ...] * (w_hi + w_lo)[j]``, each ``(*positions.shape[1:], h)``.
-
-    ``groups``: ``Frequencies.groups``. ``sin_cos`` is a framework's accurate kernel
-    (``rotation.sin_cos``, ``posenc.torch._sin_cos``, the float32 half turns of
-    ``posenc.jax``) and ``xp`` its backend entry: the pairs of each axis are computed
-    together, then put back in their order.
-    """
-    groups, back = groups
-    check_axis_positions(tuple(positions.shape), groups[-1][0] + 1)
-    sines, cosines = [], []
-    for axis, pairs in groups:
-        s, c = sin_cos(positions[axis], w_hi[list(pairs)], w_lo[list(pairs)], dtype)
-        sines.append(s)
-        cosines.append(c)
-    return tuple(xp.take(xp.concat(parts, -1), back, -1) for parts in (sines, cosines))
-
-
-def pair_sin_cos(xp, sin_cos, groups):
-    """The ``sin_cos`` of ``kernels.rope_cos_sin`` for pairs in ``groups`` (``Frequencies.groups``; None:
-    1-D positions, ``sin_cos`` itself); ``xp`` and ``sin_cos`` as in ``axis_sin_cos``."""
-    return sin_cos if groups is None else functools.partial(axis_sin_cos, xp, sin_cos, groups)
-
-
-def text_rows(xp, positions):
-    """M-RoPE's position rows ``(3, ...)``: a 2-D ``position_ids`` ``(batch, seq)`` stands for three
-    equal rows (text tokens), as transformers reads it; any other shape is taken as it is."""
-    return xp.stack([positions] * 3, 0) if len(positions.shape) == 2 else positions
-
-
 def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels"):
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
-    sin_cos = pair_sin_cos(NUMPY, rotation.sin_cos, frequencies.groups)
-    return kernels.rope_cos_sin(NUMPY, sin_cos, positions, frequencies, layout, dtype, form)
+    check_axis_positions(positions.shape, frequencies)
+    return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype, form)
 
 
 def axial_cos_sin(

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine import checks, kernels, rotation
-from ..engine.backends import backend
+from ..engine.backends import backend, backend_of
 from ..engine.frequencies import Frequencies
 from ..engine.registry import Registry
 from ..sinusoidal import layouts, tables
@@ -405,7 +405,7 @@ def rotary_cos_sin(
     return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype)
 
 
-def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, layout: str = "half") -> np.ndarray:
+def apply_rotary(x: Any, cos: Any, sin: Any, *, layout: str = "half") -> Any:
     """Rotate the pairs of the last axis of ``x`` (``(..., seq, head_dim)``) by ``cos``/``sin``.
 
     ``cos``, ``sin``: ``(..., seq, rotary_dim)`` as ``rotary_cos_sin`` returns them,
@@ -415,12 +415,25 @@ def apply_rotary(x: npt.ArrayLike, cos: npt.ArrayLike, sin: npt.ArrayLike, *, la
 
         a' = a cos - b sin,    b' = b cos + a sin
 
-    which is transformers' ``x * cos + rotate_half(x) * sin`` for ``"half"``. The channels
-    beyond ``rotary_dim`` pass through unchanged.
+    which is transformers' ``x * cos + rotate_half(x) * sin`` for ``"half"``, bit for bit when
+    ``cos`` and ``sin`` have ``x``'s dtype. The channels beyond ``rotary_dim`` pass through
+    unchanged. NumPy arrays (and array-likes), torch tensors, TF tensors or JAX arrays, all
+    three of one kind; the result is of that kind and in ``x``'s float dtype (``cos`` and
+    ``sin`` are rounded to it first: bfloat16 stays bfloat16).
     """
-    x, cos, sin = np.asarray(x), np.asarray(cos), np.asarray(sin)
+    xp = backend_of(x)
+    if xp is NUMPY:
+        x = np.asarray(x)
+    for name, value in (("cos", cos), ("sin", sin)):
+        if backend_of(value) is not xp:
+            raise TypeError(f"{name} must be an array of x's kind ({type(x).__name__}), got {type(value).__name__}")
+    if xp is NUMPY:
+        cos, sin = np.asarray(cos), np.asarray(sin)
     rotated = check_rotary_shapes(x.shape, cos.shape, sin.shape)
-    return kernels.apply_rotary(NUMPY, x, cos, sin, check_rotary_layout(layout), rotated)
+    layout = check_rotary_layout(layout)
+    if checks.is_one_of(x.dtype, (xp.float16, xp.bfloat16, xp.float32, xp.float64)):
+        cos, sin = xp.cast(cos, x.dtype), xp.cast(sin, x.dtype)
+    return kernels.apply_rotary(xp, x, cos, sin, layout, rotated)
 
 
 def check_rotary_shapes(x_shape, cos_shape, sin_shape):

@@ -1,0 +1,648 @@
+"""One implementation of the framework fronts (``posenc.torch``, ``posenc.tensorflow``, ``posenc.jax``).
+
+Each front describes its framework in a ``Spec`` (its backend entry, dtypes, how positions
+come in, how memory that NumPy filled is handed over) and binds the generic functions here to
+it (``bound``); its module classes mix in ``SinusoidalModule`` and ``RotaryModule``, which
+hold the state and the decisions. What exists in one framework alone stays in its file.
+Which kernel serves a call is ``posenc.engine.routes``' decision, made in one place
+(``_sinusoid``, ``_rope``). Only the fronts import this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from .engine import checks, kernels, rotation, routes
+from .engine.backends import Backend, backend
+from .rope import axial, configs, rotary
+from .sinusoidal import conventions, grid, tables
+
+__all__ = [
+    "Positions",
+    "RotaryModule",
+    "SinusoidalModule",
+    "Spec",
+    "apply_rotary",
+    "axial_cos_sin",
+    "bound",
+    "encode",
+    "grid_encoding",
+    "mrope_cos_sin",
+    "positional_encoding",
+    "require",
+    "rotary_cos_sin",
+]
+
+NUMPY = backend("numpy")
+# The framework's tensor and dtype in the generic signatures; ``bound`` writes each front's own.
+Tensor = Any
+DType = Any
+
+
+@dataclasses.dataclass(slots=True)  # not frozen: made in every call, where a frozen one costs a microsecond
+class Positions:
+    """A call's positions, checked (``Spec.intake``).
+
+    ``tensor``: the framework's, integers or float64 (float32 in a trace without float64),
+    on the device of the call; ``shape`` (None: unknown rank, in a graph); ``traced``: inside
+    a compiler's trace; ``host``: when they are concrete and in host memory, NumPy float64
+    positions, or the function that makes them of ``tensor`` (else None); ``place``: where an
+    output built on the host goes (a device, a sharding; None: the framework's default);
+    ``largest``: the function giving the largest of ``tensor`` (None where a trace cannot read
+    it). Functions of ``tensor``, not closures: a decoding step makes none.
+    """
+
+    tensor: Any
+    shape: tuple | None
+    traced: bool = False
+    host: np.ndarray | Callable[[Any], np.ndarray] | None = None
+    place: Any = None
+    largest: Callable[[Any], float] | None = None
+
+    @property
+    def size(self) -> int | None:
+        """How many positions, when the shape is known (None: a dimension known only when run)."""
+        count = 1
+        for n in () if self.shape is None else self.shape:
+            if type(n) is not int:  # None in a TF graph, a symbol under torch.compile
+                return None
+            count *= n
+        return None if self.shape is None else count
+
+    def numpy(self) -> np.ndarray:
+        """The positions as NumPy float64, for positions in host memory (``host`` not None)."""
+        return self.host if isinstance(self.host, np.ndarray) else self.host(self.tensor)  # type: ignore[misc]
+
+    def top(self) -> float | None:
+        """The largest position, None where a trace cannot read it."""
+        if isinstance(self.host, np.ndarray):
+            return float(self.host.max())
+        return None if self.largest is None else self.largest(self.tensor)
+
+
+def _no_out(out, shape, dtype, device):
+    raise TypeError(f"out must be None: the framework's arrays are immutable, got {type(out).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One framework as the generic front sees it; each front fills one in."""
+
+    module: str  # the front's module ("posenc.torch"): the bound functions live there
+    xp: Backend  # its entry in the backend table
+    tensor: str  # its tensor in signatures and messages ("torch.Tensor")
+    dtype: str  # its dtype in signatures ("torch.dtype")
+    dtype_names: str  # the dtypes allowed, spelled for messages
+    default_dtype: Callable[[], Any]
+    as_dtype: Callable[[Any], Any]  # a dtype argument in the framework's spelling (left as given when it names none)
+    is_tensor: Callable[[Any], bool]  # what a module takes as x
+    intake: Callable[[Any, Any], Positions]  # (positions, like: a tensor or device they go to, or None)
+    adopt: Callable[[np.ndarray, Any, Any], Any]  # (NumPy array, dtype, place) -> tensor, sharing memory where it can
+    complex: Callable[[Any, Any], Any]  # (real, imaginary) -> complex tensor
+    as_tensor: Callable[[Any, str], Any] | None = None  # apply_rotary's (value, name) -> tensor; None: require(is_tensor)
+    empty: Callable[..., np.ndarray] = np.empty  # NumPy memory the framework can adopt (shape, dtype)
+    traced: Callable[[], bool] = lambda: False  # inside a compiler's trace: positional_encoding builds no NumPy table
+    whole: Callable[..., Any] | None = None  # the WHOLE route compiled by the framework: (positions, w_hi, w_lo, dtype, layout, width)
+    out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
+    accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
+    unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
+    dtypes: tuple = dataclasses.field(init=False)  # the float dtypes the front builds in
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", (self.xp.float16, self.xp.bfloat16, self.xp.float32, self.xp.float64))
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def bound(function: Callable[Concatenate[Spec, P], R], spec: Spec, *, without: Sequence[str] = ()) -> Callable[P, R]:
+    """``function`` with its first argument ``spec`` given: a function of the front's module with the
+    generic one's name and docstring, and its signature less ``spec`` and the parameters in
+    ``without`` (which the framework lacks), in the framework's own types."""
+    signature = inspect.signature(function)
+    words = {"Tensor": spec.tensor, "DType": spec.dtype}
+
+    def own(annotation):
+        # The string annotations of this module, with the framework's tensor and dtype.
+        return re.sub(r"\b(Tensor|DType)\b", lambda m: words[m[1]], annotation) if isinstance(annotation, str) else annotation
+
+    parameters = [p.replace(annotation=own(p.annotation)) for name, p in signature.parameters.items()
+                  if name != "spec" and name not in without]
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        refused = sorted(set(kwargs) & set(without))
+        if refused:
+            raise TypeError(f"{function.__name__}() got an unexpected keyword argument {refused[0]!r}")
+        return function(spec, *args, **kwargs)
+
+    call.__signature__ = signature.replace(parameters=parameters, return_annotation=own(signature.return_annotation))  # type: ignore[attr-defined]
+    # What typing.get_type_hints (and Sphinx) read: the framework's types, as strings.
+    call.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": call.__signature__.return_annotation}  # type: ignore[attr-defined]
+    call.__module__ = spec.module
+    return call
+
+
+def require(is_tensor: Callable[[Any], bool], name: str, convert: Callable[[Any], Any] = lambda v: v) -> Callable[[Any, str], Any]:
+    """``as_tensor`` for ``Spec``: the value if ``is_tensor`` says so (``convert``-ed), else a TypeError
+    naming the argument and showing the value."""
+
+    def as_tensor(value, argument):
+        if not is_tensor(value):
+            raise TypeError(f"{argument} must be a {name}, got {value!r} ({type(value).__name__})")
+        return convert(value)
+
+    return as_tensor
+
+
+def check_dtype(spec: Spec, dtype: Any) -> Any:
+    """``dtype`` in the framework's spelling, one of ``spec.dtypes``; None: the framework's default."""
+    if dtype is None:
+        return spec.default_dtype()
+    return checks.check_dtype(spec.as_dtype(dtype), spec.dtypes, spec.dtype_names)
+
+
+def check_kind(kind: str, dtype: Any) -> str:
+    """``kind`` of the positions' dtype (NumPy's letters): integers or real floats only."""
+    checks.check_position_kind(kind, f"dtype {dtype}")
+    return kind
+
+
+def _built(xp, dtype):
+    # The NumPy dtype a table of ``dtype`` is built in: bfloat16 is rounded from float32.
+    return np.dtype(np.float64 if dtype == xp.float64 else np.float16 if dtype == xp.float16 else np.float32)
+
+
+def _blocks(xp, positions, w_hi, w_lo, dtype):
+    # The BLOCKS route's sin_cos: written block by block into fresh tensors, so the float64
+    # temporaries stay a few blocks (blocks big enough that a device spreads each operation thin).
+    h = len(w_hi)
+    sines, cosines = (xp.empty((*positions.shape, h), dtype, positions) for _ in range(2))
+    w_hi, w_lo = (xp.constant(w, xp.float64, positions) for w in (w_hi, w_lo))
+    flat = (-1, h)
+    kernels.write_sin_cos(xp, xp.reshape(positions, (-1,)), w_hi, w_lo, xp.reshape(sines, flat), xp.reshape(cosines, flat),
+                          block=4 * kernels.BLOCK)
+    return sines, cosines
+
+
+def _kernel(spec, route):
+    """``sin_cos(positions, w_hi, w_lo, dtype)`` of ``route`` in the framework's operations (float64 ``w_hi``,
+    ``w_lo``: NumPy's, or the backend's that a rotary module keeps on the device)."""
+    xp = spec.xp
+    if route == routes.FEW:
+        return lambda positions, w_hi, w_lo, dtype: kernels.rounded_sin_cos(
+            xp, positions, xp.constant(w_hi, xp.float64, positions), dtype)
+    if route == routes.BLOCKS:
+        return functools.partial(_blocks, xp)
+    return spec.whole or functools.partial(kernels.sin_cos, xp)
+
+
+def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
+    """The table of ``chosen`` (its ``frequencies``) at ``positions`` (the framework's tensor) by ``route``,
+    in the framework's operations."""
+    xp = spec.xp
+    shifted = conventions.offset_positions(xp.cast(positions, xp.float64 if xp.has_float64 else xp.float32), chosen)
+    wide = xp.float64 if dtype == xp.float64 else xp.float32
+    if route == routes.WHOLE and spec.whole is not None:
+        table = spec.whole(shifted, frequencies.hi, frequencies.lo, wide, chosen.layout, frequencies.width)
+    else:
+        s, c = _kernel(spec, route)(shifted, frequencies.hi, frequencies.lo, wide)
+        table = kernels.columns(xp, s, c, chosen.layout, frequencies.width)
+    table = xp.cast(table, dtype)
+    if frequencies.width < d_model:  # the zero column of an odd width under the "zero" policy
+        zero = xp.expand_like(xp.constant(np.zeros(d_model - frequencies.width), dtype, table), table)
+        table = xp.concat([table, zero], -1)
+    if chosen.padding_idx is not None:
+        table = xp.mul(table, xp.cast(shifted != chosen.padding_idx, dtype)[..., None])
+    return table
+
+
+def _on_host(spec, shape, dtype, place, out, build):
+    """``build(array)`` writes a table of ``shape`` into NumPy memory: ``out``'s own where NumPy can
+    write it (torch on the CPU), else fresh memory the framework adopts (copied into ``out``)."""
+    memory = None
+    if out is not None:
+        out, memory = spec.out(out, shape, dtype, place)
+    table = build(spec.empty(shape, _built(spec.xp, dtype)) if memory is None else memory)
+    if memory is not None:
+        return out
+    table = spec.adopt(table, dtype, place)
+    return table if out is None else out.copy_(table)  # only torch takes out=
+
+
+def _encode(spec, positions, d_model, chosen, dtype, out=None, frequencies=None):
+    # encode after its checks: the positions taken in, the convention resolved. ``frequencies``: its
+    # frequency record made beforehand (torch.compile cannot trace the decimal arithmetic that makes it).
+    if positions.size is not None and not positions.traced:
+        checks.check_entries("positions.size * d_model", (positions.size, d_model))
+    route = routes.choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
+    if route == routes.HOST:
+        host = positions.numpy()
+        return _on_host(spec, (*host.shape, d_model), dtype, positions.place, out,
+                        lambda table: tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table))
+    table = _sinusoid(spec, route, positions.tensor, d_model, chosen, frequencies or chosen.frequency_record(d_model), dtype)
+    return table if out is None else spec.out(out, (*positions.shape, d_model), dtype, positions.place)[0].copy_(table)
+
+
+def encode(
+    spec: Spec, positions: Tensor | npt.ArrayLike, d_model: int, *, convention: str | conventions.Convention = "paper",
+    base: float | None = None, layout: str | None = None, dtype: DType | None = None, out: Tensor | None = None,
+    **options: Any,
+) -> Tensor:
+    """``positions`` of any shape -> ``(*positions.shape, d_model)`` tensor, where the positions are.
+
+    Same formula, conventions, layouts, checks and accuracy as ``posenc.encode``; ``dtype``
+    defaults to the framework's default float dtype (see the module docstring). ``convention``,
+    ``base``, ``layout`` and ``options`` as in ``posenc.encode``. Eagerly, positions in host
+    memory give NumPy's table in memory the framework takes over (the same numbers as
+    ``posenc.encode``); traced (``torch.compile``, ``tf.function``, ``jax.jit``) or on another
+    device, the same kernels in the framework's operations (``posenc.engine.routes``). ``out``
+    (torch): a tensor of that shape, dtype and device to write into (returned).
+    """
+    dtype = check_dtype(spec, dtype)
+    d_model = checks.check_d_model(d_model)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    return _encode(spec, spec.intake(positions, None), d_model, chosen, dtype, out)
+
+
+def positional_encoding(
+    spec: Spec, length: int, d_model: int, *, convention: str | conventions.Convention = "paper", base: float | None = None,
+    layout: str | None = None, dtype: DType | None = None, device: Any = None, out: Tensor | None = None, **options: Any,
+) -> Tensor:
+    """The ``(length, d_model)`` table for positions ``0 .. length - 1``, as ``posenc.positional_encoding``.
+
+    NumPy's builder (two small accurate tables and one complex multiply) writes the table into
+    memory the framework takes over without a copy; inside a compiled graph (``torch.compile``,
+    ``tf.function``) the framework's operations compute the same rows as ``encode`` does.
+    Accuracy as in NumPy (half precision and bfloat16: one rounding of the float32 table).
+    ``convention``, ``base``, ``layout`` and ``options`` as in ``posenc.positional_encoding``.
+    torch: ``device`` (default: ``out``'s device, else torch's default device) and ``out``, a
+    ``(length, d_model)`` tensor of ``dtype`` to write into (returned).
+    """
+    length = checks.check_length(length)
+    dtype = check_dtype(spec, dtype)
+    d_model = checks.check_d_model(d_model)
+    chosen = conventions.resolve(convention, base=base, layout=layout, **options)
+    if spec.traced():  # in a graph: encode's rows, in the framework's operations
+        return _encode(spec, _arange(spec, length, device), d_model, chosen, dtype, out)
+    checks.check_entries("length * d_model", (length, d_model))
+    return _on_host(spec, (length, d_model), dtype, device, out,
+                    lambda table: tables.positional_encoding(length, d_model, convention=chosen, dtype=table.dtype, out=table))
+
+
+def _arange(spec, length, device=None):
+    return spec.intake(spec.xp.constant(np.arange(length, dtype=np.float64), spec.xp.float64), device)
+
+
+def grid_encoding(
+    spec: Spec, shape: Sequence[int], d: int, *, convention: str = "mae", dtype: DType | None = None, device: Any = None,
+    **options: Any,
+) -> Tensor:
+    """``posenc.grid_encoding`` as a tensor: ``(prefix + prod(shape), d)``.
+
+    NumPy builds the table (same conventions, options and accuracy); the framework takes it
+    over (a constant of the graph inside ``tf.function`` or ``jax.jit``: it depends on the
+    shape only). bfloat16 is rounded from float32. torch: ``device`` (default: torch's).
+    """
+    dtype = check_dtype(spec, dtype)
+    table = grid.grid_encoding(shape, d, convention=convention, dtype=_built(spec.xp, dtype), **options)
+    return spec.adopt(table, dtype, device)
+
+
+# RoPE.
+
+
+def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=None):
+    """RoPE's ``(cos, sin)`` (``form`` "channels" or "pairs") or ``cos + i sin`` ("complex", complex64;
+    complex128 for float64) at checked ``positions`` (``(axes, ...)`` where the frequencies have axes).
+
+    ``state``: a rotary module's ``_RotaryState`` when ``frequencies`` are its fixed ones: the
+    framework's kernels then take them from its tensors on the device, and a call of few angles
+    takes the rounded route.
+    """
+    xp = spec.xp
+    complex_ = form == "complex"
+    out = (xp.float64 if dtype == xp.float64 else xp.float32) if complex_ else dtype
+    form = "pairs" if complex_ else form
+    if frequencies.groups is not None:
+        axial.check_axis_positions((None,) if positions.shape is None else positions.shape, frequencies)
+    count = positions.size
+    if count is not None and frequencies.groups is not None:
+        count //= max(1, positions.shape[0])
+    angles = None if state is None or count is None else count * state.pairs
+    route = routes.choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
+    if route == routes.HOST:
+        c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.numpy(), frequencies, layout, _built(xp, out), form)
+        return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
+    w = None
+    if state is not None and xp.has_float64:
+        w, frequencies = state.on(positions.tensor, positions.traced, positions.place)
+    if route == routes.FEW and frequencies.groups is None:
+        # A decoding step: the frequencies kept on the device, spread over the channels already.
+        s, c = kernels.rounded_sin_cos(xp, positions.tensor, w, out, frequencies.attention)
+        return _complex_or(spec, complex_, c, s)
+    tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
+    return _complex_or(spec, complex_, *kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form))
+
+
+def _complex_or(spec, complex_, c, s):
+    return spec.complex(c, s) if complex_ else (c, s)
+
+
+def _rope_entries(positions, head_dim):
+    if positions.size is not None and not positions.traced:
+        checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
+    return positions
+
+
+def rotary_cos_sin(
+    spec: Spec, positions: Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, rope_type: str = "default",
+    layout: str = "half", dtype: DType | None = None, **params: Any,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors, each ``(*positions.shape, rotary_dim)``, where the positions are.
+
+    As ``posenc.rotary_cos_sin`` (frequencies, attention factor, layouts and accuracy);
+    ``dtype`` defaults to the framework's default float dtype. ``positions``: a tensor (e.g.
+    ``position_ids`` of shape ``(batch, seq)``) or array-like. Routes as ``encode``'s.
+    """
+    layout = rotary.check_rotary_layout(layout)
+    dtype = check_dtype(spec, dtype)
+    frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
+    return _rope(spec, _rope_entries(spec.intake(positions, None), head_dim), frequencies, layout, dtype)
+
+
+def axial_cos_sin(
+    spec: Spec, positions: Tensor | npt.ArrayLike, head_dim: int, *, base: float = 10000.0, convention: str = "qwen2_vl",
+    dtype: DType | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors of 2-D RoPE, each ``(*positions.shape[1:], head_dim)``, as
+    ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
+    frequencies = axial.axial_frequencies(head_dim, base, convention=convention)
+    dtype = check_dtype(spec, dtype)
+    return _rope(spec, _rope_entries(spec.intake(positions, None), head_dim), frequencies, "half", dtype)
+
+
+def mrope_cos_sin(
+    spec: Spec, position_ids: Tensor | npt.ArrayLike, head_dim: int, *, mrope_section: Sequence[int], interleaved: bool = False,
+    base: float = 10000.0, rope_type: str = "default", dtype: DType | None = None, **params: Any,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors of M-RoPE, each ``(*position_ids.shape[1:], rotary_dim)``, as
+    ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
+    frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
+    dtype = check_dtype(spec, dtype)
+    return _rope(spec, _rope_entries(spec.intake(position_ids, None), head_dim), frequencies, "half", dtype)
+
+
+def as_tensor(spec: Spec, value: Any, name: str) -> Any:
+    """``value`` as the framework's tensor for ``apply_rotary``, or a TypeError naming ``name``."""
+    return (spec.as_tensor or require(spec.is_tensor, spec.tensor))(value, name)
+
+
+def apply_rotary(spec: Spec, x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -> Tensor:
+    """``x`` (``(..., seq, head_dim)``) with its pairs rotated by ``cos``/``sin``: ``posenc.apply_rotary``.
+
+    ``cos``, ``sin``: ``(..., seq, rotary_dim)`` broadcasting against ``x[..., :rotary_dim]``
+    (``cos[:, None]`` for ``x`` of ``(batch, heads, seq, head_dim)``). The result has ``x``'s
+    dtype (``cos`` and ``sin`` are rounded to it first) and is transformers'
+    ``x * cos + rotate_half(x) * sin`` bit for bit; channels beyond ``rotary_dim`` pass through.
+    """
+    x, cos, sin = (as_tensor(spec, value, name) for name, value in (("x", x), ("cos", cos), ("sin", sin)))
+    return rotary.apply_rotary(x, cos, sin, layout=layout)
+
+
+# The modules' state and decisions.
+
+
+def _check_input(spec, x, d_model=None):
+    if not spec.is_tensor(x):
+        raise TypeError(f"x must be a {spec.accepts or spec.tensor}, got {type(x).__name__}")
+    if d_model is not None:
+        checks.check_input_width(tuple(x.shape), d_model)
+    return x
+
+
+class SinusoidalModule:
+    """Add the sinusoidal table to batch-first embeddings, then apply dropout.
+
+    Called with ``x`` of shape ``(batch, seq, d_model)`` (or ``(seq, d_model)``), it returns
+    ``dropout(x + PE[:seq])``, same shape; given ``positions`` (``(batch, seq)`` or ``(seq,)``:
+    packed sequences, a decoding step's index, as Flax's lm1b example, keras-hub's
+    ``SinePositionEncoding`` and MaxText take them), ``dropout(x + encode(positions))``.
+    ``convention``, ``base``, ``layout`` and ``options`` choose the table as in
+    ``positional_encoding`` (row ``k`` holds position ``offset + k``); ``self.convention`` is the
+    resolved one, ``self.pe`` the table.
+    """
+
+    # Mixed into each front's module class, which sets _spec and _first_rows(x): the table's
+    # first seq rows (the torch and Flax modules grow their table, Keras' layer computes the rows
+    # past it in the call).
+
+    _spec: ClassVar[Spec]
+    d_model: int
+    convention: conventions.Convention
+
+    def _configure(self, d_model: int, max_len: int, dropout: float, convention: Any, base: float | None,
+                   layout: str | None, options: dict) -> tuple[int, float]:
+        """Check and keep ``d_model`` and the resolved convention; return ``max_len`` and ``dropout`` checked."""
+        self.d_model = checks.check_d_model(d_model)
+        if isinstance(convention, dict):  # as Keras' get_config wrote it
+            convention = conventions.Convention(**convention)
+        self.convention = conventions.resolve(convention, base=base, layout=layout, **options)
+        self._frequencies = self.convention.frequency_record(self.d_model)
+        return checks.check_length(max_len, "max_len"), checks.check_dropout(dropout)
+
+    def _table(self, length: int, dtype: Any = None, device: Any = None) -> Any:
+        """The first ``length`` rows: ``positional_encoding``'s, or in a compiled graph ``encode``'s
+        from the frequencies made at construction."""
+        spec = self._spec
+        if not spec.traced():
+            return positional_encoding(spec, length, self.d_model, convention=self.convention, dtype=dtype, device=device)
+        return _encode(spec, _arange(spec, length, device), self.d_model, self.convention, check_dtype(spec, dtype),
+                       frequencies=self._frequencies)
+
+    def _first_rows(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def _rows(self, x: Any, positions: Any) -> Any:
+        """The rows to add to ``x``: the table's first ``seq`` rows, or the encoding of ``positions``
+        (``x.shape[:-1]`` or a shape broadcasting to it, e.g. ``(seq,)``), in the default float dtype."""
+        x = _check_input(self._spec, x, self.d_model)
+        if positions is None:
+            return self._first_rows(x)
+        taken = self._spec.intake(positions, x)
+        shape, seq = taken.shape, tuple(x.shape[:-1])
+        if shape is not None and (len(shape) > len(seq) or any(
+                p not in (q, 1, None) and q not in (1, None) for p, q in zip(shape[::-1], seq[::-1]))):
+            raise ValueError(f"positions must have the shape of x but for its last axis, {seq} (or one broadcasting to it), "
+                             f"got positions of shape {shape}")
+        return _encode(self._spec, taken, self.d_model, self.convention, check_dtype(self._spec, None),
+                       frequencies=self._frequencies)
+
+    def extra_repr(self) -> str:
+        c = self.convention
+        named = "" if c.name == "paper" else f", convention={c.name!r}"
+        return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"  # type: ignore[attr-defined]
+
+
+class _RotaryState:
+    """A rotary module's frequencies: fixed at construction, the last length's (dynamic, longrope),
+    and the fixed ones on each device. A plain object: Flax keeps it as a static attribute and
+    Keras does not track it."""
+
+    def __init__(self, spec, fixed, layout, form):
+        self.spec, self.fixed, self.latest, self.on_device = spec, fixed, {}, {}
+        self.w = np.array(fixed.hi if form != "channels" else kernels.spread(NUMPY, fixed.hi, layout))
+        self.pairs = len(fixed)
+
+    def on(self, like, traced=False, key=None):
+        """``(w, frequencies)`` as float64 tensors on ``like``'s device (``key``, when the caller has it): ``w`` (spread over the channels
+        for ``form="channels"``) for the rounded route, the fixed frequencies for the framework's
+        kernels. Made once per device (not in a trace: TF's would belong to its graph; torch's module
+        makes them at construction and on ``.to(device)``), so a call converts no NumPy array, which
+        torch.compile would trace; kept out of the modules' buffers, so ``.to(bfloat16)`` cannot round them."""
+        key = like.device if key is None else key
+        if key in self.on_device:
+            return self.on_device[key]
+        xp = self.spec.xp
+        hi, lo, w = (xp.constant(a, xp.float64, like) for a in (self.fixed.hi, self.fixed.lo, self.w))
+        made = w, dataclasses.replace(self.fixed, hi=hi, lo=lo)
+        if not traced:
+            self.on_device = {**self.on_device, key: made}
+        return made
+
+
+class RotaryModule:
+    """What a front's ``RotaryEmbedding`` holds and decides, mixed into its module class.
+
+    ``forward``/``call``/``__call__`` ``(x, position_ids)``: ``position_ids`` of shape ``(batch,
+    seq)`` (any shape) gives ``cos`` and ``sin`` of shape ``(*position_ids.shape, rotary_dim)`` in
+    ``x``'s dtype, on its device, ready for ``apply_rotary(q, cos[:, None], sin[:, None])``.
+    Frequencies and attention factor as ``posenc.rotary_frequencies`` (``rope_type`` and
+    ``params`` with transformers' names); ``dynamic`` and ``longrope`` read the sequence length
+    as ``position_ids.max() + 1`` in every call (in a trace that cannot read it, see each front).
+    The frequencies are NumPy float64, never the module's buffers or parameters, so
+    ``.to(bfloat16)`` cannot round them (the failure of rounding ``inv_freq`` to bf16).
+
+    ``mrope_section`` (M-RoPE, ``posenc.rope.axial.mrope_axes``; ``mrope_interleaved`` for
+    Qwen3-VL): ``position_ids`` of shape ``(3, batch, seq)`` (time, height, width; a ``(batch,
+    seq)`` one stands for three equal rows, as in transformers), and pair ``j`` turns by the row
+    ``axes[j]``. ``form``: ``"channels"`` (cos and sin per channel of ``layout``), ``"pairs"``
+    (one per pair, ``(..., rotary_dim // 2)``, as GPT-OSS), or ``"complex"`` (``cos + i sin``
+    per pair, complex64, Llama 4's ``freqs_cis``). ``from_config`` reads a transformers config.
+    Routes (``posenc.engine.routes``): up to ``kernels.FEW_ANGLES`` angles of fixed frequencies
+    (a decoding step) come from the float64 angle in a handful of operations; more as in
+    ``rotary_cos_sin``.
+    """
+
+    FORMS = ("channels", "pairs", "complex")
+    _spec: ClassVar[Spec]
+    _per_layer_type: ClassVar[Any] = None  # the front's RotaryEmbeddingPerLayerType
+    head_dim: int
+    base: float
+    rope_type: str
+    layout: str
+    form: str
+    params: dict
+    rotary_dim: int
+    mrope_section: tuple[int, ...] | None
+    mrope_interleaved: bool
+
+    def _configure(self, head_dim: int, base: float, rope_type: str, layout: str, form: str,
+                   mrope_section: Sequence[int] | None, mrope_interleaved: bool, params: dict) -> None:
+        """Check and keep the arguments, and make the frequencies of a call without a sequence length."""
+        self.layout = rotary.check_rotary_layout(layout)
+        checks.check_choice(form, self.FORMS, "form")
+        if mrope_section is None:
+            frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)  # also checks them
+        else:
+            frequencies = axial.mrope_frequencies(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)
+        self.form, self.head_dim, self.base, self.rope_type, self.params = form, head_dim, base, rope_type, dict(params)
+        self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
+        self.mrope_section = None if mrope_section is None else tuple(mrope_section)
+        self.mrope_interleaved = bool(mrope_interleaved)
+        self._state = _RotaryState(self._spec, frequencies, self.layout, self.form)
+
+    @classmethod
+    def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:
+        """The module for a transformers ``config`` (``posenc.rope.rotary_arguments``): ``rope_parameters``
+        read whole, the head size, the family's layout and output form. A config with rope parameters
+        per layer type (Gemma 3) gives, without ``layer_type``, a ``RotaryEmbeddingPerLayerType``
+        (called with the layer type, as the model calls it)."""
+        types = configs.layer_types(config)
+        if cls._per_layer_type is None and layer_type is None and types is not None:
+            raise ValueError(f"layer_type must name one of {', '.join(map(repr, types))} (the config's rope parameters are per "
+                             f"layer type, and this front has no per-layer-type {cls.__name__}), got None")
+        return configs.module_from_config(cls, cls._per_layer_type, config, layer_type)
+
+    @property
+    def axes(self) -> np.ndarray | None:
+        """The axis each pair reads (M-RoPE), None for 1-D RoPE."""
+        return self._state.fixed.axes
+
+    @property
+    def attention_factor(self) -> float:
+        return self._state.fixed.attention
+
+    def _inv_freq(self) -> np.ndarray:
+        return np.array(self._state.fixed.hi)
+
+    def _frequencies(self, positions):
+        """The frequencies of this call, and the module's state when they are the fixed ones."""
+        state = self._state
+        if self.rope_type not in rotary.LENGTH_DEPENDENT or self.params.get("seq_len") is not None:
+            return state.fixed, state
+        seq_len = None
+        if positions.shape is None or positions.size != 0:
+            largest = positions.top()
+            if largest is None:
+                if self._spec.unread_length is None:
+                    return state.fixed, None
+                raise ValueError(f"rope_type {self.rope_type!r} reads the sequence length from position_ids, "
+                                 f"{self._spec.unread_length}; give seq_len= to RotaryEmbedding")
+            seq_len = int(largest) + 1
+        if seq_len not in state.latest:
+            frequencies = rotary.module_frequencies(self.head_dim, self.base, self.rope_type, self.params, seq_len)
+            state.latest = {seq_len: dataclasses.replace(frequencies, axes=state.fixed.axes)}
+        return state.latest[seq_len], None
+
+    def _cos_sin(self, x: Any, position_ids: Any) -> Any:
+        spec = self._spec
+        dtype = _check_input(spec, x).dtype
+        if dtype not in spec.dtypes[:3]:  # half precision and float32 at once; float64 (JAX: x64?) and the rest checked
+            dtype = check_dtype(spec, dtype)
+        positions = spec.intake(position_ids, x)
+        if self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
+            positions = _text_rows(spec, positions)
+        frequencies, state = self._frequencies(positions)
+        return _rope(spec, positions, frequencies, self.layout, dtype, self.form, state)
+
+    def _config(self) -> dict[str, Any]:
+        """The arguments that rebuild the module."""
+        return {"head_dim": self.head_dim, "base": self.base, "rope_type": self.rope_type, "layout": self.layout,
+                "form": self.form, "mrope_section": self.mrope_section, "mrope_interleaved": self.mrope_interleaved,
+                **self.params}
+
+    def extra_repr(self) -> str:
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        extra = "" if self.form == "channels" else f", form={self.form!r}"
+        extra += "" if self.mrope_section is None else f", mrope_section={self.mrope_section!r}"
+        return f"head_dim={self.head_dim}, base={self.base:g}, rope_type={self.rope_type!r}, layout={self.layout!r}{extra}{params}"
+
+
+def _text_rows(spec, positions):
+    """M-RoPE's three rows for a 2-D ``position_ids`` ``(batch, seq)`` (text tokens), as transformers reads it."""
+    return dataclasses.replace(
+        positions, shape=(3, *positions.shape),
+        tensor=None if positions.tensor is None else spec.xp.stack([positions.tensor] * 3, 0),
+        host=None if positions.host is None else np.stack([positions.numpy()] * 3),
+    )
+
