@@ -1,6 +1,7 @@
-"""Lesson scaffolding, apart from the library: the copy task of notebooks 05, 07 and 08.
+"""Lesson scaffolding, apart from the library: the copy task of notebooks 05, 07 and 08, and
+the train-short/test-long experiment of notebook 12.
 
-The task: at every position, output the previous token.
+The copy task: at every position, output the previous token.
 
 Each sequence holds random tokens out of ``VOCAB``; the target at position ``i`` is the
 token at ``i - 1``. Position 0 has no previous token, so its target is ``IGNORE``, which
@@ -13,34 +14,49 @@ PyTorch-based and imported on its own, like ``posenc.torch``::
 
     tokens, targets = lessons.copy_previous_task(np.random.default_rng(0), 1000, 12)
 
+Notebook 12's task, :func:`markov_task`: predict the next token of a second-order Markov
+source, which needs the two previous tokens, found by their relative position. A
+:class:`TinyDecoder` takes its positions from one of ``POSITION_METHODS``;
+:func:`train_short_test_long` trains one per method at one length and scores it at multiples
+of that length.
+
 Tensors made here go to the device of the model (its first parameter) or of the input, so a
 lesson run on a GPU stays there.
 
 ``import posenc`` does not load this module (nor PyTorch).
 """
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import torch
 from torch import nn
 
-from .engine.checks import check_int_at_least
+from . import torch as front
+from .biases import alibi_bias, relative_position_bucket
+from .engine.checks import check_choice, check_int_at_least
 
 __all__ = [
     "BATCH",
     "IGNORE",
+    "MARKOV_KEEP",
+    "MARKOV_RULE",
+    "POSITION_METHODS",
     "STEPS",
     "TRAIN_LENGTH",
     "VOCAB",
     "LearnedPositions",
+    "TinyDecoder",
     "accuracy",
     "copy_previous_task",
     "first_step_above",
+    "markov_task",
     "order_blind_ceiling",
     "predict",
     "train",
+    "train_short_test_long",
 ]
 
 #: Tokens are ints in ``0 .. VOCAB - 1``.
@@ -51,6 +67,14 @@ TRAIN_LENGTH = 12
 IGNORE = -100
 #: The lectures' training run: ``STEPS`` batches of ``BATCH`` sequences.
 STEPS, BATCH = 300, 64
+#: markov_task: the probability that a token follows ``MARKOV_RULE`` (else it is uniform).
+MARKOV_KEEP = 0.85
+#: markov_task's rule, ``(VOCAB, VOCAB)`` ints: the token after ``a, b`` is ``MARKOV_RULE[a, b]``.
+MARKOV_RULE = np.random.default_rng(0).integers(0, VOCAB, (VOCAB, VOCAB))
+MARKOV_RULE.flags.writeable = False
+#: How a TinyDecoder knows positions: not at all (NoPE), a learned or the sinusoidal table added
+#: to the token embeddings, RoPE on queries and keys, or ALiBi's or T5's bias on the scores.
+POSITION_METHODS = ("none", "learned", "sinusoidal", "rope", "alibi", "t5")
 
 
 def copy_previous_task(rng: np.random.Generator, n: int, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,6 +89,27 @@ def copy_previous_task(rng: np.random.Generator, n: int, length: int) -> tuple[n
     targets = np.roll(tokens, 1, axis=1)
     targets[:, 0] = IGNORE
     return tokens, targets
+
+
+def markov_task(rng: np.random.Generator, n: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` sequences of a second-order Markov source -> (tokens, targets), both (n, length) int64.
+
+    The source: two uniform tokens, then each token is ``MARKOV_RULE[previous two]`` with
+    probability ``MARKOV_KEEP``, else uniform. targets[:, i] = the token after tokens[:, i]
+    for i >= 1; targets[:, 0] = IGNORE (one token does not determine the next). The best
+    accuracy any model can reach is ``MARKOV_KEEP + (1 - MARKOV_KEEP) / VOCAB``.
+    """
+    _check_generator(rng)
+    n = check_int_at_least(n, "n", 1)
+    length = check_int_at_least(length, "length", 2, " (the first scored target follows two tokens)")
+    source = np.empty((n, length + 1), np.int64)
+    source[:, :2] = rng.integers(0, VOCAB, (n, 2))
+    for t in range(2, length + 1):
+        follows = rng.random(n) < MARKOV_KEEP
+        source[:, t] = np.where(follows, MARKOV_RULE[source[:, t - 2], source[:, t - 1]], rng.integers(0, VOCAB, n))
+    targets = source[:, 1:].copy()
+    targets[:, 0] = IGNORE
+    return source[:, :-1], targets
 
 
 def accuracy(predictions: npt.ArrayLike, targets: npt.ArrayLike) -> float:
@@ -171,6 +216,122 @@ def predict(model: nn.Module, tokens: np.ndarray) -> np.ndarray:
     model.eval()
     with torch.no_grad():
         return model(torch.from_numpy(tokens).to(_device(model))).argmax(-1).cpu().numpy()
+
+
+class _DecoderLayer(nn.Module):
+    """Pre-norm: x + attention(norm(x)), then x + feed_forward(norm(x)); ``bias`` is added to the
+    scores, ``rotary`` (cos, sin) turns the queries and keys."""
+
+    def __init__(self, d_model, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        self.feed_forward = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x, bias, rotary):
+        batch, length, d_model = x.shape
+        # (3, batch, heads, length, head_dim)
+        q, k, v = self.qkv(self.norm1(x)).view(batch, length, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if rotary is not None:
+            q, k = (front.apply_rotary(t, *rotary) for t in (q, k))
+        attended = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        x = x + self.out(attended.transpose(1, 2).reshape(batch, length, d_model))
+        return x + self.feed_forward(self.norm2(x))
+
+
+class TinyDecoder(nn.Module):
+    """A causal Transformer: (batch, length) tokens -> (batch, length, VOCAB) logits, with the
+    positions of ``method`` (one of ``POSITION_METHODS``) and nothing else that sees order.
+
+    ``layers`` pre-norm layers of ``heads``-head attention and a GELU feed-forward of
+    ``4 * d_model``. "learned" adds :class:`LearnedPositions` with ``max_len`` rows,
+    "sinusoidal" ``posenc.torch.positional_encoding``; "rope" turns queries and keys by
+    ``posenc.torch.rotary_cos_sin`` (half layout, base 10000); "alibi" and "t5" add
+    :meth:`attention_bias` to the scores: ALiBi's causal bias, or one table of
+    ``(num_buckets, heads)`` learned values looked up by T5's causal buckets
+    (``max_distance``), shared by every layer as in T5.
+    """
+
+    def __init__(self, method: str, *, d_model: int = 64, heads: int = 4, layers: int = 2, max_len: int = 256,
+                 num_buckets: int = 16, max_distance: int = 32) -> None:
+        super().__init__()
+        self.method = check_choice(method, POSITION_METHODS, "method")
+        self.heads = check_int_at_least(heads, "heads", 1)
+        d_model = check_int_at_least(d_model, "d_model", 1)
+        if d_model % (2 * heads):
+            raise ValueError(f"d_model must be a multiple of 2 * heads = {2 * heads} (RoPE turns pairs), got {d_model}")
+        self.d_model, self.num_buckets, self.max_distance = d_model, num_buckets, max_distance
+        self.embed = nn.Embedding(VOCAB, d_model)
+        self.positions = LearnedPositions(d_model, max_len) if method == "learned" else nn.Identity()
+        if method == "t5":
+            relative_position_bucket(0, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance)  # checks them
+            self.t5_table = nn.Parameter(torch.zeros(num_buckets, heads))
+        layers = check_int_at_least(layers, "layers", 1)
+        self.layers = nn.ModuleList(_DecoderLayer(d_model, heads) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, VOCAB)
+
+    def attention_bias(self, length: int) -> torch.Tensor:
+        """What the layers add to the scores, ``(heads, length, length)`` float32 on the model's
+        device: the causal mask (``-inf`` where key > query, else 0), plus ALiBi's bias (``-slope
+        * (query - key)``) or T5's (``t5_table[bucket(key - query), head]``)."""
+        device = _device(self)
+        if self.method == "alibi":
+            return torch.from_numpy(alibi_bias(self.heads, length, length, causal=True)).to(device)
+        mask = torch.full((length, length), -math.inf, device=device).triu(1)
+        if self.method != "t5":
+            return mask.expand(self.heads, length, length)
+        offsets = np.arange(length)[None, :] - np.arange(length)[:, None]  # key - query
+        buckets = relative_position_bucket(offsets, bidirectional=False, num_buckets=self.num_buckets,
+                                           max_distance=self.max_distance)
+        return self.t5_table[torch.from_numpy(buckets).to(device)].permute(2, 0, 1) + mask
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        length = tokens.shape[1]
+        x = self.positions(self.embed(tokens))
+        if self.method == "sinusoidal":
+            x = x + front.positional_encoding(length, self.d_model, device=x.device)
+        rotary = None
+        if self.method == "rope":
+            rotary = front.rotary_cos_sin(torch.arange(length, device=x.device), self.d_model // self.heads)
+        bias = self.attention_bias(length)
+        for layer in self.layers:
+            x = layer(x, bias, rotary)
+        return self.head(self.norm(x))
+
+
+def train_short_test_long(
+    methods: Sequence[str] = POSITION_METHODS, *, train_length: int = 32, multiples: Sequence[int] = (1, 2, 4, 8),
+    steps: int = 300, batch_size: int = 32, test_size: int = 128, seed: int = 0,
+) -> dict[str, list[float]]:
+    """Train a :class:`TinyDecoder` per method on :func:`markov_task` at ``train_length`` and
+    score it at each multiple of it: ``{method: [accuracy at train_length * m for m in multiples]}``.
+
+    Every model starts from ``torch.manual_seed(seed)`` and trains with :func:`train` (Adam, lr
+    3e-3) on the same ``steps * batch_size`` sequences in the same order; each length has its
+    own ``test_size`` fresh sequences, the same for every model. The learned table has rows up
+    to the longest test; those past ``train_length`` are never trained. Runs on one CPU thread
+    (the thread count changes the sums' rounding), restored afterwards.
+    """
+    methods = [check_choice(method, POSITION_METHODS, "methods[...]") for method in methods]
+    train_length = check_int_at_least(train_length, "train_length", 2)
+    multiples = [check_int_at_least(m, "multiples[...]", 1) for m in multiples]
+    if not multiples:
+        raise ValueError("multiples must name at least one multiple of train_length, got none")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        training_set = markov_task(np.random.default_rng(seed), steps * batch_size, train_length)
+        test_sets = [markov_task(np.random.default_rng([seed, m]), test_size, m * train_length) for m in multiples]
+        results = {}
+        for method in methods:
+            torch.manual_seed(seed)
+            model = TinyDecoder(method, max_len=train_length * max(multiples))
+            train(model, *training_set, steps=steps, batch_size=batch_size)
+            results[method] = [accuracy(predict(model, tokens), targets) for tokens, targets in test_sets]
+        return results
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _device(model):

@@ -1,5 +1,8 @@
-"""posenc.lessons: the data, the scores and the training loop of notebooks 05, 07 and 08, on the model's device."""
+"""posenc.lessons: the data, the scores and the training loop of notebooks 05, 07 and 08, on the model's device;
+notebook 12's Markov task, its small decoder with six position methods and the train-short/test-long run."""
 
+import copy
+import math
 from collections import Counter
 
 import numpy as np
@@ -170,6 +173,7 @@ def test_learned_positions_adds_its_rows_and_has_none_past_max_len():
 
 def test_import_by_name_matches_the_lectures():
     assert (lessons.VOCAB, lessons.TRAIN_LENGTH, lessons.IGNORE, lessons.STEPS, lessons.BATCH) == (16, 12, -100, 300, 64)
+    assert lessons.POSITION_METHODS == ("none", "learned", "sinusoidal", "rope", "alibi", "t5")
     assert set(lessons.__all__) <= set(dir(lessons))
 
 
@@ -244,3 +248,163 @@ def test_learned_positions_index_on_the_input_device():
         out = module(x)
     assert seen == ["cpu"]
     torch.testing.assert_close(out, x + module.table.weight[:3])
+
+
+# Notebook 12: the second-order Markov task, the decoder and the train-short/test-long run.
+
+
+def test_markov_targets_are_the_next_tokens_and_follow_the_rule():
+    tokens, targets = lessons.markov_task(np.random.default_rng(0), 2000, 50)
+    assert tokens.shape == targets.shape == (2000, 50) and tokens.dtype == targets.dtype == np.int64
+    assert (targets[:, 0] == lessons.IGNORE).all()
+    np.testing.assert_array_equal(targets[:, 1:-1], tokens[:, 2:])
+    # A token follows the rule with probability KEEP, and matches it by chance otherwise: 0.859...
+    follows = targets[:, 1:] == lessons.MARKOV_RULE[tokens[:, :-1], tokens[:, 1:]]
+    expected = lessons.MARKOV_KEEP + (1 - lessons.MARKOV_KEEP) / lessons.VOCAB
+    assert abs(follows.mean() - expected) < 0.005  # 98000 draws: 4.5 standard deviations
+    # The first two tokens follow nothing: uniform (every token about 1/16 of the time).
+    assert np.abs(np.bincount(tokens[:, :2].ravel(), minlength=16) / 4000 - 1 / 16).max() < 0.02
+    assert not lessons.MARKOV_RULE.flags.writeable
+
+
+def test_markov_same_generator_same_data():
+    first = lessons.markov_task(np.random.default_rng(3), 5, 9)
+    second = lessons.markov_task(np.random.default_rng(3), 5, 9)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def causal_mask(n):
+    return np.where(np.arange(n)[None, :] > np.arange(n)[:, None], -np.inf, 0.0)
+
+
+def test_attention_bias_of_each_method():
+    n = 40
+    for method in ("none", "learned", "sinusoidal", "rope"):
+        bias = lessons.TinyDecoder(method).attention_bias(n)
+        assert bias.shape == (4, n, n)
+        np.testing.assert_array_equal(bias.numpy(), np.broadcast_to(causal_mask(n), (4, n, n)))
+    # ALiBi, 4 heads: slopes 2^-2, 2^-4, 2^-6, 2^-8 times the distance back.
+    slopes = 2.0 ** -np.array([2, 4, 6, 8])
+    distance = np.arange(n)[:, None] - np.arange(n)[None, :]
+    expected = -slopes[:, None, None] * distance + causal_mask(n)
+    np.testing.assert_array_equal(lessons.TinyDecoder("alibi").attention_bias(n).numpy(), expected.astype(np.float32))
+
+
+def test_t5_bias_is_t5s_causal_buckets_in_one_learned_table():
+    pytest.importorskip("transformers")
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    model = lessons.TinyDecoder("t5", num_buckets=16, max_distance=32)
+    assert model.t5_table.shape == (16, 4) and not model.t5_table.any()  # starts at 0: no position preference
+    with torch.no_grad():
+        model.t5_table.copy_(torch.randn(16, 4))
+    n = 100
+    offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
+    buckets = T5Attention._relative_position_bucket(offsets, bidirectional=False, num_buckets=16, max_distance=32)
+    expected = model.t5_table.detach()[buckets].permute(2, 0, 1) + torch.from_numpy(causal_mask(n)).float()
+    assert torch.equal(model.attention_bias(n).detach(), expected)
+    assert [name for name, _ in model.named_parameters() if "t5" in name] == ["t5_table"]  # one table for every layer
+    model.attention_bias(5).sum().backward()
+    assert model.t5_table.grad[:5].all() and not model.t5_table.grad[5:].any()  # distances 0..4: buckets 0..4
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def reference_layer(layer, x, bias, rope):
+    """The decoder layer written out in float64: pre-norm, heads, scores / sqrt(head_dim) + bias, softmax."""
+    layer = copy.deepcopy(layer).double()
+    batch, n, d = x.shape
+    q, k, v = layer.qkv(layer.norm1(x)).chunk(3, dim=-1)
+    q, k, v = (t.view(batch, n, 4, d // 4).transpose(1, 2) for t in (q, k, v))
+    if rope:
+        w = 10000.0 ** (-torch.arange(0, d // 4, 2, dtype=torch.float64) / (d // 4))
+        angles = torch.cat([torch.arange(n, dtype=torch.float64)[:, None] * w] * 2, dim=-1)
+        q, k = (t * angles.cos() + rotate_half(t) * angles.sin() for t in (q, k))
+    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // 4) + bias, dim=-1)
+    x = x + layer.out((weights @ v).transpose(1, 2).reshape(batch, n, d))
+    return x + layer.feed_forward(layer.norm2(x))
+
+
+@pytest.mark.parametrize("method", lessons.POSITION_METHODS)
+def test_decoder_is_the_written_out_model(method):
+    torch.manual_seed(0)
+    model = lessons.TinyDecoder(method, max_len=20)
+    if method == "t5":
+        with torch.no_grad():
+            model.t5_table.copy_(torch.randn(16, 4))
+    tokens = torch.randint(0, lessons.VOCAB, (3, 20))
+    x = model.embed(tokens).double()
+    n = torch.arange(20, dtype=torch.float64)[:, None]
+    if method == "learned":
+        x = x + model.positions.table.weight[:20].double()
+    if method == "sinusoidal":
+        w = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+        x = x + torch.stack([(n * w).sin(), (n * w).cos()], dim=-1).flatten(1)  # sin, cos interleaved
+    bias = model.attention_bias(20).detach().double()
+    for layer in model.layers:
+        x = reference_layer(layer, x, bias, method == "rope")
+    expected = copy.deepcopy(model.head).double()(copy.deepcopy(model.norm).double()(x))
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens).double(), expected, rtol=0, atol=5e-5)
+
+
+@pytest.mark.parametrize("method", lessons.POSITION_METHODS)
+def test_decoder_is_causal(method):
+    torch.manual_seed(1)
+    model = lessons.TinyDecoder(method, max_len=16).eval()
+    tokens = torch.randint(0, lessons.VOCAB, (2, 16))
+    changed = tokens.clone()
+    changed[:, 10:] = (changed[:, 10:] + 1) % lessons.VOCAB
+    with torch.no_grad():
+        before, after = model(tokens), model(changed)
+    torch.testing.assert_close(before[:, :10], after[:, :10], rtol=0, atol=0)
+    assert (before[:, 10:] != after[:, 10:]).any()
+
+
+def test_learned_decoder_reads_up_to_max_len_only():
+    model = lessons.TinyDecoder("learned", max_len=24)
+    assert model(torch.zeros(1, 24, dtype=torch.int64)).shape == (1, 24, lessons.VOCAB)
+    with pytest.raises(IndexError, match="positions 0..23 only"):
+        model(torch.zeros(1, 25, dtype=torch.int64))
+
+
+SMALL_RUN = {"train_length": 8, "multiples": (1, 3), "steps": 4, "batch_size": 8, "test_size": 5, "seed": 2}
+
+
+def test_train_short_test_long_is_train_and_predict_per_method():
+    torch.set_num_threads(2)
+    results = lessons.train_short_test_long(("alibi", "learned"), **SMALL_RUN)
+    assert torch.get_num_threads() == 2  # restored
+    assert list(results) == ["alibi", "learned"]
+    training_set = lessons.markov_task(np.random.default_rng(2), 32, 8)
+    for method, scores in results.items():
+        torch.manual_seed(2)
+        model = lessons.TinyDecoder(method, max_len=24)
+        lessons.train(model, *training_set, steps=4, batch_size=8)
+        expected = [lessons.accuracy(lessons.predict(model, tokens), targets)
+                    for tokens, targets in (lessons.markov_task(np.random.default_rng([2, m]), 5, 8 * m) for m in (1, 3))]
+        assert scores == expected
+    assert results == lessons.train_short_test_long(("alibi", "learned"), **SMALL_RUN)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: lessons.markov_task(RNG, 0, 5), ValueError, ["n must be an int >= 1", "got 0"]),
+    (lambda: lessons.markov_task(RNG, 3, 1), ValueError, ["length must be an int >= 2", "two tokens", "got 1"]),
+    (lambda: lessons.markov_task(7, 3, 5), TypeError, ["rng must be a numpy.random.Generator", "int"]),
+    (lambda: lessons.TinyDecoder("xpos"), ValueError, ["method must be one of", "'alibi'", "'xpos'"]),
+    (lambda: lessons.TinyDecoder("rope", d_model=36), ValueError, ["d_model", "multiple of 2 * heads = 8", "36"]),
+    (lambda: lessons.TinyDecoder("none", heads=0), ValueError, ["heads must be an int >= 1", "got 0"]),
+    (lambda: lessons.TinyDecoder("none", layers=0), ValueError, ["layers must be an int >= 1", "got 0"]),
+    (lambda: lessons.TinyDecoder("t5", num_buckets=1), ValueError, ["num_buckets", "got 1"]),
+    (lambda: lessons.TinyDecoder("t5", max_distance=4), ValueError, ["max_distance", "got 4"]),
+    (lambda: lessons.train_short_test_long(["sinusoid"]), ValueError, ["methods[...] must be one of", "'sinusoid'"]),
+    (lambda: lessons.train_short_test_long(multiples=()), ValueError, ["multiples", "got none"]),
+    (lambda: lessons.train_short_test_long(multiples=(1, 0)), ValueError, ["multiples[...] must be an int >= 1", "got 0"]),
+    (lambda: lessons.train_short_test_long(train_length=1), ValueError, ["train_length must be an int >= 2", "got 1"]),
+])
+def test_bad_arguments_of_notebook_12_are_named(call, error, words):
+    assert_raises_naming(call, error, words)
