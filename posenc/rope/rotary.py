@@ -337,8 +337,6 @@ def _proportional(dim, base, params):
 
 
 ROPE_TYPES = _RULES.names()
-# (required, optional) per rope type, for posenc.tensorflow's keyword arguments.
-_PARAMETERS = {name: (entry.required, entry.optional) for name, entry in _RULES.items()}
 
 
 def rope_frequencies(head_dim, base=10000.0, rope_type="default", **params) -> Frequencies:
