@@ -547,6 +547,7 @@ print(posenc.diagnose(my_positional_encoding(10, 6)))
 # table's nearest explanation is the paper itself.
 
 # %%
+# Cross-checks of the claims above.
 np.testing.assert_allclose(denominators, posenc.denominators(d_model), rtol=3e-7)
 assert str(denominators) == "[  1.       21.54435 464.15897]"
 exact_angles = posenc.angles(np.arange(sequence_length), d_model)

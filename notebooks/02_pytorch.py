@@ -639,6 +639,7 @@ nb02.scale.check(ratio)
 # positions), and the numbers the prose quotes.
 
 # %%
+# Cross-checks of the claims above.
 assert den_even.dtype == torch.float32
 torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominators(64)), rtol=1e-6, atol=0)
 ref_angle = torch.from_numpy(posenc.angles(np.arange(10), 64))

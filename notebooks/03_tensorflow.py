@@ -778,6 +778,7 @@ print(posenc.diagnose(my_positional_encoding(10, 7)))
 # The batch of checks behind the sentences above, in one place.
 
 # %%
+# Cross-checks of the claims above.
 # Section 1: what the prints show, as exact claims
 assert np.spacing(np.float32(0.125)) > 1e-8 > np.spacing(np.float32(0.1249))
 assert all(same_print_count(v) == 1 for v in every_value if abs(v) >= 0.125)

@@ -595,6 +595,7 @@ nb04.first_alias.check(first_alias)
 # claim; tolerances of $10^{-12}$ and below are float64 round-off).
 
 # %%
+# Cross-checks of the claims above.
 # 1. The progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.
 np.testing.assert_allclose(lengths[0], 2 * np.pi, rtol=1e-15)
 np.testing.assert_allclose(lengths[-1], 10000 * 2 * np.pi / ratio, rtol=1e-13)

@@ -932,6 +932,7 @@ nb08.llama3_wavelength.check(my_wavelength)
 # themselves, then NumPy and TensorFlow against PyTorch.
 
 # %%
+# Cross-checks of the claims above.
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
 for terms in (near, far):
     assert np.isclose(terms["content"] + terms["content·position"] + terms["position"], terms["score"], rtol=1e-12)

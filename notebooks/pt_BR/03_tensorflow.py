@@ -785,6 +785,7 @@ print(posenc.diagnose(my_positional_encoding(10, 7)))
 # O lote de verificações por trás das frases acima, num só lugar.
 
 # %%
+# Cross-checks of the claims above.
 # Section 1: what the prints show, as exact claims
 assert np.spacing(np.float32(0.125)) > 1e-8 > np.spacing(np.float32(0.1249))
 assert all(same_print_count(v) == 1 for v in every_value if abs(v) >= 0.125)

@@ -613,6 +613,7 @@ nb04.first_alias.check(first_alias)
 # float64).
 
 # %%
+# Cross-checks of the claims above.
 # 1. The progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.
 np.testing.assert_allclose(lengths[0], 2 * np.pi, rtol=1e-15)
 np.testing.assert_allclose(lengths[-1], 10000 * 2 * np.pi / ratio, rtol=1e-13)

@@ -466,6 +466,7 @@ nb05.h1_frequencies.check(h1_frequencies)
 # O conjunto de verificações por trás das frases acima, num só lugar.
 
 # %%
+# Cross-checks of the claims above.
 # The zoo: diffusers' flip puts the cosines first; the three tables that differ in layout and rule.
 assert posenc.convention("diffusers", flip_sin_to_cos=True).layout == "cos_sin"
 assert [(c.layout, c.rule) for c in heads.values()][:3] == [("interleaved", "paper"), ("sin_cos", "paper"), ("sin_cos", "h-1")]

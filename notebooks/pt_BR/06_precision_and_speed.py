@@ -598,6 +598,7 @@ nb06.accurate_sine.check(accurate_sine)
 # As afirmações restantes do texto, verificadas num só lugar.
 
 # %%
+# Cross-checks of the claims above.
 # Section 1: float64's steps are 2**29 times finer than float32's; 2**-9 near 32767, 2**-29 near 1e7.
 assert np.spacing(np.float32(32767)) == 2**-9 and np.spacing(1e7) == 2**-29
 assert all(np.spacing(np.float32(v)) / np.spacing(float(v)) == 2**29 for v in [1.5, 100.0, 32767.0])

@@ -952,6 +952,7 @@ nb08.llama3_wavelength.check(my_wavelength)
 # testaram, e depois NumPy e TensorFlow contra PyTorch.
 
 # %%
+# Cross-checks of the claims above.
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
 for terms in (near, far):
     assert np.isclose(terms["content"] + terms["content·position"] + terms["position"], terms["score"], rtol=1e-12)

@@ -626,6 +626,7 @@ nb02.scale.check(ratio)
 # 以及正文引用的各个数字。
 
 # %%
+# Cross-checks of the claims above.
 assert den_even.dtype == torch.float32
 torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominators(64)), rtol=1e-6, atol=0)
 ref_angle = torch.from_numpy(posenc.angles(np.arange(10), 64))

@@ -769,6 +769,7 @@ print(posenc.diagnose(my_positional_encoding(10, 7)))
 # 上文各句话背后的检查都集中在这里。
 
 # %%
+# Cross-checks of the claims above.
 # Section 1: what the prints show, as exact claims
 assert np.spacing(np.float32(0.125)) > 1e-8 > np.spacing(np.float32(0.1249))
 assert all(same_print_count(v) == 1 for v in every_value if abs(v) >= 0.125)

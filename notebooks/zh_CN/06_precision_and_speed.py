@@ -552,6 +552,7 @@ nb06.accurate_sine.check(accurate_sine)
 # 正文中其余的论断，集中在这里检查。
 
 # %%
+# Cross-checks of the claims above.
 # Section 1: float64's steps are 2**29 times finer than float32's; 2**-9 near 32767, 2**-29 near 1e7.
 assert np.spacing(np.float32(32767)) == 2**-9 and np.spacing(1e7) == 2**-29
 assert all(np.spacing(np.float32(v)) / np.spacing(float(v)) == 2**29 for v in [1.5, 100.0, 32767.0])

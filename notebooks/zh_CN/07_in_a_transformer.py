@@ -501,6 +501,7 @@ nb07.model_input.check(model_input)
 # 正文中其余的论断，集中在这里检查。
 
 # %%
+# Cross-checks of the claims above.
 # Section 2: the no-positions model stays below 0.5, within 0.05 of the order-blind ceiling,
 # and no training batch is ever above 0.9; the learned model reached 0.9 before the sinusoidal one.
 assert results["none"] < 0.5 and abs(results["none"] - ceiling) < 0.05

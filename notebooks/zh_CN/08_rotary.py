@@ -791,6 +791,7 @@ nb08.llama3_wavelength.check(my_wavelength)
 # 先是一批检查，验证上文中那些教学单元格没有自行断言的说法；然后把 NumPy 和 TensorFlow 与 PyTorch 对照。
 
 # %%
+# Cross-checks of the claims above.
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
 for terms in (near, far):
     assert np.isclose(terms["content"] + terms["content·position"] + terms["position"], terms["score"], rtol=1e-12)
