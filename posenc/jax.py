@@ -54,13 +54,14 @@ def _intake(positions, like=None):
     if isinstance(positions, jax.core.Tracer):
         _kind(positions)
         return front.Positions(positions.astype(jnp.float32), positions.shape, traced=True)
-    if isinstance(positions, jax.Array) and not (len(positions.devices()) == 1 and positions.device.platform == "cpu"):
+    # devices() and sharding, not .device: a method before JAX 0.4.27, a property after.
+    if isinstance(positions, jax.Array) and [device.platform for device in positions.devices()] != ["cpu"]:
         # On an accelerator or sharded: computed there, keeping the sharding.
         if _kind(positions) == "f":
             checks.check_finite(bool(jnp.isfinite(positions).all()), f"an array of shape {positions.shape}")
         return front.Positions(positions.astype(jnp.float32), positions.shape, False, None, positions.sharding,
                                lambda p: float(jnp.max(p)))
-    place = positions.device if isinstance(positions, jax.Array) else None
+    place = positions.sharding if isinstance(positions, jax.Array) else None
     if isinstance(positions, jax.Array) and positions.dtype == jnp.bfloat16:
         positions = positions.astype(jnp.float32)
     host = tables.as_positions(np.asarray(positions) if isinstance(positions, jax.Array) else positions)

@@ -26,7 +26,7 @@ def close(theirs, ours, atol=SPACING):
 @pytest.mark.parametrize(("height", "width"), [(5, 7), (8, 3), (12, 12), (1, 9)])
 @pytest.mark.parametrize(("largest", "base", "scale"), [(12, 4, 1.0), (15, 6, 1.0), (12, 8, 2.0)])
 def test_sd3_patch_embed_crop(height, width, largest, base, scale):
-    from diffusers.models.embeddings import PatchEmbed
+    PatchEmbed = pytest.importorskip("diffusers.models.embeddings", reason="install the conventions extra").PatchEmbed
 
     # SD3: PatchEmbed(height=sample_size, patch_size, pos_embed_max_size): base_size = sample_size // patch_size
     embed = PatchEmbed(height=2 * base, width=2 * base, patch_size=2, in_channels=4, embed_dim=32,
