@@ -18,7 +18,7 @@ from posenc.forensics.grids import TOLERANCE
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
 embeddings = pytest.importorskip("diffusers.models.embeddings")
-from test_grid import big_vision_reference, mae_reference, moco_reference, timm_reference  # noqa: E402
+from sinusoidal.test_grid import big_vision_reference, mae_reference, moco_reference, timm_reference  # noqa: E402
 
 D = 32
 
