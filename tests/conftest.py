@@ -1,5 +1,7 @@
 """Shared pytest set-up."""
 
+import sys
+
 import pytest
 from hypothesis import settings
 
@@ -16,6 +18,26 @@ from frameworks import FRAMEWORKS, FRONTS, adapter
 # (tests/test_hypothesis_profile.py checks none turns randomness or the database back on).
 settings.register_profile("posenc", derandomize=True, database=None, deadline=None)
 settings.load_profile("posenc")
+
+# What `--without` hides: the framework and the packages that stand in for it (Keras runs on
+# TensorFlow here; Flax is JAX's module library).
+HIDDEN = {"torch": ("torch",), "tensorflow": ("tensorflow", "keras", "tf_keras"), "jax": ("jax", "jaxlib", "flax")}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--without", default="", metavar="torch,tensorflow,jax",
+                     help="run as if these frameworks were not installed: their tests skip, one by one")
+
+
+def pytest_configure(config):
+    for name in filter(None, config.getoption("--without").split(",")):
+        if name not in HIDDEN:
+            raise pytest.UsageError(f"--without takes {', '.join(HIDDEN)}, got {name!r}")
+        # None in sys.modules makes `import torch` raise ImportError, which pytest.importorskip skips.
+        for module in HIDDEN[name]:
+            if sys.modules.get(module) is not None:
+                raise pytest.UsageError(f"--without {name}: {module} is already imported (by a plugin?)")
+            sys.modules[module] = None
 
 
 @pytest.fixture(params=FRONTS)

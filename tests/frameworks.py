@@ -118,7 +118,7 @@ def _tensorflow():
 
 def _jax():
     jnp = pytest.importorskip("jax.numpy")
-    from flax import nnx
+    nnx = pytest.importorskip("flax.nnx")  # posenc.jax's modules are Flax NNX modules
 
     import posenc.jax as pj
 

@@ -1,95 +1,39 @@
-"""posenc.jax and kernels.half_turns_float32: accuracy against mpmath, jit and vmap with x64
-off (no float64 in the trace), the Flax NNX modules under jit, JAX's own bad input.
+"""posenc.jax: jit and vmap with x64 off (no float64 in the trace), the Flax NNX modules under
+jit, Flax's idioms (per-call positions, rngs=, Linen through nnx.bridge), sharding kept, JAX's
+own bad input.
 
-The behaviour the fronts share is tested once for all of them in test_frameworks.py.
+The behaviour the fronts share is tested once for all of them in test_front.py; the float32
+kernel that traced calls run (kernels.half_turns_float32) in engine/test_kernels.py.
 """
 
 import os
 import subprocess
 import sys
 
-import mpmath
 import numpy as np
 import pytest
 
-import jax
-import jax.numpy as jnp
-from flax import nnx
-
 import posenc
-import posenc.jax as pj
-from posenc.engine import rotation as _rotation
-from posenc.engine import kernels
-from posenc.engine.backends import backend, backend_of
+from frameworks import only
 from messages import assert_raises_naming
-from reference import exact_sin_cos
+
+try:
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    import posenc.jax as pj
+except ImportError:  # the tests skip one by one (jax_front below)
+    jax = jnp = nnx = pj = None
 
 BOUND = 2e-7
-NUMPY, JAX = backend("numpy"), backend("jax")
+pytestmark = only("jax")
 
 
-def hard_positions():
-    """float32 positions up to 2**24 where the reduction is weakest: next to odd multiples of
-    pi/2 of the fastest frequency (the reduced angle next to pi/2), the largest integers,
-    fractional and negative ones, and random ones."""
-    generator = np.random.default_rng(11)
-    half = (np.arange(1, 6) * 1_000_003 + 0.5) * np.pi
-    positions = np.concatenate([
-        [0.0, 1.0, -1.0, 0.5, -0.375, 2048.0, 4095.5, 12345.678, 9_999_999.0, 10_000_000.0, -10_000_000.0,
-         2.0**24 - 1, 2.0**24, -(2.0**24), 2.0**23 + 0.5],
-        np.round(half), half, -half, generator.uniform(-2.0**24, 2.0**24, 8), generator.integers(0, 10**7, 8),
-    ])
-    return positions.astype(np.float32)
-
-
-def frequencies():
-    # The paper's (w_lo not zero), one of no pattern, and the extremes 1 and 1e-4.
-    w_hi, w_lo = _rotation.geometric_parts(12, 10000.0, 12)
-    generator = np.random.default_rng(2)
-    extra = np.concatenate([[1.0, 0.999, 1e-4], generator.uniform(1e-5, 1.0, 5)])
-    return np.concatenate([w_hi, extra]), np.concatenate([w_lo, np.zeros_like(extra)])
-
-
-@pytest.mark.parametrize("run", ["numpy", "jax jit"])
-def test_float32_half_turns_against_mpmath_up_to_2_to_the_24(run):
-    positions = hard_positions()
-    w_hi, w_lo = frequencies()
-    pieces = kernels.half_turn_pieces(w_hi, w_lo)
-    if run == "numpy":
-        s, c = kernels.half_turns_float32(NUMPY, positions, pieces)
-    else:
-        s, c = jax.jit(lambda p: kernels.half_turns_float32(JAX, p, pieces))(jnp.asarray(positions))
-    assert s.dtype == c.dtype == np.float32
-    want_s, want_c = exact_sin_cos(positions, w_hi, w_lo)
-    assert np.abs(np.asarray(s, np.float64) - want_s).max() <= BOUND
-    assert np.abs(np.asarray(c, np.float64) - want_c).max() <= BOUND
-
-
-def test_float32_half_turns_on_a_million_angles_against_the_float64_kernel():
-    # kernels.sincos (float64, ~2e-16; checked against mpmath in test_accuracy) is the reference.
-    generator = np.random.default_rng(5)
-    w_hi = generator.uniform(1e-5, 1.0, 250)
-    positions = np.concatenate([generator.uniform(-1e7, 1e7, 2000), generator.integers(-(2**24), 2**24, 2000)])
-    positions = positions.astype(np.float32)
-    pieces = kernels.half_turn_pieces(w_hi, np.zeros_like(w_hi))
-    got = jax.jit(lambda p: kernels.half_turns_float32(JAX, p, pieces))(jnp.asarray(positions))
-    want = kernels.sincos(NUMPY, positions.astype(np.float64), w_hi, np.zeros_like(w_hi))
-    assert max(np.abs(np.asarray(g, np.float64) - w).max() for g, w in zip(got, want)) <= BOUND
-
-
-def test_half_turn_pieces_add_up_to_the_frequency_in_half_turns():
-    w_hi, w_lo = frequencies()
-    q0, q1, q2, q3, v0, v1, v2, v3, w0, w1, w = kernels.half_turn_pieces(w_hi, w_lo).astype(np.float64)
-    with mpmath.workdps(40):
-        for j in range(len(w_hi)):
-            v = (mpmath.mpf(w_hi[j]) + mpmath.mpf(w_lo[j])) / mpmath.pi
-            # Each sum is the value to the float32 rounding of its last, tiny piece.
-            assert abs(mpmath.mpf(q0[j]) + q1[j] + q2[j] + q3[j] - (4096 * v - 2 * mpmath.nint(2048 * v))) < 1e-17
-            assert abs(mpmath.mpf(v0[j]) + v1[j] + v2[j] + v3[j] - (v - 2 * mpmath.nint(v / 2))) < 1e-20
-            assert abs(mpmath.mpf(w0[j]) + w1[j] - v) <= 2.0**-36 * v and w[j] == np.float32(float(v))
-            for piece in (q0[j], q1[j], q2[j], v0[j], v1[j], v2[j], w0[j]):  # at most 12 significant bits
-                mantissa, _ = np.frexp(piece)
-                assert mantissa * 4096 == np.round(mantissa * 4096)
+@pytest.fixture(autouse=True)
+def jax_front(front):
+    """Every test here runs on the JAX front, so each skips (not the file) where JAX or Flax is missing."""
+    return front
 
 
 def test_no_float64_in_the_traces_with_x64_off():
@@ -112,7 +56,7 @@ def test_no_float64_in_the_traces_with_x64_off():
 @pytest.mark.parametrize("convention, d_model", [("paper", 8), ("paper", 7), ("fairseq", 9), ("tensor2tensor", 7),
                                                  ("diffusers", 6), ("whisper", 4)])
 def test_encode_under_jit_and_vmap_agrees_with_numpy(convention, d_model, layout):
-    # Eagerly encode is NumPy's table (test_frameworks.py); traced, JAX's float32 kernel computes it.
+    # Eagerly encode is NumPy's table (test_front.py); traced, JAX's float32 kernel computes it.
     positions = np.array([[0, 1, 2, 3], [2, 7, 40_000, 9_999_999]])
     kwargs = {"convention": convention, "layout": layout}
     want = posenc.encode(positions, d_model, **kwargs)
@@ -137,7 +81,7 @@ def test_traced_padding_row_is_zero_and_fractional_positions_are_accurate():
                                                ("yarn", {"factor": 4.0, "original_max_position_embeddings": 64}),
                                                ("default", {"partial_rotary_factor": 0.5})])
 def test_rotary_cos_sin_and_apply_rotary_under_jit_agree_with_numpy(layout, rope_type, params):
-    # Eagerly: test_frameworks.py. Traced, JAX's float32 kernel computes them.
+    # Eagerly: test_front.py. Traced, JAX's float32 kernel computes them.
     positions = np.array([[0, 3, 100_000, 9_999_999]])
     want_c, want_s = posenc.rotary_cos_sin(positions, 32, rope_type=rope_type, layout=layout, **params)
     call = jax.jit(lambda p: pj.rotary_cos_sin(p, 32, rope_type=rope_type, layout=layout, **params))
@@ -152,20 +96,23 @@ def test_rotary_cos_sin_and_apply_rotary_under_jit_agree_with_numpy(layout, rope
     np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-6)
 
 
-class TinyModel(nnx.Module):
+def tiny_model(rngs):
     """Embedding, the positional encoding, one linear layer: what a model would wrap."""
 
-    def __init__(self, rngs):
-        self.embed = nnx.Embed(11, 16, rngs=rngs)
-        self.position = pj.PositionalEncoding(16, 32, dropout=0.1, rngs=rngs)
-        self.out = nnx.Linear(16, 11, rngs=rngs)
+    class TinyModel(nnx.Module):
+        def __init__(self, rngs):
+            self.embed = nnx.Embed(11, 16, rngs=rngs)
+            self.position = pj.PositionalEncoding(16, 32, dropout=0.1, rngs=rngs)
+            self.out = nnx.Linear(16, 11, rngs=rngs)
 
-    def __call__(self, tokens):
-        return self.out(self.position(self.embed(tokens)))
+        def __call__(self, tokens):
+            return self.out(self.position(self.embed(tokens)))
+
+    return TinyModel(rngs)
 
 
 def test_positional_encoding_module_in_a_tiny_model_under_jit():
-    model = TinyModel(nnx.Rngs(0, dropout=1))
+    model = tiny_model(nnx.Rngs(0, dropout=1))
     tokens = jnp.asarray([[1, 2, 3, 4, 5]])
     assert model.position.max_len == 32 and model.position.pe[...].shape == (32, 16)
     model.eval()  # dropout off: the model is embedding + table, then the linear layer
@@ -179,7 +126,7 @@ def test_positional_encoding_module_in_a_tiny_model_under_jit():
 
 
 def test_rotary_embedding_module_under_jit_is_the_eager_module():
-    # The eager module against NumPy and torch's names: test_frameworks.py.
+    # The eager module against NumPy and torch's names: test_front.py.
     module = pj.RotaryEmbedding(64, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                                 high_freq_factor=4.0, original_max_position_embeddings=8192)
     position_ids = jnp.asarray([[0, 1, 70_000]])
@@ -198,20 +145,10 @@ def test_length_dependent_rotary_module_under_jit_needs_seq_len():
 
 
 def test_bad_input_errors_name_the_argument():
-    # What the fronts share: test_frameworks.py. Here JAX's own: float64 with x64 off, a traced complex.
+    # What the fronts share: test_front.py. Here JAX's own: float64 with x64 off, a traced complex.
     assert_raises_naming(lambda: pj.encode([1, 2], 8, dtype=jnp.float64), ValueError, ["dtype float64", "x64"])
     assert_raises_naming(lambda: jax.jit(lambda p: pj.encode(p, 8))(jnp.asarray([1 + 2j])), TypeError,
                          ["positions", "complex"])
-
-
-def test_the_backend_table_has_a_jax_entry_without_float64():
-    assert backend_of(jnp.zeros(2)) is JAX and backend_of(np.zeros(2)) is NUMPY
-    assert JAX.name == "jax" and not JAX.has_float64 and JAX.float32 == jnp.float32
-    # nearest and flip_sign (the float64 route's) agree with NumPy's on float32 values.
-    u = jnp.asarray([-2.5, -1.25, 0.5, 3.0, 4.75], jnp.float32)
-    k, sign = JAX.nearest(u)
-    np.testing.assert_array_equal(np.asarray(k), np.rint(np.asarray(u)))
-    np.testing.assert_array_equal(np.asarray(JAX.flip_sign(jnp.ones(5), sign)), [1.0, -1.0, 1.0, -1.0, -1.0])  # k -2 -1 0 3 5
 
 
 # Flax's idioms: per-call positions as lm1b takes them, rngs=, Linen through nnx.bridge, sharding kept.

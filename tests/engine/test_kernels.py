@@ -1,4 +1,4 @@
-"""Accuracy at any position, in all three frameworks, against mpmath.
+"""The kernels' accuracy at any position, in NumPy and every front, against mpmath.
 
 Bounds (issue "accurate at any position"): float32 within 2e-7 absolute, float64 within
 1e-9, half precision within one half-precision rounding (of a value already within 2e-7),
@@ -349,17 +349,78 @@ def test_float32_kernels_within_their_proven_bound_on_a_million_angles(kernel):
     assert max(np.abs(g - w).max() for g, w in zip(got, want)) <= bound
 
 
-def test_float32_half_turns_within_the_same_bound_on_a_million_angles():
+def half_turns_float32(run, positions, pieces):
+    """``kernels.half_turns_float32`` on NumPy, or under ``jax.jit`` as the JAX front runs it
+    with x64 off (skips without JAX)."""
+    if run == "numpy":
+        return kernels.half_turns_float32(NUMPY, positions, pieces)
+    jax_front = adapter("jax")
+    import jax
+
+    return jax.jit(lambda p: kernels.half_turns_float32(backend("jax"), p, pieces))(jax_front.tensor(positions))
+
+
+def hard_positions():
+    """float32 positions up to 2**24 where the reduction is weakest: next to odd multiples of
+    pi/2 of the fastest frequency (the reduced angle next to pi/2), the largest integers,
+    fractional and negative ones, and random ones."""
+    generator = np.random.default_rng(11)
+    half = (np.arange(1, 6) * 1_000_003 + 0.5) * np.pi
+    positions = np.concatenate([
+        [0.0, 1.0, -1.0, 0.5, -0.375, 2048.0, 4095.5, 12345.678, 9_999_999.0, 10_000_000.0, -10_000_000.0,
+         2.0**24 - 1, 2.0**24, -(2.0**24), 2.0**23 + 0.5],
+        np.round(half), half, -half, generator.uniform(-2.0**24, 2.0**24, 8), generator.integers(0, 10**7, 8),
+    ])
+    return positions.astype(np.float32)
+
+
+def half_turn_frequencies():
+    # The paper's (w_lo not zero), one of no pattern, and the extremes 1 and 1e-4.
+    w_hi, w_lo = _rotation.geometric_parts(12, 10000.0, 12)
+    generator = np.random.default_rng(2)
+    extra = np.concatenate([[1.0, 0.999, 1e-4], generator.uniform(1e-5, 1.0, 5)])
+    return np.concatenate([w_hi, extra]), np.concatenate([w_lo, np.zeros_like(extra)])
+
+
+@pytest.mark.parametrize("run", ["numpy", "jax jit"])
+def test_float32_half_turns_against_mpmath_up_to_2_to_the_24(run):
+    positions = hard_positions()
+    w_hi, w_lo = half_turn_frequencies()
+    s, c = half_turns_float32(run, positions, kernels.half_turn_pieces(w_hi, w_lo))
+    assert s.dtype == c.dtype == np.float32
+    want_s, want_c = exact_sin_cos(positions, w_hi, w_lo)
+    assert np.abs(np.asarray(s, np.float64) - want_s).max() <= BOUND["float32"]
+    assert np.abs(np.asarray(c, np.float64) - want_c).max() <= BOUND["float32"]
+
+
+@pytest.mark.parametrize("run", ["numpy", "jax jit"])
+def test_float32_half_turns_within_the_same_bound_on_a_million_angles(run):
     # The float32-only kernel (JAX with x64 off) ends as the rotation kernels do: a reduced angle
     # within ~1e-9 of the exact one, rounded to float32, then float32 sin and cos.
     generator = np.random.default_rng(5)
     w_hi = generator.uniform(1e-5, 1.0, 256)
     positions = np.concatenate([generator.uniform(-1e7, 1e7, 2000), generator.integers(-(2**24), 2**24, 2000)])
     positions = positions.astype(np.float32)
-    got = kernels.half_turns_float32(NUMPY, positions, kernels.half_turn_pieces(w_hi, np.zeros_like(w_hi)))
+    got = half_turns_float32(run, positions, kernels.half_turn_pieces(w_hi, np.zeros_like(w_hi)))
     want = _rotation.sin_cos(positions.astype(np.float64), w_hi, np.zeros_like(w_hi), np.float64)
-    bound = EPSILON["numpy"] + 2.0**-24 + 1e-8
-    assert max(np.abs(g - w).max() for g, w in zip(got, want)) <= bound
+    # XLA's float32 sin and cos are not NumPy's: under jit, the fronts' float32 bound.
+    bound = EPSILON["numpy"] + 2.0**-24 + 1e-8 if run == "numpy" else BOUND["float32"]
+    assert max(np.abs(np.asarray(g, np.float64) - w).max() for g, w in zip(got, want)) <= bound
+
+
+def test_half_turn_pieces_add_up_to_the_frequency_in_half_turns():
+    w_hi, w_lo = half_turn_frequencies()
+    q0, q1, q2, q3, v0, v1, v2, v3, w0, w1, w = kernels.half_turn_pieces(w_hi, w_lo).astype(np.float64)
+    with mpmath.workdps(40):
+        for j in range(len(w_hi)):
+            v = (mpmath.mpf(w_hi[j]) + mpmath.mpf(w_lo[j])) / mpmath.pi
+            # Each sum is the value to the float32 rounding of its last, tiny piece.
+            assert abs(mpmath.mpf(q0[j]) + q1[j] + q2[j] + q3[j] - (4096 * v - 2 * mpmath.nint(2048 * v))) < 1e-17
+            assert abs(mpmath.mpf(v0[j]) + v1[j] + v2[j] + v3[j] - (v - 2 * mpmath.nint(v / 2))) < 1e-20
+            assert abs(mpmath.mpf(w0[j]) + w1[j] - v) <= 2.0**-36 * v and w[j] == np.float32(float(v))
+            for piece in (q0[j], q1[j], q2[j], v0[j], v1[j], v2[j], w0[j]):  # at most 12 significant bits
+                mantissa, _ = np.frexp(piece)
+                assert mantissa * 4096 == np.round(mantissa * 4096)
 
 
 ENCODERS = ["numpy", "torch", "tensorflow", "tensorflow graph"]

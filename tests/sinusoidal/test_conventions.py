@@ -2,7 +2,7 @@
 
 Each ``source_*`` function below follows what its project computes, step by step, in
 float64 NumPy (the sources compute in float32 or float64; float64 is the formula itself).
-posenc's float32 tables must agree to float32 rounding, in NumPy, torch and TensorFlow.
+posenc's float32 tables must agree to float32 rounding, in NumPy and in every front (the ``framework`` fixture).
 """
 
 import math
@@ -133,15 +133,10 @@ def refused(name, d_model):
     return REFUSED.get((name, "h=1")) if d_model // 2 == 1 else None
 
 
-def frameworks():
-    """``{name: (positional_encoding, encode)}`` returning float32 NumPy arrays, for NumPy, torch and TF."""
-    torch_module = pytest.importorskip("posenc.torch")
-    tf_module = pytest.importorskip("posenc.tensorflow")
-    return {
-        "numpy": (posenc.positional_encoding, posenc.encode),
-        "torch": tuple(lambda *a, f=f, **k: f(*a, **k).numpy() for f in (torch_module.positional_encoding, torch_module.encode)),
-        "tensorflow": tuple(lambda *a, f=f, **k: f(*a, **k).numpy() for f in (tf_module.positional_encoding, tf_module.encode)),
-    }
+def tables(framework):
+    """``(positional_encoding, encode)`` of ``framework`` (a ``Front``), returning NumPy arrays."""
+    return tuple(lambda *a, f=f, **k: framework.numpy(f(*a, **k))
+                 for f in (framework.api.positional_encoding, framework.api.encode))
 
 
 def test_the_list_names_every_preset_with_a_description_and_a_source():
@@ -153,10 +148,9 @@ def test_the_list_names_every_preset_with_a_description_and_a_source():
     assert "2019-07" in dict((p.name, p.source) for p in listed)["tf-tutorial-2019"]
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch", "tensorflow"])
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_every_preset_matches_its_source_to_float32_rounding(name, framework):
-    table_of, encode = frameworks()[framework]
+    table_of, encode = tables(framework)
     checked = 0
     for length, d_model in SHAPES:
         if refused(name, d_model):
@@ -173,10 +167,9 @@ def test_every_preset_matches_its_source_to_float32_rounding(name, framework):
     assert checked >= 4
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch", "tensorflow"])
 @pytest.mark.parametrize(("name", "options"), OPTIONS, ids=lambda v: str(v))
 def test_the_sources_own_options(name, options, framework):
-    table_of, encode = frameworks()[framework]
+    table_of, encode = tables(framework)
     for length, d_model in [(40, 16), (33, 9)]:
         if refused(name, d_model):
             continue
@@ -187,10 +180,9 @@ def test_the_sources_own_options(name, options, framework):
         np.testing.assert_allclose(encode(positions, d_model, convention=name, **options), expected, rtol=0, atol=FLOAT32)
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch", "tensorflow"])
 def test_fairseq_reads_zeros_at_the_padding_position(framework):
     # fairseq's make_positions gives padding tokens position padding_idx, real tokens padding_idx + 1 onwards.
-    _, encode = frameworks()[framework]
+    _, encode = tables(framework)
     positions = np.array([[2, 3, 4, 1, 1], [2, 3, 4, 5, 6]])
     pe = encode(positions, 8, convention="fairseq")
     assert not pe[0, 3:].any() and pe[1].all(axis=-1).any()
@@ -206,10 +198,9 @@ def test_tensor2tensor_divides_by_at_least_one():
         )
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch", "tensorflow"])
 @pytest.mark.parametrize(("name", "d_model"), [("whisper", 7), ("tf-tutorial", 33), ("fairseq", 2), ("whisper", 3), ("diffusers", 2)])
 def test_broken_source_widths_raise_and_say_why(name, d_model, framework):
-    table_of, encode = frameworks()[framework]
+    table_of, encode = tables(framework)
     for build in (lambda: table_of(5, d_model, convention=name), lambda: encode([1, 2], d_model, convention=name)):
         with pytest.raises(ValueError, match=rf"convention '{name}'.*d_model={d_model}") as error:
             build()
