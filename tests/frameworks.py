@@ -53,6 +53,9 @@ class Front:
     # Eager float32 RoPE against NumPy's: torch and JAX run NumPy's kernel (to the bit), TensorFlow
     # its own ops (within the fronts' float32 bound).
     rotary_atol: float
+    # (function, tensor) -> function(tensor) traced: under jax.jit, in a tf.function of unknown
+    # shape; None for torch (torch.compile is test_compiled.py's, it takes seconds per graph).
+    trace: Callable[[Callable, Any], Any] | None = None
 
     def __repr__(self):  # the test ids and failure reports name the front, not its callables
         return f"Front({self.name!r})"
@@ -60,6 +63,11 @@ class Front:
     def tensor(self, values, dtype=None):
         """``values`` as a tensor of ``dtype`` (a name; None: NumPy's dtype for them)."""
         return self.convert(np.asarray(values), None if dtype is None else self.dtypes[dtype])
+
+    def eager_and_traced(self, function, positions, *args, **kwargs):
+        """``[function(positions, ...) eagerly on NumPy positions, the same traced on this framework's tensor]``."""
+        traced = self.trace(lambda p: function(p, *args, **kwargs), self.tensor(positions))
+        return [function(np.asarray(positions), *args, **kwargs), traced]
 
     def positional_encoding_module(self, *args, **kwargs):
         return self.make(self.api.PositionalEncoding, *args, **kwargs)
@@ -110,10 +118,13 @@ def _tensorflow():
         keras.utils.set_random_seed(0)
         return cls(*args, **kwargs) if compute_dtype is None else cls(*args, dtype=compute_dtype, **kwargs)
 
+    def trace(function, tensor):
+        return tf.function(function, input_signature=[tf.TensorSpec([None] * tensor.ndim, tensor.dtype)])(tensor)
+
     names = (*FLOATS["tensorflow"], *OTHER_DTYPES)
     return Front("tensorflow", ptf, {n: getattr(tf, n) for n in names}, "",
                  lambda a, dtype: tf.cast(tf.constant(a), dtype) if dtype else tf.constant(a),
-                 to_numpy, make, run, grows_table=False, table_from_encode=True, rotary_atol=BOUND)
+                 to_numpy, make, run, grows_table=False, table_from_encode=True, rotary_atol=BOUND, trace=trace)
 
 
 def _jax():
@@ -136,10 +147,12 @@ def _jax():
         rngs = {"rngs": nnx.Rngs(0, dropout=1)} if cls is pj.PositionalEncoding else {}
         return cls(*args, **rngs, **kwargs)
 
+    import jax
+
     names = (*FLOATS["jax"], *OTHER_DTYPES)
     return Front("jax", pj, {n: getattr(jnp, n) for n in names}, "",
                  lambda a, dtype: jnp.asarray(a, dtype), to_numpy, make, run, grows_table=True,
-                 table_from_encode=False, rotary_atol=0.0)
+                 table_from_encode=False, rotary_atol=0.0, trace=lambda function, tensor: jax.jit(function)(tensor))
 
 
 def _numpy():
