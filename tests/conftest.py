@@ -50,3 +50,9 @@ def front(request):
 def framework(request):
     """The ``Front`` of NumPy and of each front; skips the test where that framework is missing."""
     return adapter(request.param)
+
+
+@pytest.fixture
+def torch():
+    """torch, for a test of NumPy code that compares with torch code; skips that test where torch is missing."""
+    return pytest.importorskip("torch")

@@ -1,5 +1,5 @@
 """2-D vision RoPE and M-RoPE (posenc.rope.axial): the formulas, invariants, accuracy, every
-front eagerly and traced, and bad input. Against transformers itself: test_axial_packages.py.
+front eagerly and traced, a width per axis, and bad input. Against transformers itself: test_axial_packages.py.
 """
 
 import math
@@ -184,3 +184,53 @@ def test_tf_grid_rope_bad_input_names_the_argument(ptf):
         ptf.axial_cos_sin(np.zeros((2, 3)), 32, convention="vit")
     with pytest.raises(TypeError, match="positions.*bool"):
         ptf.axial_cos_sin(np.zeros((2, 3), bool), 32)
+
+
+# --- a width per axis (Flux, HunyuanVideo, Wan...; against diffusers in test_axial_per_axis.py) ---
+
+
+def test_two_axes_per_axis_half_is_qwen2_vl_vision_rope():
+    # per axis widths (d/2, d/2) turn at base ** (-4i / d) each: the Qwen2-VL vision tower's 2-D RoPE.
+    positions = rg.grid_position_ids(4, 6)
+    for mine, theirs in zip(rg.per_axis_cos_sin(positions.T, (16, 16), layout="half"), rg.axial_cos_sin(positions, 32)):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_one_axis_per_axis_is_1d_rope():
+    positions = np.arange(0, 500, 7)
+    ours = rg.per_axis_cos_sin(positions[:, None], (64,), dtype=np.float64)
+    theirs = posenc.rotary_cos_sin(positions, 64, layout="interleaved", dtype=np.float64)
+    for mine, reference in zip(ours, theirs):
+        np.testing.assert_array_equal(mine, reference)
+
+
+def test_per_axis_frequencies_and_accuracy():
+    frequencies = rg.per_axis_frequencies((4, 6), base=100.0)
+    np.testing.assert_array_equal(frequencies.axes, [0, 0, 1, 1, 1])
+    with mpmath.workdps(40):
+        expected = [mpmath.power(100, mpmath.mpf(-2 * i) / d) for d in (4, 6) for i in range(d // 2)]
+        error = max(abs(mpmath.mpf(float(h)) + mpmath.mpf(float(lo)) - e) / e
+                    for h, lo, e in zip(frequencies.hi, frequencies.lo, expected))
+    assert error < 1e-30
+    ids = np.array([[123457.0, 3.0, 99991.0]])
+    cos, sin = rg.per_axis_cos_sin(ids, (16, 8, 8), dtype=np.float64)
+    w = rg.per_axis_frequencies((16, 8, 8))
+    with mpmath.workdps(40):
+        for j in range(len(w)):
+            angle = mpmath.mpf(ids[0, w.axes[j]]) * (mpmath.mpf(float(w.hi[j])) + mpmath.mpf(float(w.lo[j])))
+            assert abs(cos[0, 2 * j] - mpmath.cos(angle)) < 4e-16 and abs(sin[0, 2 * j + 1] - mpmath.sin(angle)) < 4e-16
+
+
+def test_per_axis_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match=r"axes_dim must be a list of even ints >= 2.*got \(16, 55\)"):
+        rg.per_axis_frequencies((16, 55))
+    with pytest.raises(ValueError, match="axes_dim must be"):
+        rg.per_axis_cos_sin(np.zeros((3, 2)), 16)
+    with pytest.raises(ValueError, match=r"ids must have one coordinate per axis of axes_dim last.*got shape \(3, 4\)"):
+        rg.per_axis_cos_sin(np.zeros((3, 4)), (16, 56, 56))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        rg.per_axis_cos_sin(np.zeros((3, 3)), (16, 56, 56), layout="sin_cos")
+    with pytest.raises(TypeError, match="dtype must be one of numpy.complex64, numpy.complex128; got <class 'numpy.float32'>"):
+        rg.per_axis_cis(np.zeros((3, 3)), (16, 56, 56), dtype=np.float32)
+    with pytest.raises(ValueError, match="height must be an int >= 1, got 0"):
+        rg.flux_position_ids(4, 0, 3)

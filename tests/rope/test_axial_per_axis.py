@@ -1,4 +1,6 @@
-"""RoPE with a width per axis (posenc.rope.axial.per_axis_*) against the installed diffusers 0.42.1:
+"""RoPE with a width per axis (posenc.rope.axial.per_axis_*) against the installed diffusers 0.42.1
+(every test here compares with it, hence the module-level importorskip; the formulas, accuracy
+and bad input are in test_axial.py):
 Flux's and Flux 2's ``FluxPosEmbed`` and the pipeline's ids, HunyuanVideo's and Wan's rotary
 modules, CogVideoX's ``get_3d_rotary_pos_embed`` and Lumina 2's complex ``freqs_cis``.
 
@@ -8,11 +10,9 @@ HunyuanVideo and CogVideoX compute in float32 (frequencies, products, cos): thei
 about ``|angle| * 2**-23``, which the bound ``float32_angles`` allows for.
 """
 
-import mpmath
 import numpy as np
 import pytest
 
-import posenc
 from posenc.rope import axial as rg
 
 torch = pytest.importorskip("torch")
@@ -129,50 +129,3 @@ def test_lumina2_complex_freqs_cis(caption, height, width):
     assert single.dtype == np.complex64
     close(reference.real, single.real)
     close(reference.imag, single.imag)
-
-
-def test_two_axes_half_is_qwen2_vl_vision_rope():
-    # per axis widths (d/2, d/2) turn at base ** (-4i / d) each: the Qwen2-VL vision tower's 2-D RoPE.
-    positions = rg.grid_position_ids(4, 6)
-    for mine, theirs in zip(rg.per_axis_cos_sin(positions.T, (16, 16), layout="half"), rg.axial_cos_sin(positions, 32)):
-        np.testing.assert_array_equal(mine, theirs)
-
-
-def test_one_axis_is_1d_rope():
-    positions = np.arange(0, 500, 7)
-    ours = rg.per_axis_cos_sin(positions[:, None], (64,), dtype=np.float64)
-    theirs = posenc.rotary_cos_sin(positions, 64, layout="interleaved", dtype=np.float64)
-    for mine, reference in zip(ours, theirs):
-        np.testing.assert_array_equal(mine, reference)
-
-
-def test_frequencies_and_accuracy():
-    frequencies = rg.per_axis_frequencies((4, 6), base=100.0)
-    np.testing.assert_array_equal(frequencies.axes, [0, 0, 1, 1, 1])
-    with mpmath.workdps(40):
-        expected = [mpmath.power(100, mpmath.mpf(-2 * i) / d) for d in (4, 6) for i in range(d // 2)]
-        error = max(abs(mpmath.mpf(float(h)) + mpmath.mpf(float(lo)) - e) / e
-                    for h, lo, e in zip(frequencies.hi, frequencies.lo, expected))
-    assert error < 1e-30
-    ids = np.array([[123457.0, 3.0, 99991.0]])
-    cos, sin = rg.per_axis_cos_sin(ids, (16, 8, 8), dtype=np.float64)
-    w = rg.per_axis_frequencies((16, 8, 8))
-    with mpmath.workdps(40):
-        for j in range(len(w)):
-            angle = mpmath.mpf(ids[0, w.axes[j]]) * (mpmath.mpf(float(w.hi[j])) + mpmath.mpf(float(w.lo[j])))
-            assert abs(cos[0, 2 * j] - mpmath.cos(angle)) < 4e-16 and abs(sin[0, 2 * j + 1] - mpmath.sin(angle)) < 4e-16
-
-
-def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match=r"axes_dim must be a list of even ints >= 2.*got \(16, 55\)"):
-        rg.per_axis_frequencies((16, 55))
-    with pytest.raises(ValueError, match="axes_dim must be"):
-        rg.per_axis_cos_sin(np.zeros((3, 2)), 16)
-    with pytest.raises(ValueError, match=r"ids must have one coordinate per axis of axes_dim last.*got shape \(3, 4\)"):
-        rg.per_axis_cos_sin(np.zeros((3, 4)), (16, 56, 56))
-    with pytest.raises(ValueError, match="layout must be one of"):
-        rg.per_axis_cos_sin(np.zeros((3, 3)), (16, 56, 56), layout="sin_cos")
-    with pytest.raises(TypeError, match="dtype must be one of numpy.complex64, numpy.complex128; got <class 'numpy.float32'>"):
-        rg.per_axis_cis(np.zeros((3, 3)), (16, 56, 56), dtype=np.float32)
-    with pytest.raises(ValueError, match="height must be an int >= 1, got 0"):
-        rg.flux_position_ids(4, 0, 3)

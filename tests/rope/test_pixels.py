@@ -16,7 +16,10 @@ import posenc.sinusoidal
 from posenc.rope import axial as rg
 from posenc.rope import pixels
 
-torch = pytest.importorskip("torch")
+try:
+    import torch
+except ImportError:  # the tests that run torch code take the torch fixture (conftest.py): each skips on its own
+    torch = None
 
 SPACING = 2.0**-23  # one float32 spacing of values in [0.5, 1]
 
@@ -55,7 +58,7 @@ def image_rows(h, w):
 
 @pytest.mark.parametrize(("h", "w"), [(3, 5), (5, 3), (4, 4), (1, 7)])
 @pytest.mark.parametrize(("dim", "section"), [(72, (8, 12, 12)), (64, (8, 12, 12)), (64, (16, 8, 8)), (40, (2, 3, 5))])
-def test_genlip_mrope_gives_the_remainder_to_time(h, w, dim, section):
+def test_genlip_mrope_gives_the_remainder_to_time(h, w, dim, section, torch):
     reference = genlip_reference(h, w, dim, section).numpy()
     cos, sin = rg.mrope_cos_sin(image_rows(h, w), dim, mrope_section=section, interleaved=True)
     close(reference[:, :dim], sin)
@@ -70,8 +73,9 @@ def test_genlip_channel_counts():
     assert np.bincount(rg.mrope_axes((2, 3, 5), interleaved=True, pairs=20)).tolist() == [12, 3, 5]
 
 
-def test_qwen3_vl_text_rope_takes_the_same_sections():
+def test_qwen3_vl_text_rope_takes_the_same_sections(torch):
     # transformers' Qwen3VLTextRotaryEmbedding has the same rule (recomposition_frequencies): head 72, (8, 12, 12).
+    pytest.importorskip("transformers", minversion="5.0")
     from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig
     from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
 
@@ -146,7 +150,7 @@ SHAPES = [(3, 5), (5, 3), (7, 7), (1, 4)]
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dim", [32, 40, 64])
 @pytest.mark.parametrize(("linear", "max_res"), [(False, 224), (True, 224), (True, 96), (False, 512)])
-def test_timm_pixel_rotary(shape, dim, linear, max_res):
+def test_timm_pixel_rotary(shape, dim, linear, max_res, torch):
     sin, cos = timm_rotary_reference(shape, dim, max_res, linear_bands=linear)
     positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
     ours = pixels.pixel_cos_sin(positions, dim, max_freq=max_res, spacing="linear" if linear else "log")
@@ -156,7 +160,7 @@ def test_timm_pixel_rotary(shape, dim, linear, max_res):
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize(("dim", "max_freq"), [(16, 10), (32, 256), (6, 10)])
-def test_rotary_embedding_torch_pixel(shape, dim, max_freq):
+def test_rotary_embedding_torch_pixel(shape, dim, max_freq, torch):
     angles = rotary_embedding_torch_reference(*shape, dim, max_freq).reshape(-1, 2 * dim)
     positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
     cos, sin = pixels.pixel_cos_sin(positions, 2 * dim, max_freq=max_freq)
@@ -166,7 +170,8 @@ def test_rotary_embedding_torch_pixel(shape, dim, max_freq):
 
 @pytest.mark.parametrize(("shape", "bands", "max_resolution"), [((7, 6), 8, (224, 224)), ((5, 9), 4, (224, 100)),
                                                                ((4, 3, 5), 6, (16, 32, 32))])
-def test_perceiver_fourier_features(shape, bands, max_resolution):
+def test_perceiver_fourier_features(shape, bands, max_resolution, torch):
+    pytest.importorskip("transformers", minversion="5.0")
     from transformers.models.perceiver import modeling_perceiver as perceiver
 
     positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
@@ -230,7 +235,7 @@ def test_pixel_bad_input_names_the_argument():
 
 @pytest.mark.parametrize(("shape", "ref"), [((16, 16), (16, 16)), ((24, 20), (16, 16)), ((5, 7), (16, 16)), ((3, 5), None)])
 @pytest.mark.parametrize("head_dim", [64, 32])
-def test_eva02_rotary_embedding_cat(shape, ref, head_dim):
+def test_eva02_rotary_embedding_cat(shape, ref, head_dim, torch):
     # timm's EVA-02 (eva.py @ aa4b5850c1543fa488abf260f18390eda46cf85d: RotaryEmbeddingCat(head_dim, in_pixels=False,
     # ref_feat_shape=(16, 16))): the qwen2_vl frequencies, interleaved, at positions rescaled to the reference grid.
     sin, cos = timm_rotary_reference(shape, head_dim, in_pixels=False, ref_feat_shape=ref)
@@ -244,7 +249,7 @@ def test_eva02_rotary_embedding_cat(shape, ref, head_dim):
 
 
 @pytest.mark.parametrize("shape", [(24, 24), (4, 6), (6, 4)])
-def test_perception_encoder_offset_and_xy(shape):
+def test_perception_encoder_offset_and_xy(shape, torch):
     # Meta's Perception Encoder in timm (eva.py, vit_pe_core_*: ref_feat_shape=(24, 24), rope_grid_offset=1.,
     # rope_grid_indexing='xy'): one-based positions, the column's block first.
     sin, cos = timm_rotary_reference(shape, 64, in_pixels=False, ref_feat_shape=(24, 24), grid_offset=1.0, grid_indexing="xy")
@@ -255,8 +260,9 @@ def test_perception_encoder_offset_and_xy(shape):
 
 
 @pytest.mark.parametrize(("section", "factor"), [((2, 3, 3), 0.5), ((8, 4, 4), 1.0)])
-def test_glm4v_text_mrope_is_interleaved(section, factor):
+def test_glm4v_text_mrope_is_interleaved(section, factor, torch):
     # transformers' Glm4vTextRotaryEmbedding: the sections of M-RoPE, repeat_interleave'd (rotate_half_llm)
+    pytest.importorskip("transformers", minversion="5.0")
     from transformers.models.glm4v.configuration_glm4v import Glm4vTextConfig
     from transformers.models.glm4v.modeling_glm4v import Glm4vTextRotaryEmbedding
 
