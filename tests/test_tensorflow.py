@@ -247,3 +247,21 @@ def test_rotary_layer_in_a_graph_past_a_decoding_step(dtype):
         assert g.dtype == dtype
         assert np.abs(g.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)
         assert np.abs(e.numpy() - w).max() <= (2e-7 if dtype == "float32" else 1e-15)
+
+
+def test_keras_layers_under_xla_give_the_eager_outputs():
+    table = ptf.PositionalEncoding(16, max_len=32)
+    rotary = ptf.RotaryEmbedding(16)
+    x = tf.random.stateless_normal((2, 12, 16), seed=(1, 2))
+    position_ids = tf.constant(999_990 + np.arange(12)[None].repeat(2, 0))
+
+    def both(x, position_ids):
+        cos, sin = rotary(x, position_ids)
+        return table(x), cos, sin
+
+    eager = both(x, position_ids)
+    compiled = tf.function(both, jit_compile=True)(x, position_ids)
+    for a, b in zip(eager, compiled):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=0, atol=2e-7)
+    expected_cos, _ = posenc.rotary_cos_sin(position_ids.numpy(), 16)
+    np.testing.assert_allclose(compiled[1].numpy(), expected_cos, rtol=0, atol=2e-7)

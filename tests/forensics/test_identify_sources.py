@@ -136,16 +136,3 @@ def test_positions_by_hand_when_no_option_names_them():
     # a name is preferred: diffusers' scaled table is not reported as MAE's with positions by hand
     scaled = embeddings.get_2d_sincos_pos_embed(D, (4, 6), base_size=3, interpolation_scale=2.0).numpy()
     assert posenc.identify_grid(scaled, (4, 6)).matches == ("diffusers, base_size / interpolation_scale=1.5",)
-
-
-@pytest.mark.parametrize("table", [np.ones((24, D)), np.random.default_rng(0).uniform(-1, 1, (24, D)), np.zeros((24, D))])
-def test_nothing_matches_what_no_convention_wrote(table):
-    found = posenc.identify_grid(table, (4, 6))
-    assert found.matches == () and found.max_deviation > 0.1 and str(found).startswith("none (closest:")
-
-
-def test_every_convention_is_read_off_a_table():
-    from posenc.forensics import grids
-    from posenc.sinusoidal import grid
-
-    assert grids._EXPLAIN.names() == grid._PRESETS.names()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc.sinusoidal import grid
+from posenc.sinusoidal import grid, patch_positions
 
 try:
     import torch
@@ -449,3 +449,18 @@ def test_diagnose_grid_names_its_mistakes_as_codes_in_every_language():
     for language in ("en", "pt_BR", "zh_CN"):
         found = posenc.diagnose_grid(table, (6, 10), "mae", language=language)
         assert found.mistakes == (("mae", "height and width swapped"),) and len(found.findings) == 1
+
+
+def test_source_options_name_the_argument():
+    with pytest.raises(ValueError, match="pos_embed_max_size must be at least each size of shape, got 4 for a size 5"):
+        posenc.grid_encoding((5, 3), 16, convention="diffusers", pos_embed_max_size=4)
+    with pytest.raises(TypeError, match="pos_embed_max_size must be an int >= 1"):
+        posenc.grid_encoding((5, 3), 16, convention="diffusers", pos_embed_max_size=4.5)
+    with pytest.raises(ValueError, match="offset=-0.5 needs normalize=True"):
+        posenc.grid_encoding((5, 3), 16, convention="detr", offset=-0.5)
+    with pytest.raises(TypeError, match="convention 'mae' takes the options cls_token; got offset"):
+        posenc.grid_encoding((5, 3), 16, convention="mae", offset=-0.5)
+    with pytest.raises(ValueError, match="num_prefix_tokens must be a non-negative int, got -1"):
+        patch_positions((2, 2), num_prefix_tokens=-1)
+    with pytest.raises(ValueError, match="grid_offset must be a finite real number, got inf"):
+        patch_positions((2, 2), grid_offset=math.inf)

@@ -94,18 +94,3 @@ def test_dinov3_rope_patch_centres_and_prefix_tokens(height, width, registers):
     ours_q = posenc.apply_rotary(q.numpy(), *with_prefix)
     np.testing.assert_array_equal(ours_q[..., :prefix, :], q[..., :prefix, :].numpy())
     close(theirs_q, ours_q, 1e-6)
-
-
-def test_bad_options_name_the_argument():
-    with pytest.raises(ValueError, match="pos_embed_max_size must be at least each size of shape, got 4 for a size 5"):
-        posenc.grid_encoding((5, 3), 16, convention="diffusers", pos_embed_max_size=4)
-    with pytest.raises(TypeError, match="pos_embed_max_size must be an int >= 1"):
-        posenc.grid_encoding((5, 3), 16, convention="diffusers", pos_embed_max_size=4.5)
-    with pytest.raises(ValueError, match="offset=-0.5 needs normalize=True"):
-        posenc.grid_encoding((5, 3), 16, convention="detr", offset=-0.5)
-    with pytest.raises(TypeError, match="convention 'mae' takes the options cls_token; got offset"):
-        posenc.grid_encoding((5, 3), 16, convention="mae", offset=-0.5)
-    with pytest.raises(ValueError, match="num_prefix_tokens must be a non-negative int, got -1"):
-        patch_positions((2, 2), num_prefix_tokens=-1)
-    with pytest.raises(ValueError, match="grid_offset must be a finite real number, got inf"):
-        patch_positions((2, 2), grid_offset=math.inf)
