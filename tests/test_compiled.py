@@ -11,6 +11,7 @@ import pytest
 
 import posenc
 
+# Every test here compiles torch, hence one skip for the file.
 torch = pytest.importorskip("torch")
 import posenc.torch as pt  # noqa: E402
 

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+# posenc.lessons is torch-based (it imports torch): every test here needs it, hence one skip for the file.
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 

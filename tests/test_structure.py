@@ -191,3 +191,53 @@ def test_what_the_notebooks_and_the_readme_reach_is_public():
     assert ("posenc.lessons", "copy_previous_task") in found and ("posenc.torch", "RotaryEmbedding") in found
     hidden = sorted((module, name) for module, name in found if name not in public(module))
     assert not hidden, f"the notebooks or the README use names outside their module's __all__: {hidden}"
+
+
+# --- the tests mirror the package ------------------------------------------------------
+
+TESTS = ROOT / "tests"
+# Modules without a test file of their own: where they are tested, and why there.
+TESTED_ELSEWHERE = {
+    "posenc": ("test_bad_input.py", "the top level re-exports; every name of its __all__ is fed bad input there, "
+                                    "its annotations checked in test_typing.py, what notebooks reach above"),
+    "posenc.__main__": ("test_language.py", "the command line (python -m posenc diagnose) answers in the chosen language"),
+    "posenc.engine.checks": ("test_bad_input.py", "the checks are the bad-input messages of every public function"),
+    "posenc.engine.frequencies": ("rope/test_axial.py", "the record the rotary and axial frequencies come in"),
+    "posenc.engine.rotation": ("engine/test_kernels.py", "NumPy's threaded builder, checked with the other kernels"),
+    "posenc.sinusoidal.layouts": ("sinusoidal/test_conventions.py", "layouts convert between the conventions' tables"),
+    "posenc.forensics.identification": ("sinusoidal/test_conventions.py", "identify names each convention's table"),
+    "posenc.forensics.printed": ("forensics/test_diagnosis.py", "the printed tables diagnose reads"),
+}
+
+
+def mirror_of(module):
+    """``tests/<subpackage>/test_<module>.py`` for ``posenc.<subpackage>.<module>``; ``tests/test_<name>.py``
+    for a top-level module or package; None for a subpackage's ``__init__`` (it only gathers its modules)."""
+    parts = module.split(".")[1:]
+    if len(parts) == 1:
+        return TESTS / f"test_{parts[0]}.py"
+    return TESTS.joinpath(*parts[:-1], f"test_{parts[-1]}.py") if parts else None
+
+
+def test_every_module_has_its_test_file():
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        if module in TESTED_ELSEWHERE:
+            where, _ = TESTED_ELSEWHERE[module]
+            assert (TESTS / where).is_file(), f"{module} is said to be tested in tests/{where}, which does not exist"
+        elif module.startswith("posenc.exercises."):  # one module per notebook
+            assert (TESTS / "test_exercises.py").is_file()
+        elif path.stem == "__init__" and module.count(".") == 1 and module != "posenc.exercises":
+            continue
+        elif not mirror_of(module).is_file():
+            missing.append(f"{module}: {mirror_of(module).relative_to(ROOT)}")
+    assert not missing, f"modules without their test file (or an entry in TESTED_ELSEWHERE): {missing}"
+
+
+def test_test_files_sit_beside_a_module_of_theirs():
+    # A test folder is a subpackage's; test files take distinct names (pytest imports them by name).
+    folders = {p.parent for p in TESTS.rglob("test_*.py")} - {TESTS}
+    assert {f.name for f in folders} <= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}, folders
+    names = [p.name for p in TESTS.rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

@@ -14,6 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+# Every test here is TensorFlow's own (the fronts' shared behaviour is in test_front.py), hence one skip for the file.
 tf = pytest.importorskip("tensorflow")
 import keras  # noqa: E402
 

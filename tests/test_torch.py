@@ -5,6 +5,7 @@ The behaviour the fronts share is tested once for all of them in test_frameworks
 
 import pytest
 
+# Every test here is torch's own (the fronts' shared behaviour is in test_front.py), hence one skip for the file.
 torch = pytest.importorskip("torch")
 import posenc.torch as pt  # noqa: E402
 

@@ -13,6 +13,7 @@ import pytest
 
 from posenc.biases import alibi_bias, alibi_slopes, relative_position_bias, relative_position_bucket
 
+# Every test here compares with transformers (and its torch), hence one skip for the file.
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
 from transformers import BloomConfig, BloomForCausalLM, T5Config, T5ForConditionalGeneration  # noqa: E402

@@ -15,6 +15,7 @@ import pytest
 import posenc
 from posenc.forensics.grids import TOLERANCE
 
+# Every test here builds its tables with the installed sources, hence one skip for the file.
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
 embeddings = pytest.importorskip("diffusers.models.embeddings")

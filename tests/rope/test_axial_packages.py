@@ -11,6 +11,7 @@ import pytest
 from frameworks import adapter
 from posenc.rope import axial as rg
 
+# Every test here compares with transformers, hence one skip for the file.
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip(
     "transformers", minversion="5.0", reason="install the conventions extra: pip install -e '.[conventions]'"

@@ -15,6 +15,7 @@ import pytest
 
 from posenc.rope import axial as rg
 
+# Every test here compares with diffusers, hence one skip for the file.
 torch = pytest.importorskip("torch")
 embeddings = pytest.importorskip("diffusers.models.embeddings", reason="install the conventions extra")
 from diffusers.models.transformers.transformer_flux import FluxPosEmbed  # noqa: E402

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+# Every test here compares with transformers' models (and their torch), hence one skip for the file.
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip(
     "transformers", minversion="5.0", reason="install the conventions extra: pip install -e '.[conventions]'"

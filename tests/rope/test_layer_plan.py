@@ -17,6 +17,7 @@ import math
 
 import pytest
 
+# Every test here runs transformers' models (and their torch), hence one skip for the file.
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip(
     "transformers", minversion="5.0", reason="install the conventions extra: pip install -e '.[conventions]'"

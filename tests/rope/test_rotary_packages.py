@@ -11,6 +11,8 @@ import pytest
 
 import posenc
 
+# Every test here but one compares with transformers, hence one skip for the file (the other
+# reads the corner cases listed for those comparisons).
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402

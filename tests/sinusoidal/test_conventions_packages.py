@@ -12,6 +12,7 @@ import pytest
 
 import posenc
 
+# Every test here compares with the packages below, hence one skip for the file.
 torch = pytest.importorskip("torch", reason="the conventions extra needs torch")
 transformers = pytest.importorskip("transformers", reason="install the conventions extra: pip install -e '.[conventions]'")
 diffusers = pytest.importorskip("diffusers", reason="install the conventions extra: pip install -e '.[conventions]'")

@@ -16,6 +16,7 @@ import pytest
 
 from posenc.sinusoidal import patch_positions, random_fourier_features
 
+# Every test here compares with transformers, hence one skip for the file.
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
 from transformers import EdgeTamPromptEncoderConfig, Sam2PromptEncoderConfig, SamVisionConfig  # noqa: E402

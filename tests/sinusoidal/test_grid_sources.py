@@ -14,6 +14,7 @@ import posenc
 from posenc.rope import axial as rg
 from posenc.sinusoidal import patch_positions
 
+# Every test here compares with an installed source, hence one skip for the file.
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
 SPACING = 2.0**-23
