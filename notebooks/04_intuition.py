@@ -527,7 +527,7 @@ assert round(posenc.wavelengths(32, 500.0)[-1]) == 2130
 # - **The two knobs.** A larger base widens the similarity and stills more columns; a
 #   larger width fills the range of wavelengths more densely.
 #
-# The property tests in `tests/test_intuition.py` check the same facts for random widths
+# The property tests in `tests/sinusoidal/test_geometry.py` check the same facts for random widths
 # (odd ones too), bases, layouts and positions up to a million.
 
 # %% [markdown]

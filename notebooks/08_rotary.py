@@ -229,7 +229,7 @@ plt.show()
 #   models (Llama, Mistral, Qwen2, Gemma, Phi-3, Falcon, ...), whose `rotate_half(x)` is
 #   `cat(-x2, x1)` of the two halves of the head.
 #
-# `tests/test_rotary_packages.py` checks each of these functions of the installed
+# `tests/rope/test_rotary_packages.py` checks each of these functions of the installed
 # transformers against the layout named here.
 #
 # For a head of 8 channels the frequencies are $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.

@@ -244,7 +244,7 @@ assert rows[0, 25] == 10 + max(2, 2)
 # [#45381](https://github.com/huggingface/transformers/issues/45381) shows transformers 5.2
 # still starting the text after a Qwen2.5-VL video one past the video's largest id, and
 # reports the ids of 5.3 and later as wrong. posenc follows the pinned 5.23 by default and
-# gives the 4.x rule with `text_resumes="after_largest"` (`tests/test_rotary_grid_models.py`
+# gives the 4.x rule with `text_resumes="after_largest"` (`tests/rope/test_axial_models.py`
 # checks the first against the installed `get_rope_index`, the second against that
 # docstring example).
 
@@ -405,7 +405,7 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` does the same for fifteen families (Llama, Mistral, Qwen2,
+# `tests/rope/test_configs.py` does the same for fifteen families (Llama, Mistral, Qwen2,
 # Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL,
 # Qwen2.5-VL and Qwen3-VL).
 

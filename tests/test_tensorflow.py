@@ -1,7 +1,7 @@
 """posenc.tensorflow: what only TensorFlow and Keras have (graphs, tf.function, dtype policies,
 saving, XLA's log lines).
 
-The behaviour the fronts share is tested once for all of them in test_frameworks.py.
+The behaviour the fronts share is tested once for all of them in test_front.py.
 """
 
 import json
@@ -36,7 +36,7 @@ def test_table_in_a_graph_matches_the_eager_table(convention, layout, d_model):
 
 
 def test_dtype_by_name():
-    # TensorFlow takes dtypes by name too; the table is the tf.float64 one (test_frameworks.py checks that).
+    # TensorFlow takes dtypes by name too; the table is the tf.float64 one (test_front.py checks that).
     table = ptf.positional_encoding(40, 8, dtype="float64")
     assert table.dtype == tf.float64
     np.testing.assert_array_equal(table.numpy(), ptf.positional_encoding(40, 8, dtype=tf.float64).numpy())
@@ -98,7 +98,7 @@ def test_layer_loads_a_config_written_before_conventions():
 
 
 def test_layer_called_without_training_is_in_inference():
-    # Keras' default; dropout in training is test_frameworks.py's test_module_dropout_only_in_training.
+    # Keras' default; dropout in training is test_front.py's test_module_dropout_only_in_training.
     keras.utils.set_random_seed(0)
     layer = ptf.PositionalEncoding(16, dropout=0.5)
     x = tf.ones((2, 6, 16))

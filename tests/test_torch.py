@@ -1,6 +1,6 @@
 """posenc.torch: what only torch has (its default dtype, devices, buffers, the module's repr).
 
-The behaviour the fronts share is tested once for all of them in test_frameworks.py.
+The behaviour the fronts share is tested once for all of them in test_front.py.
 """
 
 import pytest

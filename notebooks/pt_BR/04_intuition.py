@@ -544,7 +544,7 @@ assert round(posenc.wavelengths(32, 500.0)[-1]) == 2130
 #   quase paradas; uma largura maior preenche a faixa de comprimentos de onda de forma mais
 #   densa.
 #
-# Os testes de propriedades em `tests/test_intuition.py` verificam os mesmos fatos para
+# Os testes de propriedades em `tests/sinusoidal/test_geometry.py` verificam os mesmos fatos para
 # larguras aleatórias (inclusive ímpares), bases, layouts e posições de até um milhão.
 
 # %% [markdown]

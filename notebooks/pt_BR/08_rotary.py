@@ -234,7 +234,7 @@ plt.show()
 #   maioria dos modelos do transformers (Llama, Mistral, Qwen2, Gemma, Phi-3, Falcon, ...),
 #   cujo `rotate_half(x)` é `cat(-x2, x1)` das duas metades da cabeça.
 #
-# `tests/test_rotary_packages.py` confere cada uma dessas funções do transformers instalado
+# `tests/rope/test_rotary_packages.py` confere cada uma dessas funções do transformers instalado
 # contra o layout indicado aqui.
 #
 # Para uma cabeça de 8 canais, as frequências são $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$.

@@ -254,7 +254,7 @@ assert rows[0, 25] == 10 + max(2, 2)
 # ainda começando o texto depois de um vídeo do Qwen2.5-VL uma posição além do maior id do
 # vídeo, e relata os ids do 5.3 em diante como errados. O posenc segue por padrão o 5.23
 # fixado no projeto e dá a regra do 4.x com `text_resumes="after_largest"`
-# (`tests/test_rotary_grid_models.py` confere a primeira contra o `get_rope_index`
+# (`tests/rope/test_axial_models.py` confere a primeira contra o `get_rope_index`
 # instalado, e a segunda contra aquele exemplo da docstring).
 
 # %%
@@ -420,7 +420,7 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` faz o mesmo para quinze famílias (Llama, Mistral, Qwen2,
+# `tests/rope/test_configs.py` faz o mesmo para quinze famílias (Llama, Mistral, Qwen2,
 # Qwen3, Gemma 3, Phi-3, GPT-NeoX, GPT-J, Cohere, DeepSeek-V3, GPT-OSS, Llama 4, Qwen2-VL,
 # Qwen2.5-VL e Qwen3-VL).
 

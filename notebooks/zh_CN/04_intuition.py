@@ -502,7 +502,7 @@ assert round(posenc.wavelengths(32, 500.0)[-1]) == 2130
 # - **两个旋钮。** 更大的底数让相似度曲线更宽，并让更多的列几乎不动；
 #   更大的宽度把波长范围填得更密。
 #
-# `tests/test_intuition.py` 中的性质测试（property tests）对随机的宽度（包括奇数宽度）、底数、
+# `tests/sinusoidal/test_geometry.py` 中的性质测试（property tests）对随机的宽度（包括奇数宽度）、底数、
 # 布局以及直到一百万的位置，检验了同样的事实。
 
 # %% [markdown]

@@ -198,7 +198,7 @@ plt.show()
 # - **half**（对半）：通道 $j$ 与 $j + d/2$ 配对。
 #   使用它的有 [GPT-NeoX](https://github.com/EleutherAI/gpt-neox)（EleutherAI 的训练库及其 20B 参数模型）和 transformers 中的大多数模型（Llama、Mistral、Qwen2、Gemma、Phi-3、Falcon 等），它们的 `rotate_half(x)` 是对头的前后两半做 `cat(-x2, x1)`。
 #
-# `tests/test_rotary_packages.py` 会在已安装的 transformers 上逐一检查上述函数，确认它们符合这里标明的布局。
+# `tests/rope/test_rotary_packages.py` 会在已安装的 transformers 上逐一检查上述函数，确认它们符合这里标明的布局。
 #
 # 对于 8 个通道的头，频率为 $w_j = 10000^{-2j/8} = 1, 0.1, 0.01, 0.001$。
 # 位置 1 处的正弦表在第 $j$ 对的两个通道上都是 $\sin w_j$，因此从中可以看出哪些通道配成一对：

@@ -195,7 +195,7 @@ assert rows[0, 25] == 10 + max(2, 2)
 # 它的文档字符串中的例子是一段 3 个时间块、每块 2 x 2 个词元的视频，后面跟着文本，文本的位置为 3, 4, 5, ...；5.x 的规则则给出 2, 3, 4。
 # 对于图像，以及时间块数不超过合并后较长边的视频，两条规则的结果一致。
 # Issue [#45381](https://github.com/huggingface/transformers/issues/45381) 表明，transformers 5.2 在 Qwen2.5-VL 的视频之后仍让文本从视频的最大编号再加一开始，并指出 5.3 及以后版本给出的编号是错的。
-# posenc 默认遵循锁定的 5.23，用 `text_resumes="after_largest"` 则给出 4.x 的规则（`tests/test_rotary_grid_models.py` 把前者与已安装的 `get_rope_index` 对照检查，把后者与那个文档字符串中的例子对照检查）。
+# posenc 默认遵循锁定的 5.23，用 `text_resumes="after_largest"` 则给出 4.x 的规则（`tests/rope/test_axial_models.py` 把前者与已安装的 `get_rope_index` 对照检查，把后者与那个文档字符串中的例子对照检查）。
 
 # %%
 reference = rope.mrope_position_ids(segments, text_resumes="after_largest")
@@ -334,7 +334,7 @@ print(f"largest logit {size:.2f}; the logits differ by less than 2e-6 of it: {di
 assert difference < 2e-6 * size
 
 # %% [markdown]
-# `tests/test_rope_config.py` 对十五个模型系列做了同样的检查（Llama、Mistral、Qwen2、Qwen3、Gemma 3、Phi-3、GPT-NeoX、GPT-J、Cohere、DeepSeek-V3、GPT-OSS、Llama 4、Qwen2-VL、Qwen2.5-VL 和 Qwen3-VL）。
+# `tests/rope/test_configs.py` 对十五个模型系列做了同样的检查（Llama、Mistral、Qwen2、Qwen3、Gemma 3、Phi-3、GPT-NeoX、GPT-J、Cohere、DeepSeek-V3、GPT-OSS、Llama 4、Qwen2-VL、Qwen2.5-VL 和 Qwen3-VL）。
 
 # %% [markdown]
 # ## 5. Flux：为提示词和图像给出同一套 id

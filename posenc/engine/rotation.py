@@ -211,7 +211,7 @@ def _over_cores(count, size, work):
     cost switches (a third of the time on two cores, measured).
     """
     # pragma below: how many threads changes the time only; any split writes what one thread writes
-    # (tests/test_core.py), so mutants of these counts and of the pool's size are equivalent.
+    # (tests/sinusoidal/test_tables.py), so mutants of these counts and of the pool's size are equivalent.
     workers = min(os.cpu_count() or 1, 8, count) if size >= 1 << 20 else 1  # pragma: no mutate
     if workers == 1:
         work(0, count)  # no pool: its set-up is most of a small table's time

@@ -66,7 +66,7 @@ class Family(NamedTuple):
 
 
 #: ``model_type -> Family``, each entry checked against the family's rotary module in
-#: tests/test_rope_config.py.
+#: tests/rope/test_configs.py.
 FAMILIES: Registry[Family] = Registry("model_type")
 _HALF = Family("half", "channels")
 FAMILIES.register("llama", _HALF)

@@ -192,7 +192,7 @@ _RULES: Registry[_RopeType] = Registry("rope_type")
 
 
 # Runs only while the module is imported (see conventions._preset): what it registers is
-# checked per rope type in tests/test_rotary.py.
+# checked per rope type in tests/rope/test_rotary.py.
 def _rope_type(name, required=(), optional=()):  # pragma: no mutate block
     """Register the decorated rule as rope type ``name``."""
     def register(rule):

@@ -183,7 +183,7 @@ _PRESETS: Registry[_Entry] = Registry("convention")
 
 # Runs only while the module is imported: mutmut switches a mutant on when a test calls its
 # function, after that import, so it could never run a mutant of this one; every preset it
-# registers is checked against its source in tests/test_conventions.py instead.
+# registers is checked against its source in tests/sinusoidal/test_conventions.py instead.
 def _preset(description, source, options=_no_options, layouts=None, **fields):  # pragma: no mutate block
     name = fields["name"]
     layouts = layouts or (fields.get("layout", "interleaved"),)

@@ -36,7 +36,7 @@ def test_bloom_alibi_tensor(num_heads):
     for batch in theirs:
         assert np.all(np.abs(batch - expected) <= (powers[:, None] + 2) * F32 * expected)
     # Our causal bias differs from BLOOM's on the keys a query sees by slope * query position,
-    # a constant per row (tests/test_biases.py checks that softmax then agrees).
+    # a constant per row (test_alibi.py checks that softmax then agrees).
     ours = alibi_bias(num_heads, length, length, dtype=np.float64)
     seen = np.isfinite(ours[0])
     shift = (theirs[0][:, None, :] - ours)[:, seen]

@@ -1,7 +1,7 @@
 """RoPE: frequencies against mpmath, cos/sin within one rounding at a million positions,
 the rotation itself, the relative-position property, layouts and bad input.
 
-transformers itself is the reference in tests/test_rotary_packages.py.
+transformers itself is the reference in tests/rope/test_rotary_packages.py.
 """
 
 import math

@@ -2,7 +2,7 @@
 
 Each test skips, saying which package is missing, when the extra is not installed
 (`pip install -e ".[conventions]"`). keras-hub is not tested here: it drags in the full
-`tensorflow` wheel next to tensorflow-cpu (see pyproject.toml); tests/test_conventions.py
+`tensorflow` wheel next to tensorflow-cpu (see pyproject.toml); tests/sinusoidal/test_conventions.py
 checks its formula. Sources that compute in float32 are off from the exact formula by up to
 about 1e-7 per unit of position (float32 frequencies and angles), hence their tolerance.
 """

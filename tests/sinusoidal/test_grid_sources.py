@@ -2,7 +2,7 @@
 table (diffusers' PatchEmbed, pos_embed_max_size), Deformable DETR's half-patch offset and
 Grounding DINO's temperature 20 (transformers), DINOv3's patch centres normalised to [-1, 1] with its
 class and register tokens left unrotated (transformers). EVA-02's ref_feat_shape and the Perception
-Encoder's grid_offset are in tests/test_vision_rope.py.
+Encoder's grid_offset are in tests/rope/test_pixels.py.
 """
 
 import math
