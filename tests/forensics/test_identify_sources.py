@@ -1,5 +1,5 @@
 """identify_grid on the sin-cos tables of real sources, each built by the source's own code (installed
-transformers and diffusers; re-expressions of MAE, MoCo v3, big_vision and timm from tests/sinusoidal/test_grid.py,
+transformers and diffusers; re-expressions of MAE, MoCo v3, big_vision and timm from tests/grid_references.py,
 cited there): it must name the convention and the options with which posenc reproduces each.
 
 ``named()`` is the measure of issue 29 ("named k of n"): before identify_grid fitted the tables it
@@ -19,7 +19,7 @@ from posenc.forensics.grids import TOLERANCE
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", minversion="5.0")
 embeddings = pytest.importorskip("diffusers.models.embeddings")
-from sinusoidal.test_grid import big_vision_reference, mae_reference, moco_reference, timm_reference  # noqa: E402
+from grid_references import big_vision_reference, mae_reference, moco_reference, timm_reference  # noqa: E402
 
 D = 32
 
