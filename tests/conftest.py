@@ -30,6 +30,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "framework(name): the test is that framework's own; it skips where the framework is missing")
     for name in filter(None, config.getoption("--without").split(",")):
         if name not in HIDDEN:
             raise pytest.UsageError(f"--without takes {', '.join(HIDDEN)}, got {name!r}")
@@ -38,6 +39,11 @@ def pytest_configure(config):
             if sys.modules.get(module) is not None:
                 raise pytest.UsageError(f"--without {name}: {module} is already imported (by a plugin?)")
             sys.modules[module] = None
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("framework"):
+        adapter(*mark.args)  # skips this test (not its file) where the framework is missing
 
 
 @pytest.fixture(params=FRONTS)

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import posenc
-from frameworks import only
 from messages import assert_raises_naming
 
 try:
@@ -23,17 +22,11 @@ try:
     from flax import nnx
 
     import posenc.jax as pj
-except ImportError:  # the tests skip one by one (jax_front below)
+except ImportError:  # the tests skip one by one (the framework mark below)
     jax = jnp = nnx = pj = None
 
 BOUND = 2e-7
-pytestmark = only("jax")
-
-
-@pytest.fixture(autouse=True)
-def jax_front(front):
-    """Every test here runs on the JAX front, so each skips (not the file) where JAX or Flax is missing."""
-    return front
+pytestmark = pytest.mark.framework("jax")  # each test skips (not the file) where JAX or Flax is missing
 
 
 def test_no_float64_in_the_traces_with_x64_off():

@@ -14,12 +14,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-# Every test here is TensorFlow's own (the fronts' shared behaviour is in test_front.py), hence one skip for the file.
-tf = pytest.importorskip("tensorflow")
-import keras  # noqa: E402
-
 import posenc  # noqa: E402
-import posenc.tensorflow as ptf  # noqa: E402
+
+try:
+    import keras
+    import tensorflow as tf
+
+    import posenc.tensorflow as ptf
+except ImportError:  # the tests skip one by one (the framework mark below)
+    keras = tf = ptf = None
+
+pytestmark = pytest.mark.framework("tensorflow")  # each test skips (not the file) where TensorFlow is missing
 
 
 @pytest.mark.parametrize("convention, layout, d_model", [
@@ -56,8 +61,9 @@ def test_layer_past_max_len_and_dynamic_length_in_a_model():
     np.testing.assert_allclose(f(tf.zeros((1, 7, 8)))[0].numpy(), posenc.positional_encoding(7, 8), atol=1e-7)
 
 
-@pytest.mark.parametrize("policy, dtype", [("float64", tf.float64), ("mixed_float16", tf.float16)])
+@pytest.mark.parametrize("policy, dtype", [("float64", "float64"), ("mixed_float16", "float16")])
 def test_layer_computes_in_its_dtype_policy(policy, dtype):
+    dtype = getattr(tf, dtype)
     layer = ptf.PositionalEncoding(4, dropout=0.1, dtype=policy)
     out = layer(tf.zeros((1, 3, 4), tf.float64))
     assert out.dtype == dtype

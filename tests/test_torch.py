@@ -5,9 +5,14 @@ The behaviour the fronts share is tested once for all of them in test_front.py.
 
 import pytest
 
-# Every test here is torch's own (the fronts' shared behaviour is in test_front.py), hence one skip for the file.
-torch = pytest.importorskip("torch")
-import posenc.torch as pt  # noqa: E402
+try:
+    import torch
+
+    import posenc.torch as pt
+except ImportError:  # the tests skip one by one (the framework mark below)
+    torch = pt = None
+
+pytestmark = pytest.mark.framework("torch")  # each test skips (not the file) where torch is missing
 
 
 def test_default_dtype_follows_torch():
