@@ -101,6 +101,7 @@ def _calls():
         "grid_encoding": (((2, 3), 8), {"convention": "mae", "dtype": np.float32, "positions": None}),
         "identify_grid": ((grid, (2, 3)), {"language": "en"}),
         "identify": ((table,), {"atol": 1e-6}),
+        "identify_rope": ((cos, sin), {}),
         "interleave": ((np.zeros((2, 3)), np.ones((2, 3))), {}),
         "layout_permutation": ((8, "interleaved", "sin_cos"), {"odd": "sine"}),
         "list_conventions": ((), {}),
@@ -120,7 +121,7 @@ def _calls():
 
 CALLS = _calls()
 # What diagnose, identify and their grid versions return, not something to call.
-RESULTS = {"Diagnosis", "Identification", "GridDiagnosis", "GridIdentification"}
+RESULTS = {"Diagnosis", "Identification", "GridDiagnosis", "GridIdentification", "RopeIdentification"}
 PUBLIC = sorted(name for name in posenc.__all__ if callable(getattr(posenc, name)) and name not in RESULTS)
 
 
