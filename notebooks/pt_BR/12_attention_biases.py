@@ -332,17 +332,17 @@ ax.legend(fontsize=8, ncol=3, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# No comprimento de treino, todo modelo com posições fica a menos de 0.1 do melhor
-# possível; o modelo NoPE fica 0.3 ou mais abaixo. Com 8 vezes o comprimento, a ordem é a
-# que Press et al. encontraram para os métodos que compararam: ALiBi (a menos de 0.03 da sua
+# No comprimento de treino, todo modelo com posições fica a menos de 0.15 do melhor
+# possível; o modelo NoPE fica 0.25 ou mais abaixo. Com 8 vezes o comprimento, a ordem é a
+# que Press et al. encontraram para os métodos que compararam: ALiBi (a menos de 0.05 da sua
 # acurácia em 16), depois o viés do T5, depois o RoPE, depois a tabela senoidal, aqui com a
-# tabela aprendida ao lado dela e o NoPE entre o RoPE e as duas. O RoPE ainda se sustenta
-# com o dobro do comprimento, e depois cai.
+# tabela aprendida ao lado dela e o NoPE entre o RoPE e as duas. O RoPE perde pouco com o
+# dobro do comprimento, e depois cai.
 
 # %%
 at_train = {method: scores[0] for method, scores in results.items()}
 at_8x = {method: scores[-1] for method, scores in results.items()}
-assert min(v for m, v in at_train.items() if m != "none") > best - 0.1 and at_train["none"] < best - 0.3
+assert min(v for m, v in at_train.items() if m != "none") > best - 0.15 and at_train["none"] < best - 0.25
 
 # %%
 assert at_8x["alibi"] > at_8x["t5"] > at_8x["rope"] > at_8x["none"] > max(at_8x["sinusoidal"], at_8x["learned"])
@@ -374,7 +374,7 @@ assert at_8x["alibi"] > at_8x["t5"] > at_8x["rope"] > at_8x["none"] > max(at_8x[
 # comprimento (as 1024 do GPT-2).
 
 # %%
-assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.03 and at_train["alibi"] < max(at_train.values())
+assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.05 and at_train["alibi"] < max(at_train.values())
 
 # %% [markdown]
 # ## 6. xPos, e mais três da literatura
@@ -548,14 +548,14 @@ assert (causal_back[:16] == distance[:16]).all() and (biases.relative_position_b
 # 4. The miniature T5: every distance from 15 on in the last of 16 buckets, 14 in the one before.
 mini = biases.relative_position_bucket(-np.arange(300), bidirectional=False, num_buckets=16, max_distance=16)
 assert (mini[15:] == 15).all() and mini[14] == 14
-# 5. Section 5's settings and run: NoPE 0.3 below the best, learned and sinusoidal below NoPE at 8x, RoPE at 2x.
+# 5. Section 5's settings and run: NoPE 0.25 below the best, learned and sinusoidal below NoPE at 8x, RoPE at 2x.
 decoder = lessons.TinyDecoder("t5")
 assert (len(decoder.layers), decoder.heads, decoder.d_model, decoder.num_buckets, decoder.max_distance) == (1, 8, 64, 16, 16)
 run = inspect.signature(lessons.train_short_test_long).parameters
 assert [run[name].default for name in ("train_length", "steps", "batch_size", "lr", "test_size")] == [16, 100, 32, 0.02, 64]
 assert run["multiples"].default == (1, 2, 4, 8) and lessons.MARKOV_KEEP == 0.85
-assert at_train["none"] < best - 0.3 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
-assert results["rope"][1] > results["rope"][0] - 0.05 and results["rope"][2] < results["rope"][0] - 0.2
+assert at_train["none"] < best - 0.25 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
+assert results["rope"][1] > results["rope"][0] - 0.1 and results["rope"][2] < results["rope"][0] - 0.2
 assert experiment_seconds < 20
 # 6. xPos: every zeta below 1, the fastest pair's the smallest.
 assert np.all(zeta < 1) and np.all(np.diff(zeta) > 0)
