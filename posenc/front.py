@@ -694,7 +694,7 @@ def relative_position_bucket(spec: Spec, relative_position: Tensor | npt.ArrayLi
         raise TypeError(f"relative_position must be concrete integers in host memory, got {type(relative_position).__name__}: "
                         f"{error}") from error
     buckets = t5.relative_position_bucket(host, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-    return spec.adopt(buckets, None, device)
+    return spec.adopt(np.asarray(buckets), None, device)  # a 0-d array, not NumPy's scalar
 
 
 def relative_position_bias(spec: Spec, table: Tensor, query_length: int, key_length: int, *, bidirectional: bool = True,
