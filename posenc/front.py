@@ -2,8 +2,10 @@
 
 Each front describes its framework in a ``Spec`` (its backend entry, dtypes, how positions
 come in, how memory that NumPy filled is handed over) and binds the generic functions here to
-it (``bound``); its module classes mix in ``SinusoidalModule`` and ``RotaryModule``, which
-hold the state and the decisions. What exists in one framework alone stays in its file.
+it (``bound``); its module classes mix in ``SinusoidalModule``, ``RotaryModule`` and
+``RelativeBiasModule``, which hold the state and the decisions. What exists in one framework
+alone stays in its file, but for FlexAttention's score_mods (torch's), written here on the
+tensors they are given (no import of torch) and bound like the rest: the fronts keep their line budget.
 Which kernel serves a call is ``posenc.engine.routes``' decision, made in one place
 (``_sinusoid``, ``_rope``). Only the fronts import this module.
 """

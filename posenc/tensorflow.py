@@ -161,10 +161,7 @@ def _visible_log(text):
     return "".join(kept)
 
 
-def _is_tensor(value):
-    return tf.is_tensor(value) or isinstance(value, np.ndarray)
-
-
+_is_tensor = lambda value: tf.is_tensor(value) or isinstance(value, np.ndarray)
 SPEC = front.Spec(
     module=__name__, xp=TF, tensor="tf.Tensor", dtype="tf.DType", dtype_names="tf.float16, tf.bfloat16, tf.float32, tf.float64 or None",
     default_dtype=lambda: tf.float32, as_dtype=_as_dtype, is_tensor=_is_tensor, intake=_intake, adopt=_adopt, complex=tf.complex,
