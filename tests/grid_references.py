@@ -76,15 +76,21 @@ def timm_reference(h, w, d, temperature=10000.0, reverse_coord=False, interleave
     return torch.stack([pos2.sin(), pos2.cos()], dim=2 if interleave_sin_cos else 1).flatten(1).numpy()
 
 
-def timm_resample_reference(posemb, new_size, old_size, num_prefix_tokens=1, interpolation="bicubic", antialias=True):
-    """huggingface/pytorch-image-models, timm/layers/pos_embed.py @ 170a5b6e277c55ca5553bea60d0b34b4f219f966
-    (resample_abs_pos_embed): prefix rows split off and kept, the rest reshaped to
-    (1, H, W, d), permuted to (1, d, H, W), F.interpolate(size, mode, antialias) in float32,
-    permuted back and flattened, prefix concatenated in front."""
+def timm_resample_reference(posemb, new_size, old_size, num_prefix_tokens=1, interpolation="bicubic", antialias=True,
+                            align_corners=None):
+    """timm 1.0.31 (the PyPI wheel), timm/layers/pos_embed.py (resample_abs_pos_embed; the early return as
+    fixed by huggingface/pytorch-image-models#2737, merged after the repository's
+    aa4b5850c1543fa488abf260f18390eda46cf85d, 1.0.29.dev0): unchanged only when the token count is and
+    old_size equals new_size (or, old_size None, new_size is square); else prefix rows split off and kept,
+    the rest reshaped to (1, H, W, d), permuted to (1, d, H, W), F.interpolate(size, mode, align_corners,
+    antialias) in float32, permuted back and flattened, prefix concatenated in front."""
+    if posemb.shape[1] == new_size[0] * new_size[1] + num_prefix_tokens and tuple(old_size) == tuple(new_size):
+        return posemb
     prefix, rest = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
     d = rest.shape[-1]
     image = rest.float().reshape(1, old_size[0], old_size[1], -1).permute(0, 3, 1, 2)
-    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, antialias=antialias)
+    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, align_corners=align_corners,
+                                            antialias=antialias)
     rest = image.permute(0, 2, 3, 1).reshape(1, -1, d).to(posemb.dtype)
     return torch.cat([prefix, rest], dim=1)
 
@@ -105,6 +111,3 @@ def detr_reference(h, w, d, temperature=10000.0, normalize=False, scale=2 * math
         return np.stack([np.sin(angle[..., 0::2]), np.cos(angle[..., 1::2])], axis=-1).reshape(h, w, f)
 
     return np.concatenate([block(y), block(x)], axis=-1).reshape(h * w, d)
-
-
-# --- against the installed packages ------------------------------------------------------

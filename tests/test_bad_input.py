@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import posenc
+import posenc.biases
 from frameworks import only
 
 ALLOWED = (ValueError, TypeError)
@@ -102,6 +103,7 @@ def _calls():
         "grid_encoding": (((2, 3), 8), {"convention": "mae", "dtype": np.float32, "positions": None}),
         "identify_grid": ((grid, (2, 3)), {"language": "en"}),
         "identify": ((table,), {"atol": 1e-6}),
+        "identify_rope": ((cos, sin), {}),
         "interleave": ((np.zeros((2, 3)), np.ones((2, 3))), {}),
         "layout_permutation": ((8, "interleaved", "sin_cos"), {"odd": "sine"}),
         "list_conventions": ((), {}),
@@ -121,7 +123,7 @@ def _calls():
 
 CALLS = _calls()
 # What diagnose, identify and their grid versions return, not something to call.
-RESULTS = {"Diagnosis", "Identification", "GridDiagnosis", "GridIdentification"}
+RESULTS = {"Diagnosis", "Identification", "GridDiagnosis", "GridIdentification", "RopeIdentification"}
 PUBLIC = sorted(name for name in posenc.__all__ if callable(getattr(posenc, name)) and name not in RESULTS)
 
 
@@ -272,25 +274,76 @@ FRONT_VALUES = st.one_of(
 )
 
 
-@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary"])
+# posenc.biases (not in the top-level namespace): a valid call of each public callable.
+BIAS_CALLS = {
+    "alibi_slopes": ((6,), {"alibi_bias_max": 8.0}),
+    "alibi_bias": ((4, 3, 5), {"causal": True, "key_offset": 2, "alibi_bias_max": 8.0, "dtype": np.float32}),
+    "relative_position_bucket": (([[-3, 0, 5]],), {"bidirectional": True, "num_buckets": 32, "max_distance": 128}),
+    "relative_position_bias": ((np.ones((32, 4), np.float32), 3, 5), {"bidirectional": True, "num_buckets": 32,
+                                                                       "max_distance": 128, "key_offset": 2}),
+    "relative_positions": ((3, 5), {"key_offset": 2}),
+    "toeplitz": ((np.arange(7.0), 3, 5), {"dtype": np.float32}),
+}
+
+
+def test_every_bias_callable_has_a_valid_call_here():
+    assert sorted(BIAS_CALLS) == sorted(posenc.biases.__all__)
+    for name, (args, kwargs) in BIAS_CALLS.items():
+        getattr(posenc.biases, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(BIAS_CALLS))
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_spoiled_bias_call_raises_a_value_or_type_error(name, data):
+    args, kwargs = BIAS_CALLS[name]
+    args, kwargs = list(args), dict(kwargs)
+    slot = data.draw(st.sampled_from(list(range(len(args))) + list(kwargs)))
+    if isinstance(slot, int):
+        args[slot] = data.draw(ABSURD)
+    else:
+        kwargs[slot] = data.draw(ABSURD)
+    check_answer(getattr(posenc.biases, name), args, kwargs)
+
+
+# What the fronts bind of posenc.biases, and their T5 module (torch alone has FlexAttention's score_mods).
+FRONT_BIASES = ["alibi_slopes", "alibi_bias", "relative_position_bucket", "relative_position_bias", "RelativePositionBias",
+                "alibi_score_mod", "t5_score_mod"]
+
+
+def _front_call(front, framework, name):
+    """A valid call of ``name`` in ``front`` (a posenc front module), its tensors the framework's."""
+    if name == "apply_rotary":
+        cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
+        x = front.positional_encoding(8, 8)[None, :4]
+        return [x, cos, sin], {"layout": "half"}
+    bucketing = {"bidirectional": True, "max_distance": 128}
+    table = front.positional_encoding(32, 4)  # a (num_buckets, heads) float tensor
+    if name == "RelativePositionBias":
+        rngs = {"rngs": __import__("flax").nnx.Rngs(0)} if framework == "jax" else {}
+        return [4], {"num_buckets": 32, **bucketing, **rngs}
+    if name in ("relative_position_bias", "t5_score_mod"):
+        return [table, 3, 5], {**bucketing, "key_offset": 2}
+    if name == "alibi_score_mod":
+        return [front.alibi_slopes(4)], {"causal": True, "key_offset": 2}
+    args, kwargs = BIAS_CALLS[name] if name in BIAS_CALLS else CALLS[name]
+    return list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
+
+
+@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", *FRONT_BIASES])
 # The front fixture hands every example the same cached adapter: nothing to reset between them.
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_fronts_raise_value_or_type_errors(front, name, data):
-    api = front.api
-    if name == "apply_rotary":
-        cos, sin = api.rotary_cos_sin([0, 1, 2, 3], 8)
-        x = api.positional_encoding(8, 8)[None, :4]
-        args, kwargs = [x, cos, sin], {"layout": "half"}
-    else:
-        args, kwargs = CALLS[name]
-        args, kwargs = list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
+    if not hasattr(front.api, name):
+        pytest.skip(f"posenc.{front.name} has no {name} (FlexAttention is torch's)")
+    args, kwargs = _front_call(front.api, front.name, name)
     slot = data.draw(st.sampled_from(list(range(len(args))) + list(kwargs)))
     if isinstance(slot, int):
         args[slot] = data.draw(FRONT_VALUES)
     else:
         kwargs[slot] = data.draw(FRONT_VALUES)
-    check_answer(getattr(api, name), args, kwargs)
+    check_answer(getattr(front.api, name), args, kwargs)
 
 
 # --- absurd sizes answer at once --------------------------------------------------------

@@ -35,6 +35,9 @@ def grid_yx(h, w):
     return np.repeat(np.arange(h), w).astype(np.float64), np.tile(np.arange(w), h).astype(np.float64)
 
 
+# --- against the installed packages ------------------------------------------------------
+
+
 @pytest.mark.parametrize("shape", NON_SQUARE)
 @pytest.mark.parametrize("d", DS)
 @needs_torch
@@ -287,6 +290,43 @@ def test_resample_equals_timm(old, new, interpolation):
     double = resample_abs_pos_embed(table[:, 1:].double(), new, old, num_prefix_tokens=0, antialias=False)
     assert double.dtype == torch.float64
     assert torch.equal(double, timm_resample_reference(table[:, 1:].double(), new, old, 0, antialias=False))
+
+
+@pytest.mark.parametrize(("old", "new"), [((3, 5), (7, 4)), ((2, 8), (4, 4)), ((5, 5), (9, 9)), ((7, 3), (3, 7))])
+@pytest.mark.parametrize("interpolation", ["bicubic", "bilinear"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("prefix", [0, 1, 2])
+@needs_torch
+def test_resample_align_corners_equals_timm(old, new, interpolation, align_corners, prefix):
+    from posenc.torch import resample_abs_pos_embed
+
+    table = torch.randn(1, prefix + old[0] * old[1], 12, generator=torch.Generator().manual_seed(1))
+    for antialias in (True, False):
+        ours = resample_abs_pos_embed(table, new, old, num_prefix_tokens=prefix, interpolation=interpolation,
+                                      antialias=antialias, align_corners=align_corners)
+        assert torch.equal(ours, timm_resample_reference(table, new, old, prefix, interpolation, antialias, align_corners))
+        assert ours.shape == (1, prefix + new[0] * new[1], 12)
+        assert torch.equal(ours[:, :prefix], table[:, :prefix])
+    # align_corners=True puts the corners of the new grid on those of the old one: its corner rows are the old ones
+    grid = ours[0, prefix:].reshape(*new, -1)
+    old_grid = table[0, prefix:].reshape(*old, -1)
+    corners = [(0, 0), (0, -1), (-1, 0), (-1, -1)]
+    assert all(torch.allclose(grid[c], old_grid[c], atol=1e-6) for c in corners) or not align_corners
+
+
+@needs_torch
+def test_resample_keeps_only_an_equal_size():
+    from posenc.torch import resample_abs_pos_embed
+
+    # 16 tokens as 2 x 8 asked for 4 x 4: timm 1.0.31 resamples (older timm returned the table unchanged)
+    table = torch.randn(1, 1 + 16, 8, generator=torch.Generator().manual_seed(2))
+    resized = resample_abs_pos_embed(table, (4, 4), (2, 8))
+    assert not torch.equal(resized, table)
+    assert torch.equal(resized, timm_resample_reference(table, (4, 4), (2, 8)))
+    assert resample_abs_pos_embed(table, (4, 4)) is table  # old_size None: taken as square, as timm
+    assert resample_abs_pos_embed(table, (2, 8), (2, 8)) is table
+    with pytest.raises(TypeError, match="align_corners must be True or False, got 1"):
+        resample_abs_pos_embed(table, (4, 4), (2, 8), align_corners=1)
 
 
 @needs_torch
