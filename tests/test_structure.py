@@ -207,6 +207,8 @@ TESTED_ELSEWHERE = {
     "posenc.sinusoidal.layouts": ("sinusoidal/test_conventions.py", "layouts convert between the conventions' tables"),
     "posenc.forensics.identification": ("sinusoidal/test_conventions.py", "identify names each convention's table"),
     "posenc.forensics.printed": ("forensics/test_diagnosis.py", "the printed tables diagnose reads"),
+    # Named for its function: test_rotary.py is rope/'s, and test files need distinct names.
+    "posenc.forensics.rotary": ("forensics/test_identify_rope.py", "identify_rope, named for the function it tests"),
 }
 
 
