@@ -32,7 +32,7 @@ __all__ = [
     "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
     "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
     "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "resample_abs_pos_embed", "rotary_cos_sin", "rotary_frequencies",
-    "rotary_permutation",
+    "rotary_permutation", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin", "pixel_cos_sin", "random_fourier_features",
 ]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32), and those of position ids.
@@ -94,6 +94,7 @@ rotary_cos_sin = front.bound(front.rotary_cos_sin, SPEC)
 axial_cos_sin = front.bound(front.axial_cos_sin, SPEC)
 mrope_cos_sin = front.bound(front.mrope_cos_sin, SPEC)
 apply_rotary = front.bound(front.apply_rotary, SPEC)
+per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features = (front.bound(f, SPEC) for f in front.VISION)
 
 
 class PositionalEncoding(front.SinusoidalModule, nn.Module):
@@ -146,15 +147,10 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 **params: Any) -> None:
+                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:
         super().__init__()
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
+        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
         self._state.on(torch.empty(0))
-
-    @property
-    def inv_freq(self) -> torch.Tensor:
-        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
-        return torch.from_numpy(self._inv_freq())
 
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         return self._cos_sin(x, position_ids)
@@ -164,6 +160,14 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
         module = super()._apply(fn, recurse)
         self._state.on(fn(torch.empty(0)))
         return module
+
+
+class RotaryEmbeddingMixed(front.MixedModule, nn.Module):
+    _spec, forward = SPEC, front.MixedModule._call
+
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved") -> None:
+        super().__init__()
+        self.freqs = nn.Parameter(self._configure(head_dim, depth, num_heads, base, layout, torch.rand))  # timm's draws, seed for seed
 
 
 def resample_abs_pos_embed(
