@@ -26,6 +26,7 @@ from .rope import axial, configs, mixed, pixels, rotary
 from .sinusoidal import conventions, fourier, grid, tables
 
 __all__ = [
+    "LayerConfig",
     "MixedModule",
     "Positions",
     "RotaryModule",
@@ -776,6 +777,13 @@ def _text_rows(spec, positions):
         host=None if positions.host is None else np.stack([positions.numpy()] * 3),
     )
 
+
+
+class LayerConfig:
+    """``get_config`` for a Keras layer mixing in a module logic here: Keras' entries and the module's ``_config()``."""
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), **self._config()}  # type: ignore[misc, attr-defined]
 
 
 class MixedModule:

@@ -176,6 +176,7 @@ class RotaryEmbedding(front.RotaryModule, nnx.Module):
 class RotaryEmbeddingMixed(front.MixedModule, nnx.Module):
     _spec, __call__ = SPEC, front.MixedModule._call
 
-    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved", rngs: nnx.Rngs):
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
+                 rngs: nnx.Rngs) -> None:
         key = rngs.params()
         self.freqs = nnx.Param(self._configure(head_dim, depth, num_heads, base, layout, lambda shape: jax.random.uniform(key, shape)))

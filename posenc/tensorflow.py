@@ -227,7 +227,7 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="posenc")
-class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
+class RotaryEmbedding(front.LayerConfig, front.RotaryModule, keras.layers.Layer):
     __doc__ = f"""{front.RotaryModule.__doc__}
     Keras: ``call(x, position_ids)``, in the layer's compute dtype (Keras casts a float ``x`` to
     it); the rope type's parameters are keywords beside Keras' own (``name``, ``dtype``, ...).
@@ -256,17 +256,12 @@ class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
     def call(self, x: tf.Tensor, position_ids: tf.Tensor | npt.ArrayLike) -> tuple[tf.Tensor, tf.Tensor] | tf.Tensor:
         return self._cos_sin(x, position_ids)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._config()}
-
 
 @keras.saving.register_keras_serializable(package="posenc")
-class RotaryEmbeddingMixed(front.MixedModule, keras.layers.Layer):
+class RotaryEmbeddingMixed(front.LayerConfig, front.MixedModule, keras.layers.Layer):
     _spec, call = SPEC, front.MixedModule._call
 
-    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved", **kwargs: Any):
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, keras.random.uniform), name="freqs")
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._config()}
