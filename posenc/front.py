@@ -458,8 +458,10 @@ def pixel_cos_sin(
     layout = rotary.check_rotary_layout(layout)
     dtype = check_dtype(spec, dtype)
     taken = spec.intake(positions, None)
-    ndim = taken.shape[0] if taken.shape and type(taken.shape[0]) is int else 1
-    frequencies = pixels.pixel_frequencies(head_dim, max_freq, spacing=spacing, ndim=max(ndim, 1))
+    if taken.shape is None or (taken.shape and type(taken.shape[0]) is not int):
+        raise ValueError(f"positions must have a known number of axes (their first dimension) to choose the frequencies, "
+                         f"got shape {taken.shape} in a graph")
+    frequencies = pixels.pixel_frequencies(head_dim, max_freq, spacing=spacing, ndim=taken.shape[0] if taken.shape else 1)
     return _rope(spec, _rope_entries(taken, head_dim), frequencies, layout, dtype)
 
 
@@ -491,7 +493,9 @@ def random_fourier_features(
     dtype = check_dtype(spec, dtype)
     c = spec.intake(coords, None)
     g = _projection(spec, projection, c)
-    fourier.check_shapes(c.shape, g.shape, input_shape)
+    if g.shape is None or None in g.shape[:1]:
+        raise ValueError(f"projection must have a known shape (k, F) (k coordinates), got shape {g.shape} in a graph")
+    fourier.check_shapes((None,) if c.shape is None else c.shape, g.shape, input_shape)
     xp = spec.xp
     if c.host is not None and g.host is not None and not (c.traced or g.traced):
         table = fourier.random_fourier_features(c.numpy(), g.numpy(), input_shape=input_shape, dtype=_built(xp, dtype))

@@ -237,3 +237,24 @@ def test_torch_module_is_diffusers_flux_pos_embed(front, height, width, text):
         for mine, theirs in zip(ours, references):
             assert mine.dtype == theirs.dtype == torch.float32 and mine.shape == theirs.shape
             close(mine, theirs, SPACING)
+
+
+@only("tensorflow")
+def test_tensorflow_graphs_of_unknown_lengths(front):
+    import tensorflow as tf
+
+    api = front.api
+    ids = fractional_ids(3, 17, seed=2)
+    per_axis = tf.function(lambda p: api.per_axis_cos_sin(p, (8, 12, 12)), input_signature=[tf.TensorSpec([None, None], tf.float64)])
+    close(per_axis(tf.constant(ids))[0].numpy(), axial.per_axis_cos_sin(ids, (8, 12, 12))[0], BOUND)
+    positions = grid.patch_positions((5, 6), normalize="pixel")
+    pixel = tf.function(lambda p: api.pixel_cos_sin(p, 16), input_signature=[tf.TensorSpec([2, None], tf.float64)])
+    close(pixel(tf.constant(positions))[1].numpy(), pixels.pixel_cos_sin(positions, 16)[1], BOUND)
+    # the frequencies depend on how many axes: a graph must know it
+    unknown = tf.function(lambda p: api.pixel_cos_sin(p, 16), input_signature=[tf.TensorSpec([None, None], tf.float64)])
+    assert_raises_naming(lambda: unknown.get_concrete_function(), ValueError, ["positions must have a known number of axes"])
+    rng = np.random.default_rng(0)
+    coords, projection = rng.random((3, 4, 2)), rng.standard_normal((2, 9))
+    features = tf.function(lambda c: api.random_fourier_features(c, projection, input_shape=(7, 5)),
+                           input_signature=[tf.TensorSpec([None, None, None], tf.float64)])
+    close(features(tf.constant(coords)).numpy(), fourier.random_fourier_features(coords, projection, input_shape=(7, 5)), BOUND)

@@ -24,14 +24,15 @@ TWO_PI = (np.array([2 * math.pi]), np.array([2.4492935982947064e-16]))
 
 
 def check_shapes(coords_shape, projection_shape, input_shape):
-    """``coords`` ``(..., k)`` and ``projection`` ``(k, F)`` agree; ``input_shape`` is ``(height, width)`` for ``k = 2``."""
-    if len(projection_shape) != 2 or len(coords_shape) < 1 or coords_shape[-1] != projection_shape[0]:
+    """``coords`` ``(..., k)`` and ``projection`` ``(k, F)`` agree; ``input_shape`` is ``(height, width)`` for ``k = 2``
+    (a dimension None, unknown in a graph, agrees with any)."""
+    if len(projection_shape) != 2 or len(coords_shape) < 1 or coords_shape[-1] not in (projection_shape[0], None):
         raise ValueError(
             f"coords (..., k) and projection (k, F) must agree on k, got coords of shape {tuple(coords_shape)} and projection "
             f"of shape {tuple(projection_shape)}"
         )
     if input_shape is not None and (
-            coords_shape[-1] != 2 or not isinstance(input_shape, (tuple, list)) or len(input_shape) != 2
+            projection_shape[0] != 2 or not isinstance(input_shape, (tuple, list)) or len(input_shape) != 2
             or not all(isinstance(n, (int, float, np.number)) and not isinstance(n, bool) and np.isfinite(n) and n > 0
                        for n in input_shape)):
         raise ValueError(
