@@ -506,8 +506,8 @@ def random_fourier_features(
     x = 2 * x - 1
     turns = functools.reduce(xp.add, (x[..., k : k + 1] * w[k] for k in range(g.shape[0])))
     route = routes.choose(xp, dtype, traced=c.traced or g.traced, host=False)
-    s, c = _kernel(spec, route)(turns, *fourier.TWO_PI, xp.float64 if dtype == xp.float64 else xp.float32)
-    return xp.cast(xp.concat([s[..., 0], c[..., 0]], -1), dtype)
+    sines, cosines = _kernel(spec, route)(turns, *fourier.TWO_PI, xp.float64 if dtype == xp.float64 else xp.float32)
+    return xp.cast(xp.concat([sines[..., 0], cosines[..., 0]], -1), dtype)
 
 
 VISION = (per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features)
