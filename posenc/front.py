@@ -510,6 +510,7 @@ def random_fourier_features(
     return xp.cast(xp.concat([sines[..., 0], cosines[..., 0]], -1), dtype)
 
 
+# The grid and vision functions (issue 29), which each front binds in one line.
 VISION = (per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features)
 
 
@@ -784,7 +785,7 @@ def _text_rows(spec, positions):
 
 
 class LayerConfig:
-    """``get_config`` for a Keras layer mixing in a module logic here: Keras' entries and the module's ``_config()``."""
+    """``get_config`` of a Keras layer whose logic is mixed in from here: Keras' entries, then the module's ``_config()``."""
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), **self._config()}  # type: ignore[misc, attr-defined]
