@@ -856,6 +856,11 @@ class MixedModule:
 
     def _config(self) -> dict[str, Any]:
         return {"head_dim": self.head_dim, "depth": self.depth, "num_heads": self.num_heads, "base": self.base, "layout": self.layout}
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={value!r}" for name, value in self._config().items())
+
+
 # Position as a bias on the attention scores (``posenc.biases``), as the framework's tensors.
 
 
