@@ -182,7 +182,8 @@ class RotaryEmbeddingMixed(front.MixedModule, nnx.Module):
 class RelativePositionBias(front.RelativeBiasModule, nnx.Module):
     _spec = SPEC
 
-    def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128, rngs: nnx.Rngs):
+    def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+                 rngs: nnx.Rngs) -> None:
         rngs = front.require(lambda value: isinstance(value, nnx.Rngs), "nnx.Rngs")(rngs, "rngs")  # it initialises the table
         self._configure(num_heads, bidirectional, num_buckets, max_distance)
         self.relative_attention_bias = nnx.Embed(self.num_buckets, self.num_heads, rngs=rngs)
