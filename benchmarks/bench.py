@@ -8,7 +8,8 @@ With torch among the frameworks, a RoPE section follows (benchmarks/rotary.py), 
 work where fixed costs decide (benchmarks/small.py: tiny tables, a RoPE decode step eager and
 compiled), then 2-D sin-cos tables against transformers' and diffusers' own code
 (benchmarks/grid_tables.py), then attention biases (ALiBi, T5's buckets) against
-transformers' own functions (benchmarks/biases.py).
+transformers' own functions (benchmarks/biases.py), then per-axis RoPE cos/sin at Flux's ids
+against diffusers' FluxPosEmbed (benchmarks/per_axis.py).
 
 Times are medians over repeats taken round-robin (every implementation once per round), so
 the noise of a shared machine hits them alike; compare ratios within one run. Memory: NumPy
@@ -36,6 +37,7 @@ import numpy as np  # noqa: E402
 
 import biases  # noqa: E402
 import grid_tables  # noqa: E402
+import per_axis  # noqa: E402
 import rotary  # noqa: E402
 import routes  # noqa: E402
 import small  # noqa: E402
@@ -366,12 +368,13 @@ def main():
     smalls = torch_section(args.frameworks.split(","), (), "Small work", small.run, args.quick, args.repeats)
     grids = torch_section(args.frameworks.split(","), ("transformers", "diffusers"), "2-D grid", grid_tables.run, args.quick, args.repeats)
     bias_rows = torch_section(args.frameworks.split(","), ("transformers",), "Attention bias", biases.run, args.quick, args.repeats)
+    per_axis_rows = torch_section(args.frameworks.split(","), ("diffusers",), "Per-axis RoPE", per_axis.run, args.quick, args.repeats)
     jax_rope = jax_rope_rows(args.quick, args.repeats) if "jax" in args.frameworks.split(",") else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"length": args.length, "d_model": args.d_model, "repeats": args.repeats, "cpus": os.cpu_count()}
     summary = {"settings": settings, "results": results, "encode": encoded, "rope": rope, "small": smalls, "grid": grids,
-               "biases": bias_rows, "jax_rope": jax_rope}
+               "biases": bias_rows, "per_axis_rope": per_axis_rows, "jax_rope": jax_rope}
     (out / "results.json").write_text(json.dumps(summary, indent=1))
     plot(results, out / "bench.png")
     print(f"\nsaved {out / 'results.json'} and {out / 'bench.png'}")

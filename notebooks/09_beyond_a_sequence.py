@@ -183,7 +183,8 @@ assert np.allclose(sim[4, 7, :11, :18], sim[5, 9, 1:, 2:], atol=1e-5)
 # patches of a 6 x 10 grid, without the class row.
 
 # %%
-names = list(posenc.list_grid_conventions())
+# the eight conventions above (posenc.list_grid_conventions() also names positional-encodings)
+names = ["mae", "moco-v3", "rt-detr", "big_vision", "simple-vit", "timm", "detr", "diffusers"]
 shape = (6, 10)
 tables = {name: posenc.grid_encoding(shape, 64, convention=name)[-60:] for name in names}
 fig, axes = plt.subplots(2, 4, figsize=(14, 5), sharey=True)

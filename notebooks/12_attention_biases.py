@@ -19,7 +19,8 @@
 # - write ALiBi's slopes for any number of heads, and say why geometric slopes give each head its own range;
 # - find the T5 bucket of a relative position, and say which distances share a bucket;
 # - read from a config which layers of Llama 4, SmolLM3 or Cohere 2 use no position at all;
-# - train short and test long: compare six position methods on inputs up to 8 times the training length.
+# - train short and test long: compare six position methods on inputs up to 8 times the training length;
+# - say what xPos adds to RoPE, and why posenc leaves KERPLE, FIRE and CoPE out.
 #
 # **Prerequisites:** notebooks 04, 07 and 08 · **Time:** about 60 minutes
 
@@ -277,12 +278,12 @@ print("targets:", targets[0], f"(-100: not scored)  best accuracy {best:.3f}")
 assert round(best, 3) == 0.859
 
 # %% [markdown]
-# The model, `lessons.TinyDecoder(method)`: a causal Transformer of 2 layers, 4 heads and
+# The model, `lessons.TinyDecoder(method)`: a causal Transformer of 1 layer, 8 heads and
 # $d = 64$, pre-norm, and nothing that sees order besides the causal mask and the `method`:
 # `none` (NoPE), `learned` (a table of rows added to the embeddings), `sinusoidal`, `rope`
 # (`posenc.torch`'s `rotary_cos_sin` and `apply_rotary`), `alibi` and `t5`
 # (`posenc.biases`, added to the scores). The miniature T5 has 16 causal buckets and
-# `max_distance` 32, the training length: T5 trained at 512 tokens with `max_distance`
+# `max_distance` 16, the training length: T5 trained at 512 tokens with `max_distance`
 # 128, so every bucket is trained; scaled down alike. Only two methods learn parameters of
 # their own:
 
@@ -290,20 +291,21 @@ assert round(best, 3) == 0.859
 extra = {method: sum(p.numel() for p in lessons.TinyDecoder(method).parameters())
          - sum(p.numel() for p in lessons.TinyDecoder("none").parameters()) for method in lessons.POSITION_METHODS}
 print("parameters beyond the NoPE model's:", extra)
-assert extra == {"none": 0, "learned": 256 * 64, "sinusoidal": 0, "rope": 0, "alibi": 0, "t5": 16 * 4}
+assert extra == {"none": 0, "learned": 128 * 64, "sinusoidal": 0, "rope": 0, "alibi": 0, "t5": 16 * 8}
 
 # %% [markdown]
-# Each model trains at length 32 for 300 steps of Adam on batches of 32 sequences, the same
-# sequences in the same order, from the same seed, and is scored on 128 fresh sequences of
-# 32, 64, 128 and 256 tokens (the same for every model). The learned table has 256 rows;
-# those past 31 are never trained and keep their random start. `lessons.train_short_test_long`
-# does it all, on one CPU thread, in about a minute on a laptop:
+# Each model trains at length 16 for 100 steps of Adam (learning rate 0.02) on batches of 32
+# sequences, the same sequences in the same order, from the same seed, and is scored on 64
+# fresh sequences of 16, 32, 64 and 128 tokens (the same for every model). The learned table
+# has 128 rows; those past 15 are never trained and keep their random start.
+# `lessons.train_short_test_long` does it all, on one CPU thread, in under 20 seconds of CPU
+# time on a laptop:
 
 # %%
 experiment_started = time.process_time()  # CPU time: what a busy machine does not stretch
 results = lessons.train_short_test_long(seed=0)
 experiment_seconds = time.process_time() - experiment_started
-lengths = [32 * m for m in (1, 2, 4, 8)]
+lengths = [16 * m for m in (1, 2, 4, 8)]
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -317,54 +319,111 @@ fig, ax = plt.subplots(figsize=(7, 3.5))
 for method, scores in results.items():
     ax.plot(lengths, scores, marker="o", label=method)
 ax.axhline(best, color="gray", linestyle="--", label="best possible")
-ax.axvline(32, color="gray", linestyle=":", label="training length")
+ax.axvline(16, color="gray", linestyle=":", label="training length")
 ax.set_xscale("log", base=2)
 ax.minorticks_off()
 ax.set(xticks=lengths, xticklabels=lengths, ylim=(0, 1), xlabel="sequence length", ylabel="accuracy",
-       title="trained at 32 tokens, tested up to 256")
+       title="trained at 16 tokens, tested up to 128")
 ax.legend(fontsize=8, ncol=3, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# At the training length every model with positions is within 0.03 of the best possible;
-# the NoPE model is 0.1 or more below it. At 8 times the length the order is the one Press
-# et al. found for the methods they compared: ALiBi (within 0.02 of its accuracy at 32),
+# At the training length every model with positions is within 0.15 of the best possible;
+# the NoPE model is 0.25 or more below it. At 8 times the length the order is the one Press
+# et al. found for the methods they compared: ALiBi (within 0.05 of its accuracy at 16),
 # then T5's bias, then RoPE, then the sinusoidal table, here with the learned table beside
-# it and NoPE between T5 and RoPE.
+# it and NoPE between RoPE and them. RoPE loses little at twice the length, then falls.
 
 # %%
 at_train = {method: scores[0] for method, scores in results.items()}
 at_8x = {method: scores[-1] for method, scores in results.items()}
-assert min(v for m, v in at_train.items() if m != "none") > best - 0.03 and at_train["none"] < best - 0.1
+assert min(v for m, v in at_train.items() if m != "none") > best - 0.15 and at_train["none"] < best - 0.25
 
 # %%
-assert at_8x["alibi"] > at_8x["t5"] > at_8x["none"] > at_8x["rope"] > max(at_8x["sinusoidal"], at_8x["learned"])
+assert at_8x["alibi"] > at_8x["t5"] > at_8x["rope"] > at_8x["none"] > max(at_8x["sinusoidal"], at_8x["learned"])
 
 # %% [markdown]
 # Why each falls, or not:
 #
-# - **learned, sinusoidal**: past 32 the model reads table rows it never trained on (random
+# - **learned, sinusoidal**: past 16 the model reads table rows it never trained on (random
 #   ones, or sine and cosine values in combinations it never saw); both end below the model
 #   with no positions at all.
-# - **RoPE**: the slow pairs (wavelengths above 32 positions) turn to angles never reached
+# - **RoPE**: the slow pairs (wavelengths above 16 positions) turn to angles never reached
 #   in training, and a far key can be turned almost like a near one (notebook 08, section 6).
-# - **T5**: every distance from 27 on shares the last of the 16 buckets, so a key 200 places
-#   back gets the bias of one 30 places back; the longer the input, the more keys share it
+# - **T5**: every distance from 15 on shares the last of the 16 buckets, so a key 100 places
+#   back gets the bias of one 15 places back; the longer the input, the more keys share it
 #   and can draw weight away from the two that matter.
-# - **ALiBi**: far keys get ever larger penalties, so the keys a head reads at 256 tokens
-#   are the ones it read at 32.
+# - **ALiBi**: far keys get ever larger penalties, so the keys a head reads at 128 tokens
+#   are the ones it read at 16.
 #
 # Where the miniature differs from the paper: Press et al. trained 247M-parameter language
-# models on WikiText-103 and measured perplexity; this is a 2-layer model on a synthetic
-# task, one seed, 128 test sequences per length, so differences of a few hundredths mean
-# little. Their ALiBi models got *better* on longer inputs, since more context helps a
-# language model; here the two previous tokens are all there is to use, so flat is the best
-# ALiBi can do. At the training length their ALiBi matched or beat the sinusoidal model;
-# here it is a little below the other methods. Their table had no learned and no NoPE
-# model; a real learned table has no rows at all past its length (GPT-2's 1024).
+# models on WikiText-103 and measured perplexity; this is a 1-layer model trained for 100
+# steps on a synthetic task, one seed, 64 test sequences per length, so differences of a
+# few hundredths mean little. Their ALiBi models got *better* on longer inputs, since more
+# context helps a language model; here the two previous tokens are all there is to use, so
+# flat is the best ALiBi can do. At the training length their ALiBi matched or beat the
+# sinusoidal model; here it is below the best of the others. Their table had no learned and
+# no NoPE model; a real learned table has no rows at all past its length (GPT-2's 1024).
 
 # %%
-assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.02 and at_train["alibi"] < max(at_train.values())
+assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.05 and at_train["alibi"] < max(at_train.values())
+
+# %% [markdown]
+# ## 6. xPos, and three more from the literature
+#
+# xPos ([Sun et al., 2022](https://arxiv.org/abs/2212.10554), "A Length-Extrapolatable
+# Transformer") keeps RoPE's rotations and adds a decay. Each pair $j$ of a head of $d$
+# channels gets a number $\zeta_j = (2j + 0.4d) / (1.4d)$ below 1; the query at position $n$
+# is scaled by $\zeta_j^{\,n/512}$, the key at $m$ by $\zeta_j^{-m/512}$, so pair $j$'s share
+# of the score $q_n \cdot k_m$ is RoPE's times $\zeta_j^{\,(n - m)/512}$: a decay with the
+# distance, as ALiBi's, but per pair and multiplying instead of adding. The fastest pair
+# decays most: for $d = 64$,
+
+# %%
+zeta = rope.xpos_decay(64)
+distances = np.array([1, 512, 2048])
+print("zeta, fastest and slowest pair:", zeta[[0, -1]].round(3))
+print("their factors at distances", distances.tolist(), ":", (zeta[[0, -1], None] ** (distances / 512)).round(3).tolist())
+np.testing.assert_allclose(zeta[[0, -1]], [0.4 / 1.4, (62 + 0.4 * 64) / (1.4 * 64)], rtol=1e-15)
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3))
+reach = np.arange(0, 4097, 16)
+for j in (0, 8, 16, 24, 31):
+    ax.plot(reach, zeta[j] ** (reach / 512), label=f"pair {j}")
+ax.set(xlabel="distance n - m", ylabel="factor on the pair's share", ylim=(0, 1.05), title="xPos's decay, head of 64 channels")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# `rope.xpos_cos_sin(positions, head_dim)` gives the cos and sin that `rope.apply_rotary`
+# turns and scales the queries with (`keys=True` for the keys), in the interleaved layout of
+# the two reference codes, lucidrains' rotary-embedding-torch (`use_xpos=True`) and
+# torchscale's `XPOS`; the tests compare with both. The scores of a query at position 2047
+# over keys 0 to 2047 are RoPE's pair by pair, times the decay:
+
+# %%
+q_vec, k_vec = rng.standard_normal((2, 2048, 64))
+positions = np.arange(2048)
+q_x = rope.apply_rotary(q_vec, *rope.xpos_cos_sin(positions, 64, dtype=np.float64), layout="interleaved")
+k_x = rope.apply_rotary(k_vec, *rope.xpos_cos_sin(positions, 64, keys=True, dtype=np.float64), layout="interleaved")
+cos, sin = rope.rotary_cos_sin(positions, 64, layout="interleaved", dtype=np.float64)
+q_r, k_r = (rope.apply_rotary(t, cos, sin, layout="interleaved") for t in (q_vec, k_vec))
+pair_terms = (q_r[-1] * k_r).reshape(2048, 32, 2).sum(-1)  # (keys, pairs): RoPE's score, pair by pair
+decayed = (pair_terms * zeta ** ((2047 - positions)[:, None] / 512)).sum(-1)
+np.testing.assert_allclose(k_x @ q_x[-1], decayed, rtol=1e-9, atol=1e-9)
+
+# %% [markdown]
+# Far keys lose the fast pairs' share first: those are the pairs that turn many times between
+# near and far keys, with which RoPE lets a far key look like a near one (notebook 08,
+# section 6). posenc has xPos in NumPy only, for reading and testing. Three more methods made
+# for long inputs, each with reference code, and why posenc leaves them out:
+#
+# | method | what it adds | reference code | why not in posenc |
+# |---|---|---|---|
+# | KERPLE ([Chi et al., 2022](https://arxiv.org/abs/2205.09921)) | a bias $-r_1 \log(1 + r_2\,\lvert i - j\rvert)$ (or $-r_1 \lvert i - j\rvert^{r_2}$), two learned numbers per head | [chijames/KERPLE](https://github.com/chijames/KERPLE) (`ParallelKerpleLog`, in a GPT-NeoX fork) | the two numbers are each model's own; once trained it is a bias of the distance, handed to attention as in section 1 |
+# | FIRE ([Li et al., 2024](https://arxiv.org/abs/2310.04418)) | a bias from a small learned MLP of the log distance, divided by the log of the query's position | the paper's appendix | the MLP is each model's own: no fixed formula to be exact to |
+# | CoPE ([Golovneva et al., 2024](https://arxiv.org/abs/2405.18719)) | positions counted by gates $\sigma(q_i \cdot k_j)$, read from learned position embeddings | [facebookresearch/RAM](https://github.com/facebookresearch/RAM), `projects/cope` | the positions depend on the tokens, so there is no table or bias to compute ahead |
 
 # %% [markdown]
 # ## Summary
@@ -380,8 +439,11 @@ assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.02 and at_train["alibi"] < ma
 # - NoPE: no position at all; the causal mask still lets a decoder count. Llama 4 and
 #   SmolLM3 use it in every fourth layer, Cohere 2 in its full-attention layers
 #   (`rope.layer_plan`).
-# - Trained at 32 tokens and tested at 256, ALiBi kept its accuracy, T5's bias lost part of
+# - Trained at 16 tokens and tested at 128, ALiBi kept its accuracy, T5's bias lost part of
 #   it, RoPE more, and the learned and sinusoidal tables fell below no positions at all.
+# - xPos is RoPE with a decay per pair, $\zeta_j^{\,(n - m)/512}$ (`rope.xpos_cos_sin`);
+#   KERPLE, FIRE and CoPE learn their biases or positions, so posenc has no fixed formula of
+#   theirs to match.
 #
 # ## Exercises
 #
@@ -447,7 +509,7 @@ print(nb12.causal_alibi.check(causal_alibi))
 #
 # The claims above once more, against the models' own code in transformers: BLOOM's ALiBi
 # tensor and T5's bucket function; the numbers the prose gives; the experiment's settings;
-# and its running time, under two minutes.
+# and its running time, under 20 seconds of CPU time.
 
 # %%
 # Cross-checks 1: BLOOM's alibi (slope * key position) gives posenc's attention weights; T5's buckets are T5's.
@@ -473,17 +535,20 @@ assert starts[8] == 8 and widths.max() == 27 and np.argmax(widths) == 14
 assert biases.relative_position_bucket(-10**6) == 15  # a million alike
 causal_back = biases.relative_position_bucket(-distance, bidirectional=False)
 assert (causal_back[:16] == distance[:16]).all() and (biases.relative_position_bucket(distance[1:], bidirectional=False) == 0).all()
-# 4. The miniature T5: every distance from 27 on in the last of 16 buckets, 26 in the one before.
-mini = biases.relative_position_bucket(-np.arange(300), bidirectional=False, num_buckets=16, max_distance=32)
-assert (mini[27:] == 15).all() and mini[26] == 14
-# 5. Section 5's settings and run: NoPE 0.1 below the best, learned and sinusoidal below NoPE at 8x.
+# 4. The miniature T5: every distance from 15 on in the last of 16 buckets, 14 in the one before.
+mini = biases.relative_position_bucket(-np.arange(300), bidirectional=False, num_buckets=16, max_distance=16)
+assert (mini[15:] == 15).all() and mini[14] == 14
+# 5. Section 5's settings and run: NoPE 0.25 below the best, learned and sinusoidal below NoPE at 8x, RoPE at 2x.
 decoder = lessons.TinyDecoder("t5")
-assert (len(decoder.layers), decoder.heads, decoder.d_model, decoder.num_buckets, decoder.max_distance) == (2, 4, 64, 16, 32)
+assert (len(decoder.layers), decoder.heads, decoder.d_model, decoder.num_buckets, decoder.max_distance) == (1, 8, 64, 16, 16)
 run = inspect.signature(lessons.train_short_test_long).parameters
-assert [run[name].default for name in ("train_length", "steps", "batch_size", "test_size")] == [32, 300, 32, 128]
+assert [run[name].default for name in ("train_length", "steps", "batch_size", "lr", "test_size")] == [16, 100, 32, 0.02, 64]
 assert run["multiples"].default == (1, 2, 4, 8) and lessons.MARKOV_KEEP == 0.85
-assert at_train["none"] < best - 0.1 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
-assert experiment_seconds < 120
+assert at_train["none"] < best - 0.25 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
+assert results["rope"][1] > results["rope"][0] - 0.1 and results["rope"][2] < results["rope"][0] - 0.2
+assert experiment_seconds < 20
+# 6. xPos: every zeta below 1, the fastest pair's the smallest.
+assert np.all(zeta < 1) and np.all(np.diff(zeta) > 0)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -33,10 +33,12 @@ from .forensics import (
     GridDiagnosis,
     GridIdentification,
     Identification,
+    RopeIdentification,
     diagnose,
     diagnose_grid,
     identify,
     identify_grid,
+    identify_rope,
     parse_printed,
 )
 from .language import get_language, set_language
@@ -107,9 +109,11 @@ __all__ = [
     "GridDiagnosis",
     "GridIdentification",
     "Identification",
+    "RopeIdentification",
     "diagnose_grid",
     "identify",
     "identify_grid",
+    "identify_rope",
     "parse_printed",
     # Messages.
     "get_language",

@@ -253,8 +253,8 @@ class TinyDecoder(nn.Module):
     (``max_distance``), shared by every layer as in T5.
     """
 
-    def __init__(self, method: str, *, d_model: int = 64, heads: int = 4, layers: int = 2, max_len: int = 256,
-                 num_buckets: int = 16, max_distance: int = 32) -> None:
+    def __init__(self, method: str, *, d_model: int = 64, heads: int = 8, layers: int = 1, max_len: int = 128,
+                 num_buckets: int = 16, max_distance: int = 16) -> None:
         super().__init__()
         self.method = check_choice(method, POSITION_METHODS, "method")
         self.heads = check_int_at_least(heads, "heads", 1)
@@ -301,14 +301,15 @@ class TinyDecoder(nn.Module):
 
 
 def train_short_test_long(
-    methods: Sequence[str] = POSITION_METHODS, *, train_length: int = 32, multiples: Sequence[int] = (1, 2, 4, 8),
-    steps: int = 300, batch_size: int = 32, test_size: int = 128, seed: int = 0,
+    methods: Sequence[str] = POSITION_METHODS, *, train_length: int = 16, multiples: Sequence[int] = (1, 2, 4, 8),
+    steps: int = 100, batch_size: int = 32, lr: float = 0.02, test_size: int = 64, seed: int = 0,
 ) -> dict[str, list[float]]:
     """Train a :class:`TinyDecoder` per method on :func:`markov_task` at ``train_length`` and
     score it at each multiple of it: ``{method: [accuracy at train_length * m for m in multiples]}``.
 
-    Every model starts from ``torch.manual_seed(seed)`` and trains with :func:`train` (Adam, lr
-    3e-3) on the same ``steps * batch_size`` sequences in the same order; each length has its
+    Every model, a :class:`TinyDecoder` with its defaults, starts from ``torch.manual_seed(seed)``
+    and trains with :func:`train` (Adam, learning rate ``lr``) on the same ``steps * batch_size``
+    sequences in the same order; each length has its
     own ``test_size`` fresh sequences, the same for every model. The learned table has rows up
     to the longest test; those past ``train_length`` are never trained. Runs on one CPU thread
     (the thread count changes the sums' rounding), restored afterwards.
@@ -327,7 +328,7 @@ def train_short_test_long(
         for method in methods:
             torch.manual_seed(seed)
             model = TinyDecoder(method, max_len=train_length * max(multiples))
-            train(model, *training_set, steps=steps, batch_size=batch_size)
+            train(model, *training_set, steps=steps, batch_size=batch_size, lr=lr)
             results[method] = [accuracy(predict(model, tokens), targets) for tokens, targets in test_sets]
         return results
     finally:

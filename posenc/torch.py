@@ -169,7 +169,7 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
 
 def resample_abs_pos_embed(
     posemb: torch.Tensor, new_size: Sequence[int], old_size: Sequence[int] | None = None, *, num_prefix_tokens: int = 1,
-    interpolation: str = "bicubic", antialias: bool = True,
+    interpolation: str = "bicubic", antialias: bool = True, align_corners: bool | None = None,
 ) -> torch.Tensor:
     """A grid's position table resampled to ``new_size`` as timm's ``resample_abs_pos_embed`` does.
 
@@ -177,13 +177,15 @@ def resample_abs_pos_embed(
     row-major; ``old_size``: ``(H, W)`` (None: a square grid, as timm assumes). The first
     ``num_prefix_tokens`` rows (class tokens) are kept as they are; the grid, as a
     ``(1, d, H, W)`` image in float32, goes through ``torch.nn.functional.interpolate(...,
-    size=new_size, mode=interpolation, antialias=antialias)`` (bicubic with antialiasing by
-    default, ``align_corners=False``) and back, in the input's dtype and rank. Same calls as
-    timm (huggingface/pytorch-image-models, timm/layers/pos_embed.py); one difference:
-    timm returns the table unchanged whenever the token count is unchanged and ``new_size``
-    is square (a 4 x 9 table asked for 6 x 6), here only when the sizes are equal.
-    Interpolating a sin-cos table only approximates the encoding at the stretched
-    positions; ``grid_encoding`` at the new grid (or at those positions) is exact.
+    size=new_size, mode=interpolation, align_corners=align_corners, antialias=antialias)``
+    (bicubic with antialiasing by default; ``align_corners`` as interpolate's: None is False for
+    bilinear and bicubic, and must stay None for "nearest" and "area") and back, in the input's
+    dtype and rank. The table comes back unchanged when ``old_size`` equals ``new_size``. Same
+    calls and the same early return as timm 1.0.31 (timm/layers/pos_embed.py; before
+    huggingface/pytorch-image-models#2737 timm also returned a table unchanged whenever the
+    token count was unchanged and ``new_size`` square, a 4 x 9 table asked for 6 x 6).
+    Interpolating a sin-cos table only approximates the encoding at the stretched positions;
+    ``grid_encoding`` at the new grid (or at those positions) is exact.
     """
     if not isinstance(posemb, torch.Tensor):
         raise TypeError(f"posemb must be a torch.Tensor, got {type(posemb).__name__}")
@@ -191,6 +193,8 @@ def resample_abs_pos_embed(
         raise ValueError(f"posemb must have shape (1, tokens, d) or (tokens, d), got {tuple(posemb.shape)}")
     new_size = tuple(checks.check_int_at_least(n, "each size in new_size", 1) for n in new_size)
     num_prefix_tokens = checks.check_int_at_least(num_prefix_tokens, "num_prefix_tokens", 0)
+    if align_corners is not None:
+        align_corners = checks.check_bool(align_corners, "align_corners")
     table = posemb if posemb.ndim == 2 else posemb[0]
     tokens = table.shape[0] - num_prefix_tokens
     if old_size is None:
@@ -207,7 +211,9 @@ def resample_abs_pos_embed(
         return posemb
     prefix, body = table[:num_prefix_tokens], table[num_prefix_tokens:]
     image = body.float().reshape(1, *old_size, -1).permute(0, 3, 1, 2)
-    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, antialias=antialias)
+    image = torch.nn.functional.interpolate(
+        image, size=new_size, mode=interpolation, align_corners=align_corners, antialias=antialias
+    )
     body = image.permute(0, 2, 3, 1).reshape(-1, table.shape[-1]).to(table.dtype)
     out = torch.cat([prefix, body], dim=0)
     return out if posemb.ndim == 2 else out[None]

@@ -100,15 +100,21 @@ def timm_reference(h, w, d, temperature=10000.0, reverse_coord=False, interleave
     return torch.stack([pos2.sin(), pos2.cos()], dim=2 if interleave_sin_cos else 1).flatten(1).numpy()
 
 
-def timm_resample_reference(posemb, new_size, old_size, num_prefix_tokens=1, interpolation="bicubic", antialias=True):
-    """huggingface/pytorch-image-models, timm/layers/pos_embed.py @ 170a5b6e277c55ca5553bea60d0b34b4f219f966
-    (resample_abs_pos_embed): prefix rows split off and kept, the rest reshaped to
-    (1, H, W, d), permuted to (1, d, H, W), F.interpolate(size, mode, antialias) in float32,
-    permuted back and flattened, prefix concatenated in front."""
+def timm_resample_reference(posemb, new_size, old_size, num_prefix_tokens=1, interpolation="bicubic", antialias=True,
+                            align_corners=None):
+    """timm 1.0.31 (the PyPI wheel), timm/layers/pos_embed.py (resample_abs_pos_embed; the early return as
+    fixed by huggingface/pytorch-image-models#2737, merged after the repository's
+    aa4b5850c1543fa488abf260f18390eda46cf85d, 1.0.29.dev0): unchanged only when the token count is and
+    old_size equals new_size (or, old_size None, new_size is square); else prefix rows split off and kept,
+    the rest reshaped to (1, H, W, d), permuted to (1, d, H, W), F.interpolate(size, mode, align_corners,
+    antialias) in float32, permuted back and flattened, prefix concatenated in front."""
+    if posemb.shape[1] == new_size[0] * new_size[1] + num_prefix_tokens and tuple(old_size) == tuple(new_size):
+        return posemb
     prefix, rest = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
     d = rest.shape[-1]
     image = rest.float().reshape(1, old_size[0], old_size[1], -1).permute(0, 3, 1, 2)
-    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, antialias=antialias)
+    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, align_corners=align_corners,
+                                            antialias=antialias)
     rest = image.permute(0, 2, 3, 1).reshape(1, -1, d).to(posemb.dtype)
     return torch.cat([prefix, rest], dim=1)
 
@@ -386,6 +392,43 @@ def test_resample_equals_timm(old, new, interpolation):
     double = resample_abs_pos_embed(table[:, 1:].double(), new, old, num_prefix_tokens=0, antialias=False)
     assert double.dtype == torch.float64
     assert torch.equal(double, timm_resample_reference(table[:, 1:].double(), new, old, 0, antialias=False))
+
+
+@pytest.mark.parametrize(("old", "new"), [((3, 5), (7, 4)), ((2, 8), (4, 4)), ((5, 5), (9, 9)), ((7, 3), (3, 7))])
+@pytest.mark.parametrize("interpolation", ["bicubic", "bilinear"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("prefix", [0, 1, 2])
+@needs_torch
+def test_resample_align_corners_equals_timm(old, new, interpolation, align_corners, prefix):
+    from posenc.torch import resample_abs_pos_embed
+
+    table = torch.randn(1, prefix + old[0] * old[1], 12, generator=torch.Generator().manual_seed(1))
+    for antialias in (True, False):
+        ours = resample_abs_pos_embed(table, new, old, num_prefix_tokens=prefix, interpolation=interpolation,
+                                      antialias=antialias, align_corners=align_corners)
+        assert torch.equal(ours, timm_resample_reference(table, new, old, prefix, interpolation, antialias, align_corners))
+        assert ours.shape == (1, prefix + new[0] * new[1], 12)
+        assert torch.equal(ours[:, :prefix], table[:, :prefix])
+    # align_corners=True puts the corners of the new grid on those of the old one: its corner rows are the old ones
+    grid = ours[0, prefix:].reshape(*new, -1)
+    old_grid = table[0, prefix:].reshape(*old, -1)
+    corners = [(0, 0), (0, -1), (-1, 0), (-1, -1)]
+    assert all(torch.allclose(grid[c], old_grid[c], atol=1e-6) for c in corners) or not align_corners
+
+
+@needs_torch
+def test_resample_keeps_only_an_equal_size():
+    from posenc.torch import resample_abs_pos_embed
+
+    # 16 tokens as 2 x 8 asked for 4 x 4: timm 1.0.31 resamples (older timm returned the table unchanged)
+    table = torch.randn(1, 1 + 16, 8, generator=torch.Generator().manual_seed(2))
+    resized = resample_abs_pos_embed(table, (4, 4), (2, 8))
+    assert not torch.equal(resized, table)
+    assert torch.equal(resized, timm_resample_reference(table, (4, 4), (2, 8)))
+    assert resample_abs_pos_embed(table, (4, 4)) is table  # old_size None: taken as square, as timm
+    assert resample_abs_pos_embed(table, (2, 8), (2, 8)) is table
+    with pytest.raises(TypeError, match="align_corners must be True or False, got 1"):
+        resample_abs_pos_embed(table, (4, 4), (2, 8), align_corners=1)
 
 
 @needs_torch

@@ -271,7 +271,7 @@ def test_modules_work_from_linen_through_to_linen_under_jit():
 
 SHARDED = """
 import jax, jax.numpy as jnp, numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import posenc, posenc.jax as pj
 from posenc.sinusoidal import tables
 from posenc.engine import rotation
@@ -279,7 +279,7 @@ from posenc.engine import rotation
 def no_host(*args, **kwargs):
     raise AssertionError("a sharded array went through host NumPy")
 
-mesh = jax.make_mesh((2,), ("x",))
+mesh = Mesh(np.array(jax.devices()), ("x",))  # jax.make_mesh is newer than the lowest JAX
 positions = jax.device_put(jnp.asarray([[0.0, 1.0], [2.5, 7.0], [1e5, 3.0], [9e6, 4.0]]), NamedSharding(mesh, P("x")))
 x = jax.device_put(jnp.zeros((4, 2, 16)), NamedSharding(mesh, P("x")))
 want = {"encode": posenc.encode(np.asarray(positions), 16), "PositionalEncoding": posenc.encode(np.asarray(positions), 16),

@@ -281,21 +281,21 @@ def causal_mask(n):
 def test_attention_bias_of_each_method():
     n = 40
     for method in ("none", "learned", "sinusoidal", "rope"):
-        bias = lessons.TinyDecoder(method).attention_bias(n)
+        bias = lessons.TinyDecoder(method, heads=4).attention_bias(n)
         assert bias.shape == (4, n, n)
         np.testing.assert_array_equal(bias.numpy(), np.broadcast_to(causal_mask(n), (4, n, n)))
     # ALiBi, 4 heads: slopes 2^-2, 2^-4, 2^-6, 2^-8 times the distance back.
     slopes = 2.0 ** -np.array([2, 4, 6, 8])
     distance = np.arange(n)[:, None] - np.arange(n)[None, :]
     expected = -slopes[:, None, None] * distance + causal_mask(n)
-    np.testing.assert_array_equal(lessons.TinyDecoder("alibi").attention_bias(n).numpy(), expected.astype(np.float32))
+    np.testing.assert_array_equal(lessons.TinyDecoder("alibi", heads=4).attention_bias(n).numpy(), expected.astype(np.float32))
 
 
 def test_t5_bias_is_t5s_causal_buckets_in_one_learned_table():
     pytest.importorskip("transformers")
     from transformers.models.t5.modeling_t5 import T5Attention
 
-    model = lessons.TinyDecoder("t5", num_buckets=16, max_distance=32)
+    model = lessons.TinyDecoder("t5", heads=4, num_buckets=16, max_distance=32)
     assert model.t5_table.shape == (16, 4) and not model.t5_table.any()  # starts at 0: no position preference
     with torch.no_grad():
         model.t5_table.copy_(torch.randn(16, 4))
@@ -332,7 +332,7 @@ def reference_layer(layer, x, bias, rope):
 @pytest.mark.parametrize("method", lessons.POSITION_METHODS)
 def test_decoder_is_the_written_out_model(method):
     torch.manual_seed(0)
-    model = lessons.TinyDecoder(method, max_len=20)
+    model = lessons.TinyDecoder(method, heads=4, layers=2, max_len=20)
     if method == "t5":
         with torch.no_grad():
             model.t5_table.copy_(torch.randn(16, 4))
@@ -372,7 +372,7 @@ def test_learned_decoder_reads_up_to_max_len_only():
         model(torch.zeros(1, 25, dtype=torch.int64))
 
 
-SMALL_RUN = {"train_length": 8, "multiples": (1, 3), "steps": 4, "batch_size": 8, "test_size": 5, "seed": 2}
+SMALL_RUN = {"train_length": 8, "multiples": (1, 3), "steps": 4, "batch_size": 8, "lr": 0.01, "test_size": 5, "seed": 2}
 
 
 def test_train_short_test_long_is_train_and_predict_per_method():
@@ -384,7 +384,7 @@ def test_train_short_test_long_is_train_and_predict_per_method():
     for method, scores in results.items():
         torch.manual_seed(2)
         model = lessons.TinyDecoder(method, max_len=24)
-        lessons.train(model, *training_set, steps=4, batch_size=8)
+        lessons.train(model, *training_set, steps=4, batch_size=8, lr=0.01)
         expected = [lessons.accuracy(lessons.predict(model, tokens), targets)
                     for tokens, targets in (lessons.markov_task(np.random.default_rng([2, m]), 5, 8 * m) for m in (1, 3))]
         assert scores == expected
@@ -396,7 +396,7 @@ def test_train_short_test_long_is_train_and_predict_per_method():
     (lambda: lessons.markov_task(RNG, 3, 1), ValueError, ["length must be an int >= 2", "two tokens", "got 1"]),
     (lambda: lessons.markov_task(7, 3, 5), TypeError, ["rng must be a numpy.random.Generator", "int"]),
     (lambda: lessons.TinyDecoder("xpos"), ValueError, ["method must be one of", "'alibi'", "'xpos'"]),
-    (lambda: lessons.TinyDecoder("rope", d_model=36), ValueError, ["d_model", "multiple of 2 * heads = 8", "36"]),
+    (lambda: lessons.TinyDecoder("rope", d_model=36), ValueError, ["d_model", "multiple of 2 * heads = 16", "36"]),
     (lambda: lessons.TinyDecoder("none", heads=0), ValueError, ["heads must be an int >= 1", "got 0"]),
     (lambda: lessons.TinyDecoder("none", layers=0), ValueError, ["layers must be an int >= 1", "got 0"]),
     (lambda: lessons.TinyDecoder("t5", num_buckets=1), ValueError, ["num_buckets", "got 1"]),

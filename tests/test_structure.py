@@ -16,7 +16,7 @@ MAY_IMPORT = {
     "sinusoidal": {"engine", "sinusoidal"},
     "rope": {"engine", "sinusoidal", "rope"},
     "biases": {"engine", "biases"},
-    "forensics": {"engine", "sinusoidal", "forensics", "language"},
+    "forensics": {"engine", "sinusoidal", "rope", "forensics", "language"},
 }
 EDGE = {"torch", "tensorflow", "jax", "front", "plot", "lessons", "exercises", "__main__"}
 

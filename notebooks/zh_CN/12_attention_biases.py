@@ -16,7 +16,8 @@
 # - 写出任意头数下 ALiBi 的斜率，并说明为什么几何级数的斜率让每个头有各自的作用范围；
 # - 求出一个相对位置在 T5 中所属的桶，并说出哪些距离共用一个桶；
 # - 从配置中读出 Llama 4、SmolLM3 或 Cohere 2 的哪些层完全不用位置；
-# - 短训长测：在最长为训练长度 8 倍的输入上比较六种位置方法。
+# - 短训长测：在最长为训练长度 8 倍的输入上比较六种位置方法；
+# - 说明 xPos 在旋转位置编码 (RoPE) 之上加了什么，以及 posenc 为什么不收录 KERPLE、FIRE 和 CoPE。
 #
 # **先修：** 笔记本 04、07 和 08 · **时间：** 约 60 分钟
 
@@ -260,10 +261,10 @@ print("targets:", targets[0], f"(-100: not scored)  best accuracy {best:.3f}")
 assert round(best, 3) == 0.859
 
 # %% [markdown]
-# 模型是 `lessons.TinyDecoder(method)`：一个 2 层、4 个头、$d = 64$ 的因果 Transformer，采用 pre-norm，
+# 模型是 `lessons.TinyDecoder(method)`：一个 1 层、8 个头、$d = 64$ 的因果 Transformer，采用 pre-norm，
 # 除了因果掩码和 `method` 之外没有任何能看到顺序的东西：`none`（NoPE）、`learned`（加到嵌入上的一张逐行的表）、
 # `sinusoidal`、`rope`（`posenc.torch` 的 `rotary_cos_sin` 和 `apply_rotary`）、`alibi` 和 `t5`
-# （`posenc.biases`，加到分数上）。缩微版的 T5 有 16 个因果桶，`max_distance` 为 32，即训练长度：
+# （`posenc.biases`，加到分数上）。缩微版的 T5 有 16 个因果桶，`max_distance` 为 16，即训练长度：
 # T5 在 512 个词元上训练，`max_distance` 为 128，所以每个桶都得到训练；这里按同样比例缩小。
 # 只有两种方法有自己需要学习的参数：
 
@@ -271,19 +272,19 @@ assert round(best, 3) == 0.859
 extra = {method: sum(p.numel() for p in lessons.TinyDecoder(method).parameters())
          - sum(p.numel() for p in lessons.TinyDecoder("none").parameters()) for method in lessons.POSITION_METHODS}
 print("parameters beyond the NoPE model's:", extra)
-assert extra == {"none": 0, "learned": 256 * 64, "sinusoidal": 0, "rope": 0, "alibi": 0, "t5": 16 * 4}
+assert extra == {"none": 0, "learned": 128 * 64, "sinusoidal": 0, "rope": 0, "alibi": 0, "t5": 16 * 8}
 
 # %% [markdown]
-# 每个模型在长度 32 上用 Adam 训练 300 步，每批 32 条序列，序列相同、顺序相同、随机种子相同，
-# 然后在 32、64、128 和 256 个词元的 128 条新序列上评分（所有模型用同一批）。
-# 可学习的表有 256 行；31 之后的行从不参与训练，保持随机初始值。
-# `lessons.train_short_test_long` 完成这一切，在笔记本电脑的一个 CPU 线程上大约需要一分钟：
+# 每个模型在长度 16 上用 Adam（学习率 0.02）训练 100 步，每批 32 条序列，序列相同、顺序相同、随机种子相同，
+# 然后在 16、32、64 和 128 个词元的 64 条新序列上评分（所有模型用同一批）。
+# 可学习的表有 128 行；15 之后的行从不参与训练，保持随机初始值。
+# `lessons.train_short_test_long` 完成这一切，在笔记本电脑的一个 CPU 线程上用时不到 20 秒 CPU 时间：
 
 # %%
 experiment_started = time.process_time()  # CPU time: what a busy machine does not stretch
 results = lessons.train_short_test_long(seed=0)
 experiment_seconds = time.process_time() - experiment_started
-lengths = [32 * m for m in (1, 2, 4, 8)]
+lengths = [16 * m for m in (1, 2, 4, 8)]
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -297,49 +298,104 @@ fig, ax = plt.subplots(figsize=(7, 3.5))
 for method, scores in results.items():
     ax.plot(lengths, scores, marker="o", label=method)
 ax.axhline(best, color="gray", linestyle="--", label="best possible")
-ax.axvline(32, color="gray", linestyle=":", label="training length")
+ax.axvline(16, color="gray", linestyle=":", label="training length")
 ax.set_xscale("log", base=2)
 ax.minorticks_off()
 ax.set(xticks=lengths, xticklabels=lengths, ylim=(0, 1), xlabel="sequence length", ylabel="accuracy",
-       title="trained at 32 tokens, tested up to 256")
+       title="trained at 16 tokens, tested up to 128")
 ax.legend(fontsize=8, ncol=3, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# 在训练长度上，每个带位置的模型都离最好可能的正确率不到 0.03；NoPE 模型低 0.1 或更多。
-# 在 8 倍长度上，顺序与 Press 等人对他们所比较的方法得出的一致：ALiBi（与它在 32 上的正确率相差不到 0.02），
-# 然后是 T5 的偏置，然后是 RoPE，然后是正弦表；这里可学习的表和正弦表相近，NoPE 位于 T5 和 RoPE 之间。
+# 在训练长度上，每个带位置的模型都离最好可能的正确率不到 0.15；NoPE 模型低 0.25 或更多。
+# 在 8 倍长度上，顺序与 Press 等人对他们所比较的方法得出的一致：ALiBi（与它在 16 上的正确率相差不到 0.05），
+# 然后是 T5 的偏置，然后是 RoPE，然后是正弦表；这里可学习的表和正弦表相近，NoPE 位于 RoPE 和这两者之间。
+# RoPE 在两倍长度上损失不大，之后才下降。
 
 # %%
 at_train = {method: scores[0] for method, scores in results.items()}
 at_8x = {method: scores[-1] for method, scores in results.items()}
-assert min(v for m, v in at_train.items() if m != "none") > best - 0.03 and at_train["none"] < best - 0.1
+assert min(v for m, v in at_train.items() if m != "none") > best - 0.15 and at_train["none"] < best - 0.25
 
 # %%
-assert at_8x["alibi"] > at_8x["t5"] > at_8x["none"] > at_8x["rope"] > max(at_8x["sinusoidal"], at_8x["learned"])
+assert at_8x["alibi"] > at_8x["t5"] > at_8x["rope"] > at_8x["none"] > max(at_8x["sinusoidal"], at_8x["learned"])
 
 # %% [markdown]
 # 为什么各自下降，或者不下降：
 #
-# - **learned、sinusoidal**：超过 32 之后，模型读到的是从未训练过的表行（随机的行，
+# - **learned、sinusoidal**：超过 16 之后，模型读到的是从未训练过的表行（随机的行，
 #   或从未见过的组合中的正弦和余弦值）；两者最后都不如完全没有位置的模型。
-# - **RoPE**：慢的那些对（波长超过 32 个位置）转到训练中从未达到的角度，
+# - **RoPE**：慢的那些对（波长超过 16 个位置）转到训练中从未达到的角度，
 #   而且一个远处的键可能被转得几乎和一个近处的键一样（笔记本 08 第 6 节）。
-# - **T5**：从 27 开始的所有距离都共用 16 个桶中的最后一个，所以 200 个位置之前的键
-#   和 30 个位置之前的键得到相同的偏置；输入越长，共用它的键越多，
+# - **T5**：从 15 开始的所有距离都共用 16 个桶中的最后一个，所以 100 个位置之前的键
+#   和 15 个位置之前的键得到相同的偏置；输入越长，共用它的键越多，
 #   它们就可能把权重从真正重要的那两个键那里拉走。
-# - **ALiBi**：远处的键受到越来越大的惩罚，所以一个头在 256 个词元上读的键，
-#   就是它在 32 个词元上读的那些键。
+# - **ALiBi**：远处的键受到越来越大的惩罚，所以一个头在 128 个词元上读的键，
+#   就是它在 16 个词元上读的那些键。
 #
 # 这个缩微版与论文的不同之处：Press 等人在 WikiText-103 上训练了 2.47 亿参数的语言模型，
-# 测量的是困惑度；这里是一个 2 层模型、一个合成任务、一个随机种子、每个长度 128 条测试序列，
+# 测量的是困惑度；这里是一个只训练 100 步的 1 层模型、一个合成任务、一个随机种子、每个长度 64 条测试序列，
 # 所以几个百分点的差别说明不了什么。他们的 ALiBi 模型在更长的输入上*更好*，
 # 因为更多的上下文对语言模型有帮助；这里前两个词元就是全部可用的信息，所以保持不变已经是 ALiBi 能做到的最好结果。
-# 在训练长度上，他们的 ALiBi 与正弦模型持平或更好；这里它略低于其他方法。
+# 在训练长度上，他们的 ALiBi 与正弦模型持平或更好；这里它低于其他方法中最好的那个。
 # 他们的表里没有可学习位置和 NoPE 模型；真正的可学习位置表在其长度之外根本没有行（GPT-2 是 1024 行）。
 
 # %%
-assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.02 and at_train["alibi"] < max(at_train.values())
+assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.05 and at_train["alibi"] < max(at_train.values())
+
+# %% [markdown]
+# ## 6. xPos，以及文献中的另外三种方法
+#
+# xPos（[Sun et al., 2022](https://arxiv.org/abs/2212.10554)，"A Length-Extrapolatable
+# Transformer"）保留旋转位置编码 (RoPE) 的旋转，再加上一个衰减。$d$ 个通道的头中，每一对 $j$ 得到一个小于 1 的数
+# $\zeta_j = (2j + 0.4d) / (1.4d)$；位置 $n$ 上的查询乘以 $\zeta_j^{\,n/512}$，位置 $m$ 上的键乘以
+# $\zeta_j^{-m/512}$，于是分数 $q_n \cdot k_m$ 中第 $j$ 对的那一份是 RoPE 的那一份乘以
+# $\zeta_j^{\,(n - m)/512}$：和 ALiBi 一样随距离衰减，但按对进行，而且是相乘而不是相加。
+# 最快的那一对衰减得最多：对 $d = 64$，
+
+# %%
+zeta = rope.xpos_decay(64)
+distances = np.array([1, 512, 2048])
+print("zeta, fastest and slowest pair:", zeta[[0, -1]].round(3))
+print("their factors at distances", distances.tolist(), ":", (zeta[[0, -1], None] ** (distances / 512)).round(3).tolist())
+np.testing.assert_allclose(zeta[[0, -1]], [0.4 / 1.4, (62 + 0.4 * 64) / (1.4 * 64)], rtol=1e-15)
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3))
+reach = np.arange(0, 4097, 16)
+for j in (0, 8, 16, 24, 31):
+    ax.plot(reach, zeta[j] ** (reach / 512), label=f"pair {j}")
+ax.set(xlabel="distance n - m", ylabel="factor on the pair's share", ylim=(0, 1.05), title="xPos's decay, head of 64 channels")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# `rope.xpos_cos_sin(positions, head_dim)` 给出 `rope.apply_rotary` 用来旋转并缩放查询的 cos 和 sin
+# （键用 `keys=True`），采用两份参考代码的交错布局：lucidrains 的 rotary-embedding-torch（`use_xpos=True`）
+# 和 torchscale 的 `XPOS`；测试与这两者都做了比较。位置 2047 上的查询对键 0 到 2047 的分数，
+# 逐对地等于 RoPE 的分数乘以衰减：
+
+# %%
+q_vec, k_vec = rng.standard_normal((2, 2048, 64))
+positions = np.arange(2048)
+q_x = rope.apply_rotary(q_vec, *rope.xpos_cos_sin(positions, 64, dtype=np.float64), layout="interleaved")
+k_x = rope.apply_rotary(k_vec, *rope.xpos_cos_sin(positions, 64, keys=True, dtype=np.float64), layout="interleaved")
+cos, sin = rope.rotary_cos_sin(positions, 64, layout="interleaved", dtype=np.float64)
+q_r, k_r = (rope.apply_rotary(t, cos, sin, layout="interleaved") for t in (q_vec, k_vec))
+pair_terms = (q_r[-1] * k_r).reshape(2048, 32, 2).sum(-1)  # (keys, pairs): RoPE's score, pair by pair
+decayed = (pair_terms * zeta ** ((2047 - positions)[:, None] / 512)).sum(-1)
+np.testing.assert_allclose(k_x @ q_x[-1], decayed, rtol=1e-9, atol=1e-9)
+
+# %% [markdown]
+# 远处的键首先失去快速对的那一份：正是这些对在近处和远处的键之间转了很多圈，
+# RoPE 借助它们会让远处的键看起来像近处的键（笔记本 08 第 6 节）。posenc 只在 NumPy 中提供 xPos，
+# 用于阅读和测试。另外三种为长输入设计的方法，各有参考代码，以及 posenc 不收录它们的原因：
+#
+# | 方法 | 增加了什么 | 参考代码 | 为什么 posenc 不收录 |
+# |---|---|---|---|
+# | KERPLE ([Chi et al., 2022](https://arxiv.org/abs/2205.09921)) | 偏置 $-r_1 \log(1 + r_2\,\lvert i - j\rvert)$（或 $-r_1 \lvert i - j\rvert^{r_2}$），每个头两个学习到的数 | [chijames/KERPLE](https://github.com/chijames/KERPLE)（`ParallelKerpleLog`，在一个 GPT-NeoX 分支中） | 这两个数是每个模型自己的；训练好之后它就是一个距离的偏置，像第 1 节那样交给注意力 |
+# | FIRE ([Li et al., 2024](https://arxiv.org/abs/2310.04418)) | 一个小型可学习 MLP 给出的偏置，输入是距离的对数除以查询位置的对数 | 论文的附录 | MLP 是每个模型自己的：没有固定的公式可以去精确对齐 |
+# | CoPE ([Golovneva et al., 2024](https://arxiv.org/abs/2405.18719)) | 由门 $\sigma(q_i \cdot k_j)$ 计数得到的位置，从学习到的位置嵌入中读取 | [facebookresearch/RAM](https://github.com/facebookresearch/RAM)，`projects/cope` | 位置取决于词元，所以没有可以预先算好的表或偏置 |
 
 # %% [markdown]
 # ## 小结
@@ -352,8 +408,10 @@ assert abs(at_8x["alibi"] - at_train["alibi"]) < 0.02 and at_train["alibi"] < ma
 #   再远的一切共用一个桶（32 个桶、`max_distance` 128 时从 91 开始）。
 # - NoPE：完全不用位置；因果掩码仍然让解码器能够计数。Llama 4 和 SmolLM3 每四层用一次，
 #   Cohere 2 在其全注意力层上使用（`rope.layer_plan`）。
-# - 在 32 个词元上训练、在 256 个词元上测试：ALiBi 保持了正确率，T5 的偏置损失了一部分，
+# - 在 16 个词元上训练、在 128 个词元上测试：ALiBi 保持了正确率，T5 的偏置损失了一部分，
 #   RoPE 损失更多，而可学习的表和正弦表跌到了完全不用位置的模型之下。
+# - xPos 是按对带衰减的 RoPE，$\zeta_j^{\,(n - m)/512}$（`rope.xpos_cos_sin`）；
+#   KERPLE、FIRE 和 CoPE 要学习它们的偏置或位置，所以 posenc 没有它们的固定公式可以对齐。
 #
 # ## 练习
 #
@@ -417,7 +475,7 @@ print(nb12.causal_alibi.check(causal_alibi))
 # ## 交叉检查
 #
 # 把上面的论断再对照一遍，依据是 transformers 中模型自己的代码：BLOOM 的 ALiBi 张量和 T5 的分桶函数；
-# 正文给出的数字；实验的设置；以及它的运行时间（不到两分钟）。
+# 正文给出的数字；实验的设置；以及它的运行时间（不到 20 秒 CPU 时间）。
 
 # %%
 # Cross-checks 1: BLOOM's alibi (slope * key position) gives posenc's attention weights; T5's buckets are T5's.
@@ -443,17 +501,20 @@ assert starts[8] == 8 and widths.max() == 27 and np.argmax(widths) == 14
 assert biases.relative_position_bucket(-10**6) == 15  # a million alike
 causal_back = biases.relative_position_bucket(-distance, bidirectional=False)
 assert (causal_back[:16] == distance[:16]).all() and (biases.relative_position_bucket(distance[1:], bidirectional=False) == 0).all()
-# 4. The miniature T5: every distance from 27 on in the last of 16 buckets, 26 in the one before.
-mini = biases.relative_position_bucket(-np.arange(300), bidirectional=False, num_buckets=16, max_distance=32)
-assert (mini[27:] == 15).all() and mini[26] == 14
-# 5. Section 5's settings and run: NoPE 0.1 below the best, learned and sinusoidal below NoPE at 8x.
+# 4. The miniature T5: every distance from 15 on in the last of 16 buckets, 14 in the one before.
+mini = biases.relative_position_bucket(-np.arange(300), bidirectional=False, num_buckets=16, max_distance=16)
+assert (mini[15:] == 15).all() and mini[14] == 14
+# 5. Section 5's settings and run: NoPE 0.25 below the best, learned and sinusoidal below NoPE at 8x, RoPE at 2x.
 decoder = lessons.TinyDecoder("t5")
-assert (len(decoder.layers), decoder.heads, decoder.d_model, decoder.num_buckets, decoder.max_distance) == (2, 4, 64, 16, 32)
+assert (len(decoder.layers), decoder.heads, decoder.d_model, decoder.num_buckets, decoder.max_distance) == (1, 8, 64, 16, 16)
 run = inspect.signature(lessons.train_short_test_long).parameters
-assert [run[name].default for name in ("train_length", "steps", "batch_size", "test_size")] == [32, 300, 32, 128]
+assert [run[name].default for name in ("train_length", "steps", "batch_size", "lr", "test_size")] == [16, 100, 32, 0.02, 64]
 assert run["multiples"].default == (1, 2, 4, 8) and lessons.MARKOV_KEEP == 0.85
-assert at_train["none"] < best - 0.1 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
-assert experiment_seconds < 120
+assert at_train["none"] < best - 0.25 and max(at_8x["learned"], at_8x["sinusoidal"]) < at_8x["none"]
+assert results["rope"][1] > results["rope"][0] - 0.1 and results["rope"][2] < results["rope"][0] - 0.2
+assert experiment_seconds < 20
+# 6. xPos: every zeta below 1, the fastest pair's the smallest.
+assert np.all(zeta < 1) and np.all(np.diff(zeta) > 0)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -15,6 +15,7 @@ from ..sinusoidal.grid import (
     _PRESETS,
     AXES_2D,
     AXES_3D,
+    THREE_D,
     _check_shape,
     _options,
     _table,
@@ -102,7 +103,9 @@ def _fit(body, conv, sizes, d):
         where = [0] * len(conv.flatten)
         where[conv.flatten.index(axis)] = slice(None)
         line = grid[tuple(where)]
-        angles = np.arctan2(line[:, sines], line[:, cosines])
+        sines, cosines = line[:, sines], line[:, cosines]  # fewer than counts[axis] where the source cuts its table
+        pairs = min(sines.shape[1], cosines.shape[1])
+        angles = np.arctan2(sines[:, :pairs], cosines[:, :pairs])
         lines[axis] = angles
         span = frequency_span(conv, counts[axis])
         for wrapped in (_wrap(angles[1] - angles[0]) if len(angles) > 1 else None, angles[0]):
@@ -196,6 +199,7 @@ for _name in ("moco-v3", "rt-detr", "big_vision", "simple-vit", "timm"):
     _EXPLAIN.register(_name, _index_positions(True))
 _EXPLAIN.register("detr", _detr)
 _EXPLAIN.register("diffusers", _diffusers)
+_EXPLAIN.register("positional-encodings", _index_positions(False))  # 10000 written in its code
 
 
 def _label(name, layout, options):
@@ -215,7 +219,7 @@ def _candidates(body, shape, d):
     sizes = dict(zip(AXES_3D if len(shape) == 3 else AXES_2D, shape))
     out = []
     for name in _PRESETS:
-        if len(shape) == 3 and name != "diffusers":
+        if len(shape) == 3 and name not in THREE_D:
             continue
         for layout in _LAYOUTS.get(name, [{}]):
             try:

@@ -1,5 +1,5 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
-tables, the rotation and its layouts; RoPE over grids (2-D axial, M-RoPE, a width per axis, pixel
+tables, the rotation and its layouts; xPos (RoPE with a decay); RoPE over grids (2-D axial, M-RoPE, a width per axis, pixel
 frequencies) and the position ids of vision-language models and Flux; what a transformers config
 asks for, layer by layer."""
 
@@ -28,6 +28,7 @@ from .rotary import (
     rotary_frequencies,
     rotary_permutation,
 )
+from .xpos import xpos_cos_sin, xpos_decay
 
 __all__ = [
     "AXIAL_CONVENTIONS",
@@ -55,4 +56,6 @@ __all__ = [
     "rotary_dim",
     "rotary_frequencies",
     "rotary_permutation",
+    "xpos_cos_sin",
+    "xpos_decay",
 ]

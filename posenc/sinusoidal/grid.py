@@ -51,7 +51,9 @@ class GridConvention:
 
     ``columns``: ``((axis, kind), ...)`` with ``kind`` one of ``"sin"``, ``"cos"`` (a block
     of ``F`` columns) or ``"interleaved"`` (``2F`` columns, sin at even offsets);
-    ``widths``: columns per axis as a fraction of ``d`` (``F`` = half of it).
+    ``widths``: columns per axis as a fraction of ``d`` (``F`` = half of it); ``round_up``: 0, or
+    the multiple the source rounds ``d`` up to before it cuts its table to ``d`` columns
+    (positional-encodings: the last axis loses its slowest pairs when ``d`` is not a multiple).
     """
 
     name: str
@@ -60,6 +62,7 @@ class GridConvention:
     span: str = "D/4"
     positions: str = "index"
     widths: tuple = (("y", 0.5), ("x", 0.5))
+    round_up: int = 0
 
 
 def _sin_cos_blocks(first, second):
@@ -132,10 +135,23 @@ def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=
     return conv, 0
 
 
+def _positional_encodings():
+    # PositionalEncoding2D: channels 2 * ceil(d / 4) per axis, the first axis of the input (its rows) first.
+    return GridConvention("positional-encodings", (("y", "interleaved"), ("x", "interleaved")), round_up=4), 0
+
+
+def _positional_encodings_3d():
+    # PositionalEncoding3D: channels 2 * ceil(d / 6) per axis, equal thirds, outermost axis first.
+    columns = (("t", "interleaved"), ("y", "interleaved"), ("x", "interleaved"))
+    widths = (("t", 1 / 3), ("y", 1 / 3), ("x", 1 / 3))
+    return GridConvention("positional-encodings", columns, flatten=AXES_3D, widths=widths, round_up=6), 0
+
+
 class _Preset(NamedTuple):
     description: str
     build: Callable[..., tuple]  # the source's options -> (GridConvention, prefix rows)
-    not_divisible: str  # what the source does when d is not a multiple of 4 (all of them need it)
+    not_divisible: str  # what the source does when d is not a multiple of 4 (all but those that round d up need it)
+    build_3d: Callable[..., tuple] | None = None  # the same for (T, H, W) grids, where the source builds them
 
 
 _PRESETS: Registry[_Preset] = Registry("convention")
@@ -171,7 +187,16 @@ _PRESETS.register("diffusers", _Preset(
     "diffusers get_2d_sincos_pos_embed (MAE's layout, positions k / (n / base_size) / "
     "interpolation_scale; pos_embed_max_size: PatchEmbed's centred crop of the max x max table, SD3) and, "
     "for (T, H, W), get_3d_sincos_pos_embed: [t | MAE's 2-D table]",
-    _diffusers, "diffusers raises ValueError('embed_dim must be divisible by 2') for each half"))
+    _diffusers, "diffusers raises ValueError('embed_dim must be divisible by 2') for each half", _diffusers_3d))
+_PRESETS.register("positional-encodings", _Preset(
+    "the positional-encodings package (PyPI, tatp22/multidim-positional-encoding) PositionalEncoding2D: "
+    "[y | x], sin/cos interleaved, positions 0..n-1, temperature 10000; for (T, H, W), PositionalEncoding3D: "
+    "[t | y | x] in equal thirds; each axis 2 * ceil(d / 4) (3-D: 2 * ceil(d / 6)) columns, the table cut to d",
+    _positional_encodings, "it needs none: it rounds d up and cuts the table", _positional_encodings_3d))
+
+
+# The conventions whose sources build (T, H, W) tables too.
+THREE_D = tuple(name for name, preset in _PRESETS.items() if preset.build_3d is not None)
 
 
 def list_grid_conventions() -> dict[str, str]:
@@ -191,12 +216,13 @@ def _options(convention, ndim, options):
     """The preset's ``(GridConvention, prefix rows, options with defaults)`` for a grid of ``ndim`` axes."""
     build = _PRESETS[convention].build
     if ndim == 3:
-        if convention != "diffusers":
+        build = _PRESETS[convention].build_3d
+        if build is None:
+            names = ", ".join(repr(name) for name in THREE_D)
             raise ValueError(
                 f"convention {convention!r} is 2-D only (its source builds (height, width) grids); got a 3-D shape. "
-                "3-D (time, height, width): convention='diffusers' (get_3d_sincos_pos_embed)"
+                f"3-D (time, height, width): convention {names}"
             )
-        build = _diffusers_3d
     allowed = inspect.signature(build).parameters
     unknown = sorted(set(options) - set(allowed))
     if unknown:
@@ -207,9 +233,14 @@ def _options(convention, ndim, options):
     return conv, int(prefix), merged
 
 
+def source_width(conv, d):
+    """The width of the table the source builds for ``d`` columns: ``d`` rounded up to ``conv.round_up``."""
+    return -(-d // conv.round_up) * conv.round_up if conv.round_up else d
+
+
 def pair_counts(conv, d):
-    """``{axis: F}``: the sine (and cosine) columns of each axis, half of its share of ``d``."""
-    return {axis: round(d * fraction) // 2 for axis, fraction in conv.widths}
+    """``{axis: F}``: the sine (and cosine) columns of each axis, half of its share of the source's width."""
+    return {axis: round(source_width(conv, d) * fraction) // 2 for axis, fraction in conv.widths}
 
 
 def frequency_span(conv, count):
@@ -233,7 +264,8 @@ def _frequencies(conv, d, temperature):
 
 def column_slices(conv, d):
     """``{axis: (sines, cosines)}``: the slices of the columns holding each axis' sines and cosines
-    (a block each, or DETR's interleaved pairs), as ``conv.columns`` lays them out."""
+    (a block each, or DETR's interleaved pairs), as ``conv.columns`` lays them out in the source's
+    width (``source_width``; slices past ``d`` are the columns the source cuts off)."""
     counts = pair_counts(conv, d)
     found = {axis: [None, None] for axis in counts}
     start = 0
@@ -293,7 +325,7 @@ def grid_encoding(
 ) -> np.ndarray:
     """The sin-cos table of a grid, exact to ``convention``'s source: ``(prefix + prod(shape), d)``.
 
-    ``shape``: ``(H, W)``, or ``(T, H, W)`` for video (convention "diffusers" only).
+    ``shape``: ``(H, W)``, or ``(T, H, W)`` for video (conventions "diffusers" and "positional-encodings").
     Token ``k`` is patch ``(k // W, k % W)`` (row-major, as images are flattened), except
     where the source flattens otherwise (moco-v3; timm's ``reverse_coord``). Row ``k`` holds
     ``sin(p * w_j)`` and ``cos(p * w_j)`` of the patch's positions ``p`` along each axis,
@@ -314,7 +346,7 @@ def grid_encoding(
     checks.check_entries(" * ".join(f"shape[{n}]" for n in range(len(shape))) + " * d", (*shape, d))
     dtype = tables.check_dtype(dtype)
     conv, prefix, opts = _options(convention, len(shape), options)
-    multiple = 16 if len(shape) == 3 else 4
+    multiple = 1 if conv.round_up else 16 if len(shape) == 3 else 4
     if d % multiple:
         why = ("diffusers' get_3d_sincos_pos_embed splits d into D/4 (time) and 3D/4 (space), each half of "
                "which must be even (ValueError otherwise)") if multiple == 16 else _PRESETS[convention].not_divisible
@@ -326,11 +358,12 @@ def _table(conv, opts, shape, d, dtype, prefix=0, positions=None):
     """The table ``conv`` and its options ``opts`` describe, with ``prefix`` zero rows first."""
     sizes = dict(zip(AXES_3D if len(shape) == 3 else AXES_2D, shape))
     values = _axis_positions(conv, sizes, opts) if positions is None else _check_positions(positions, sizes)
-    parts = _frequencies(conv, d, opts.get("temperature", 10000.0))
+    width = source_width(conv, d)
+    parts = _frequencies(conv, width, opts.get("temperature", 10000.0))
     trig = {axis: rotation.sin_cos(values[axis], *parts[axis], dtype) for axis in sizes}
-    out = np.zeros((prefix + math.prod(shape), d), dtype)
-    _fill(out[prefix:].reshape(*(sizes[a] for a in conv.flatten), d), conv, trig)
-    return out
+    out = np.zeros((prefix + math.prod(shape), width), dtype)
+    _fill(out[prefix:].reshape(*(sizes[a] for a in conv.flatten), width), conv, trig)
+    return out if width == d else np.ascontiguousarray(out[:, :d])
 
 
 def _fill(body, conv, trig):

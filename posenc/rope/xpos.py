@@ -1,0 +1,70 @@
+"""xPos (Sun et al., 2022, "A Length-Extrapolatable Transformer"): RoPE with a decay.
+
+xPos turns queries and keys as RoPE does and also scales them, per pair ``j`` of a head of
+``head_dim = d`` channels, by ``zeta_j = (2j + 0.4 d) / (1.4 d)`` (between 0.29 and 1):
+the query at position ``n`` by ``zeta_j ** (n / scale_base)``, the key at ``m`` by
+``zeta_j ** (-m / scale_base)``. Pair ``j`` of the score ``q_n . k_m`` is then RoPE's times
+``zeta_j ** ((n - m) / scale_base)``: a decay with the distance, fastest for the fast pairs
+(small ``j``), like ALiBi's penalty but multiplying each pair's share of the score.
+
+``center`` shifts the exponent to ``(p - center) / scale_base`` for queries and keys alike,
+so it cancels in the scores; lucidrains' ``rotary-embedding-torch`` (``use_xpos=True``)
+takes ``seq_len // 2`` to keep the scales of long sequences near 1. Its layout is
+``"interleaved"``, as in torchscale's ``XPOS``.
+"""
+
+import numbers
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import checks
+from ..engine.kernels import spread
+from ..sinusoidal import tables
+from .rotary import NUMPY, check_head_dim, check_rotary_layout, rotary_cos_sin
+
+__all__ = ["xpos_cos_sin", "xpos_decay"]
+
+
+def xpos_decay(head_dim: int) -> np.ndarray:
+    """``zeta``, float64 ``(head_dim // 2,)``: ``(2j + 0.4 head_dim) / (1.4 head_dim)`` for pair ``j``."""
+    head_dim = check_head_dim(head_dim)
+    return (np.arange(0, head_dim, 2) + 0.4 * head_dim) / (1.4 * head_dim)
+
+
+def xpos_cos_sin(
+    positions: npt.ArrayLike, head_dim: int, *, keys: bool = False, scale_base: float = 512.0, center: float = 0.0,
+    base: float = 10000.0, layout: str = "interleaved", dtype: npt.DTypeLike = np.float32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cos, sin)``, each ``(*positions.shape, head_dim)``, for ``apply_rotary(x, cos, sin, layout=layout)``.
+
+    RoPE's ``rotary_cos_sin(positions, head_dim, base=base, layout=layout)`` times
+    ``zeta_j ** (s (p - center) / scale_base)`` on the channels of pair ``j``, with ``s = 1``
+    for queries and ``s = -1`` for ``keys=True``; ``zeta`` as ``xpos_decay``. Computed in
+    float64 and rounded once to ``dtype`` (float16, float32 or float64).
+    """
+    keys = checks.check_bool(keys, "keys")
+    scale_base, center = _positive(scale_base, "scale_base"), _finite(center, "center")
+    layout = check_rotary_layout(layout)
+    dtype = tables.check_dtype(dtype)
+    positions = tables.as_positions(positions)
+    cos, sin = rotary_cos_sin(positions, head_dim, base=base, layout=layout, dtype=np.float64)
+    power = (positions - center)[..., None] / scale_base
+    scale = spread(NUMPY, xpos_decay(head_dim) ** (-power if keys else power), layout)
+    return (cos * scale).astype(dtype), (sin * scale).astype(dtype)
+
+
+def _positive(value: Any, name: str) -> float:
+    value = _finite(value, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
+    return value
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    if not np.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
