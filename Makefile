@@ -80,17 +80,19 @@ docs: $(READY)
 	done
 	@echo "The site: build/docs/index.html (and build/docs/pt_BR, build/docs/zh_CN)"
 
-CHROMIUM := /usr/bin/chromium
+# Debian's browser, driven by Playwright (which must never download one of its own), and a
+# CJK font (1.6 MB), without which Chromium draws the zh_CN pages' characters as boxes.
+E2E_PACKAGES := chromium fonts-wqy-microhei
+E2E_FILES := /usr/bin/chromium /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 
-e2e: docs $(CHROMIUM)
+e2e: docs $(E2E_FILES)
 	$(BIN)/python tests/e2e/browser.py
 
-# Debian's browser, driven by Playwright (which must never download one of its own).
-$(CHROMIUM):
+$(E2E_FILES):
 	@if [ "$$(id -u)" = 0 ]; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(E2E_PACKAGES); \
 	else \
-		echo "make e2e needs Debian's chromium package at $@: run 'sudo apt-get install chromium'"; exit 1; \
+		echo "make e2e needs $@ from Debian's packages: run 'sudo apt-get install $(E2E_PACKAGES)'"; exit 1; \
 	fi
 
 # After forking: make colab REPO=you/posenc (BRANCH= defaults to the one configured).

@@ -595,15 +595,15 @@ nb04.first_alias.check(first_alias)
 # claim; tolerances of $10^{-12}$ and below are float64 round-off).
 
 # %%
-# Cross-checks of the claims above.
-# 1. The progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.
+# Cross-checks of section 1: the progression starts at 2π and stops one ratio short of 10000·2π; 10000^(1/d) is not its ratio.
 np.testing.assert_allclose(lengths[0], 2 * np.pi, rtol=1e-15)
 np.testing.assert_allclose(lengths[-1], 10000 * 2 * np.pi / ratio, rtol=1e-13)
 assert lengths.shape == (d_model // 2,) and np.all(np.diff(lengths) > 0)
 assert not np.isclose(lengths[1] / lengths[0], 10000 ** (1 / d_model))
 assert list(shares.values()) == sorted(shares.values()) and round(shares[512], 4) == 0.9647
 
-# 2. Bits repeat every 2^(j+1) and no sooner; the wave periods have one ratio; every row is its own.
+# %%
+# Cross-checks of section 2: bits repeat every 2^(j+1) and no sooner; the wave periods have one ratio; every row is its own.
 for j, period in enumerate(bit_periods):
     assert np.array_equal(bits[period:, j], bits[:-period, j])
     assert not np.array_equal(bits[period // 2 :, j], bits[: -(period // 2), j])
@@ -622,6 +622,8 @@ np.testing.assert_allclose(np.linalg.norm(small, axis=1), np.sqrt(8), rtol=1e-14
 between = posenc.encode(np.linspace(0, 3, 31), 16, dtype=np.float64)  # fractional positions
 assert np.all(np.abs(between) <= 1)  # defined between positions, within [-1, 1]
 
+# %%
+# Cross-checks of sections 3 and 4
 # 3. Norms in every layout; the odd width moves between (d-1)/2 and (d+1)/2; distinct rows.
 for layout in posenc.LAYOUTS:
     np.testing.assert_allclose(np.linalg.norm(table(1000, 10, layout=layout), axis=1), np.sqrt(5), rtol=1e-14)
@@ -645,6 +647,8 @@ for layout in posenc.LAYOUTS:  # M from the left; the layouts permute rows and c
 np.testing.assert_allclose(lone, 2 * np.pi * 10000 ** (6 / 7), rtol=1e-14)
 assert round(lone) == 16856 and round(25_000 / lone, 1) == 1.5
 
+# %%
+# Cross-checks of sections 5 and 6
 # 5. The Gram matrix is symmetric, constant along its diagonals, f(-k) = f(k); f is largest at 0.
 np.testing.assert_allclose(gram, gram.T, atol=0)
 for shift in (1, 10, 77):
@@ -666,8 +670,10 @@ assert round(longest) == 199
 assert round(few[1], 3) == 1.015 and round(few[1:].min(), 3) == 0.022 and few[1:].argmin() + 1 == 792_184
 assert all(np.max(2 * np.pi / posenc.wavelengths(d, b)) <= 1 < np.pi for d in (2, 7, 64) for b in (1.5, 10, 1e4))
 
-# 7. Every wavelength but the first grows with the base; the longest grows with base and width; a
-#    wider table has a smaller step between wavelengths; the half widths grow with d for the larger bases.
+# %%
+# Cross-checks of section 7: every wavelength but the first grows with the base; the longest grows
+# with base and width; a wider table has a smaller step between wavelengths; the half widths grow
+# with d for the larger bases.
 for d in widths:
     grown = np.array([posenc.wavelengths(d, b) for b in bases])
     assert np.all(grown[:, 0] == 2 * np.pi) and np.all(np.diff(grown[:, 1:], axis=0) > 0)

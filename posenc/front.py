@@ -2,8 +2,10 @@
 
 Each front describes its framework in a ``Spec`` (its backend entry, dtypes, how positions
 come in, how memory that NumPy filled is handed over) and binds the generic functions here to
-it (``bound``); its module classes mix in ``SinusoidalModule`` and ``RotaryModule``, which
-hold the state and the decisions. What exists in one framework alone stays in its file.
+it (``bound``); its module classes mix in ``SinusoidalModule``, ``RotaryModule`` and
+``RelativeBiasModule``, which hold the state and the decisions. What exists in one framework
+alone stays in its file, but for FlexAttention's score_mods (torch's), written here on the
+tensors they are given (no import of torch) and bound like the rest: the fronts keep their line budget.
 Which kernel serves a call is ``posenc.engine.routes``' decision, made in one place
 (``_sinusoid``, ``_rope``). Only the fronts import this module.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
@@ -20,6 +23,7 @@ from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from .biases import alibi, relative, t5
 from .engine import checks, kernels, rotation
 # The route table's names, not the module: see posenc.engine.routes (one name per object under torch.compile).
 from .engine.routes import BLOCKS, FEW, HOST, WHOLE, choose
@@ -28,10 +32,18 @@ from .rope import axial, configs, rotary
 from .sinusoidal import conventions, grid, tables
 
 __all__ = [
+    "BIASES",
+    "ROPE",
+    "SCORE_MODS",
+    "TABLES",
     "Positions",
+    "RelativeBiasModule",
     "RotaryModule",
     "SinusoidalModule",
     "Spec",
+    "alibi_bias",
+    "alibi_score_mod",
+    "alibi_slopes",
     "apply_rotary",
     "axial_cos_sin",
     "bound",
@@ -39,8 +51,11 @@ __all__ = [
     "grid_encoding",
     "mrope_cos_sin",
     "positional_encoding",
+    "relative_position_bias",
+    "relative_position_bucket",
     "require",
     "rotary_cos_sin",
+    "t5_score_mod",
 ]
 
 NUMPY = backend("numpy")
@@ -650,3 +665,140 @@ def _text_rows(spec, positions):
         host=None if positions.host is None else np.stack([positions.numpy()] * 3),
     )
 
+
+
+# Position as a bias on the attention scores (``posenc.biases``), as the framework's tensors.
+
+
+def alibi_slopes(spec: Spec, num_heads: int, *, alibi_bias_max: float = 8.0, dtype: DType | None = None,
+                 device: Any = None) -> Tensor:
+    """``posenc.biases.alibi_slopes`` as a ``(num_heads,)`` tensor of ``dtype``: the float64 slopes
+    rounded once. torch: ``device`` (default: torch's)."""
+    dtype = check_dtype(spec, dtype)
+    return spec.adopt(alibi.alibi_slopes(num_heads, alibi_bias_max=alibi_bias_max), dtype, device)
+
+
+def alibi_bias(spec: Spec, num_heads: int, query_length: int, key_length: int, *, causal: bool = True, key_offset: int = 0,
+               alibi_bias_max: float = 8.0, dtype: DType | None = None, device: Any = None) -> Tensor:
+    """``posenc.biases.alibi_bias`` as a ``(num_heads, query_length, key_length)`` tensor of ``dtype``
+    (float64 values rounded once; ``-inf`` on future keys when ``causal``), ready for
+    ``attn_mask=`` / ``bias=``. torch: ``device`` (default: torch's)."""
+    dtype = check_dtype(spec, dtype)
+    values = alibi.alibi_bias(num_heads, query_length, key_length, causal=causal, key_offset=key_offset,
+                              alibi_bias_max=alibi_bias_max, dtype=np.float64)
+    return spec.adopt(values, dtype, device)
+
+
+def relative_position_bucket(spec: Spec, relative_position: Tensor | npt.ArrayLike, *, bidirectional: bool = True,
+                             num_buckets: int = 32, max_distance: int = 128, device: Any = None) -> Tensor:
+    """``posenc.biases.relative_position_bucket`` of concrete integer relative positions (a tensor in host
+    memory or an array-like; not a traced one): an integer tensor (int64; JAX: int32 with x64 off),
+    made on the host. torch: ``device`` (default: torch's)."""
+    try:
+        host = np.asarray(relative_position)
+    except Exception as error:  # a traced or device tensor: each framework raises its own error
+        raise TypeError(f"relative_position must be concrete integers in host memory, got {type(relative_position).__name__}: "
+                        f"{error}") from error
+    buckets = t5.relative_position_bucket(host, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    return spec.adopt(np.asarray(buckets), None, device)  # a 0-d array, not NumPy's scalar
+
+
+def relative_position_bias(spec: Spec, table: Tensor, query_length: int, key_length: int, *, bidirectional: bool = True,
+                           num_buckets: int | None = None, max_distance: int = 128, key_offset: int = 0) -> Tensor:
+    """``posenc.biases.relative_position_bias`` gathered from ``table`` (``(num_buckets, heads)``, a float
+    tensor) in the framework's operations: ``(heads, query_length, key_length)``, ``table``'s dtype
+    and device, differentiable with respect to ``table``; T5's ``compute_bias`` bit for bit."""
+    table = as_tensor(spec, table, "table")
+    if table.dtype not in spec.dtypes:
+        raise TypeError(f"table must hold floats ({spec.dtype_names.removesuffix(' or None')}), got dtype {table.dtype}")
+    shape = t5.check_table_shape(tuple(table.shape), num_buckets)
+    indices = t5.table_indices(shape, query_length, key_length, bidirectional=bidirectional, max_distance=max_distance,
+                               key_offset=key_offset)
+    xp = spec.xp
+    return xp.reshape(xp.take(xp.reshape(table, (-1,)), indices.reshape(-1), 0), indices.shape)
+
+
+# What each front binds, in groups bound alike (the fronts unpack them in this order).
+TABLES = (encode, positional_encoding, grid_encoding)
+ROPE = (rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary)
+BIASES = (alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias)
+
+
+def alibi_score_mod(spec: Spec, slopes: Tensor, *, causal: bool = True, key_offset: int = 0) -> Callable[..., Tensor]:
+    """FlexAttention's ``score_mod`` (torch) adding ALiBi's bias with ``slopes`` (``alibi_slopes``):
+    ``score - slopes[h] * |key_offset + q - k|``, ``-inf`` where ``k > key_offset + q`` when
+    ``causal``; the scores ``alibi_bias`` gives, without a ``(heads, queries, keys)`` tensor."""
+    slopes = as_tensor(spec, slopes, "slopes")
+    causal, key_offset = checks.check_bool(causal, "causal"), checks.check_length(key_offset, "key_offset")
+
+    def score_mod(score, batch, head, query, key):
+        distance = key_offset + query - key
+        biased = score - slopes[head] * abs(distance)
+        return biased.where(distance >= 0, -math.inf) if causal else biased
+
+    return score_mod
+
+
+def t5_score_mod(spec: Spec, table: Tensor, query_length: int, key_length: int, *, bidirectional: bool = True,
+                 max_distance: int = 128, key_offset: int = 0) -> Callable[..., Tensor]:
+    """FlexAttention's ``score_mod`` (torch) adding T5's bias from ``table`` (``(num_buckets, heads)``): the
+    scores ``relative_position_bias`` gives, from one ``(heads, query_length + key_length - 1)`` tensor
+    (one value per relative position) instead of ``(heads, query_length, key_length)``."""
+    # The relative positions -(key_offset + query_length - 1) .. key_length - 1 - key_offset are those of
+    # one query at key_offset + query_length - 1 against keys 0 .. query_length + key_length - 2.
+    query_length, key_length, key_offset = relative.check_lengths(query_length, key_length, key_offset)
+    rows = relative_position_bias(spec, table, 1, query_length + key_length - 1, bidirectional=bidirectional,
+                                  max_distance=max_distance, key_offset=key_offset + query_length - 1)[:, 0]
+
+    def score_mod(score, batch, head, query, key):
+        return score + rows[head, key - query + query_length - 1]
+
+    return score_mod
+
+
+SCORE_MODS = (alibi_score_mod, t5_score_mod)
+
+
+class RelativeBiasModule:
+    """T5's relative position bias with its learned ``(num_buckets, num_heads)`` table.
+
+    Called with ``(query_length, key_length, key_offset=0)`` it returns ``relative_position_bias``
+    of the table, ``(num_heads, query_length, key_length)`` in its dtype: T5's ``compute_bias``
+    (``key_offset``: its ``past_seen_tokens``, the cache length in cached decoding) without the
+    batch axis. ``bidirectional``: the encoder's buckets (False: the decoder's; the causal mask is
+    the caller's, as in T5). The table is ``relative_attention_bias``, named as T5 checkpoints name
+    it, so their weights load unchanged: torch, an ``nn.Embedding`` (state_dict key
+    ``relative_attention_bias.weight``); Keras, the layer's weight ``relative_attention_bias``
+    (``.assign(weight)``); Flax NNX, an ``nnx.Embed`` (``relative_attention_bias.embedding``, as
+    in transformers' Flax T5; ``rngs=`` initialises it). Keyword arguments beyond these go to the
+    framework's base class (Keras' ``name``, ``dtype``...). A Keras layer takes only tensors
+    positionally: call it with keywords, ``layer(query_length=7, key_length=9)``.
+    """
+
+    _spec: ClassVar[Spec]
+    _new_table: ClassVar[Callable[..., Any]]  # (num_buckets, num_heads) -> the table: each front's
+    num_heads: int
+    num_buckets: int
+    bidirectional: bool
+    max_distance: int
+
+    def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._configure(num_heads, bidirectional, num_buckets, max_distance)
+        self.relative_attention_bias = self._new_table(self.num_buckets, self.num_heads)
+
+    def _configure(self, num_heads: int, bidirectional: bool, num_buckets: int, max_distance: int) -> None:
+        self.num_heads = checks.check_width(checks.check_int_at_least(num_heads, "num_heads", 1), "num_heads")
+        self.bidirectional, self.num_buckets, self.max_distance = t5.check_bucketing(bidirectional, num_buckets, max_distance)
+
+    def _bias(self, table: Any, query_length: int, key_length: int, key_offset: int) -> Any:
+        return relative_position_bias(self._spec, table, query_length, key_length, bidirectional=self.bidirectional,
+                                      max_distance=self.max_distance, key_offset=key_offset)
+
+    def _config(self) -> dict[str, Any]:
+        return {"num_heads": self.num_heads, "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
+                "max_distance": self.max_distance}
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={value!r}" for name, value in self._config().items())

@@ -29,8 +29,9 @@ from .sinusoidal import conventions, tables
 from .sinusoidal.layouts import convert_layout
 
 __all__ = [
-    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
-    "axial_cos_sin", "convert_layout", "convert_rotary_layout", "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding",
+    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RelativePositionBias", "RotaryEmbedding",
+    "RotaryEmbeddingPerLayerType", "alibi_bias", "alibi_slopes", "apply_rotary", "axial_cos_sin", "convert_layout", "convert_rotary_layout",
+    "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding", "relative_position_bias", "relative_position_bucket",
     "rotary_cos_sin", "rotary_frequencies", "rotary_permutation",
 ]
 
@@ -88,13 +89,9 @@ SPEC = front.Spec(
     as_tensor=_as_array, unread_length="which jit traces",
 )
 DTYPES = SPEC.dtypes
-encode = front.bound(front.encode, SPEC, without=("out",))
-positional_encoding = front.bound(front.positional_encoding, SPEC, without=("device", "out"))
-grid_encoding = front.bound(front.grid_encoding, SPEC, without=("device",))
-rotary_cos_sin = front.bound(front.rotary_cos_sin, SPEC)
-axial_cos_sin = front.bound(front.axial_cos_sin, SPEC)
-mrope_cos_sin = front.bound(front.mrope_cos_sin, SPEC)
-apply_rotary = front.bound(front.apply_rotary, SPEC)
+encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
+    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
+rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary = (front.bound(f, SPEC) for f in front.ROPE)
 
 
 class _Table(nnx.Variable):
@@ -175,3 +172,15 @@ class RotaryEmbedding(front.RotaryModule, nnx.Module):
 
     def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
         return self._cos_sin(x, position_ids)
+
+
+class RelativePositionBias(front.RelativeBiasModule, nnx.Module):
+    _spec = SPEC
+
+    def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128, rngs: nnx.Rngs):
+        rngs = front.require(lambda value: isinstance(value, nnx.Rngs), "nnx.Rngs")(rngs, "rngs")  # it initialises the table
+        self._configure(num_heads, bidirectional, num_buckets, max_distance)
+        self.relative_attention_bias = nnx.Embed(self.num_buckets, self.num_heads, rngs=rngs)
+
+    def __call__(self, query_length: int, key_length: int, key_offset: int = 0) -> jax.Array:
+        return self._bias(self.relative_attention_bias.embedding[...], query_length, key_length, key_offset)

@@ -37,9 +37,10 @@ from .sinusoidal.grid import list_grid_conventions
 from .sinusoidal.layouts import convert_layout
 
 __all__ = [
-    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "apply_rotary", "axial_cos_sin",
-    "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid", "list_grid_conventions",
-    "mrope_cos_sin", "positional_encoding", "rotary_cos_sin", "rotary_frequencies", "rotary_permutation",
+    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RelativePositionBias", "RotaryEmbedding", "alibi_bias", "alibi_slopes",
+    "apply_rotary", "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
+    "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "relative_position_bias", "relative_position_bucket", "rotary_cos_sin",
+    "rotary_frequencies", "rotary_permutation",
 ]
 
 TF = backend("tensorflow")
@@ -82,11 +83,11 @@ def _aligned_empty(shape, dtype):
 
 def _adopt(array, dtype, place=None):
     if not tf.executing_eagerly():
-        return tf.cast(tf.constant(array), dtype)  # a constant of the graph
+        return tf.cast(tf.constant(array), dtype or array.dtype)  # a constant of the graph
     if array.ctypes.data % 64 or not array.flags.c_contiguous:
         array, given = _aligned_empty(array.shape, array.dtype), array
         array[...] = given
-    return tf.cast(tf.experimental.dlpack.from_dlpack(array.__dlpack__()), dtype)
+    return tf.cast(tf.experimental.dlpack.from_dlpack(array.__dlpack__()), dtype or array.dtype)  # None: the array's
 
 
 def _whole(positions, w_hi, w_lo, dtype, layout=None, width=None):
@@ -160,10 +161,7 @@ def _visible_log(text):
     return "".join(kept)
 
 
-def _is_tensor(value):
-    return tf.is_tensor(value) or isinstance(value, np.ndarray)
-
-
+_is_tensor = lambda value: tf.is_tensor(value) or isinstance(value, np.ndarray)
 SPEC = front.Spec(
     module=__name__, xp=TF, tensor="tf.Tensor", dtype="tf.DType", dtype_names="tf.float16, tf.bfloat16, tf.float32, tf.float64 or None",
     default_dtype=lambda: tf.float32, as_dtype=_as_dtype, is_tensor=_is_tensor, intake=_intake, adopt=_adopt, complex=tf.complex,
@@ -171,13 +169,9 @@ SPEC = front.Spec(
     traced=lambda: not tf.executing_eagerly(), whole=_whole,
 )
 DTYPES = SPEC.dtypes
-encode = front.bound(front.encode, SPEC, without=("out",))
-positional_encoding = front.bound(front.positional_encoding, SPEC, without=("device", "out"))
-grid_encoding = front.bound(front.grid_encoding, SPEC, without=("device",))
-rotary_cos_sin = front.bound(front.rotary_cos_sin, SPEC)
-axial_cos_sin = front.bound(front.axial_cos_sin, SPEC)
-mrope_cos_sin = front.bound(front.mrope_cos_sin, SPEC)
-apply_rotary = front.bound(front.apply_rotary, SPEC)
+encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
+    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
+rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary = (front.bound(f, SPEC) for f in front.ROPE)
 
 
 @keras.saving.register_keras_serializable(package="posenc")
@@ -261,3 +255,12 @@ class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), **self._config()}
+
+
+@keras.saving.register_keras_serializable(package="posenc")
+class RelativePositionBias(front.RelativeBiasModule, keras.layers.Layer):
+    _spec = SPEC
+    _new_table = lambda self, *shape: self.add_weight(shape=shape, name="relative_attention_bias")
+
+    def call(self, query_length: int, key_length: int, key_offset: int = 0) -> tf.Tensor:
+        return self._bias(tf.convert_to_tensor(self.relative_attention_bias), query_length, key_length, key_offset)

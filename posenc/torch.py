@@ -30,15 +30,18 @@ from .sinusoidal.grid import list_grid_conventions
 from .sinusoidal.layouts import convert_layout
 
 __all__ = [
-    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RotaryEmbedding", "RotaryEmbeddingPerLayerType", "apply_rotary",
-    "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
-    "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "resample_abs_pos_embed", "rotary_cos_sin", "rotary_frequencies",
-    "rotary_permutation",
+    "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RelativePositionBias", "RotaryEmbedding",
+    "RotaryEmbeddingPerLayerType", "alibi_bias", "alibi_score_mod", "alibi_slopes", "apply_rotary", "axial_cos_sin", "convert_layout",
+    "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid", "list_grid_conventions", "mrope_cos_sin",
+    "positional_encoding", "relative_position_bias", "relative_position_bucket", "resample_abs_pos_embed", "rotary_cos_sin",
+    "rotary_frequencies", "rotary_permutation", "t5_score_mod",
 ]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32), and those of position ids.
 _NUMPY = (torch.float16, torch.float32, torch.float64)
 _INTEGERS = (torch.int64, torch.int32)
+_host = lambda positions: positions.detach().to(torch.float64).numpy()
+_largest = lambda positions: float(positions.max())  # a value: a graph break under torch.compile
 
 
 def _intake(positions, like=None):
@@ -56,14 +59,6 @@ def _intake(positions, like=None):
         positions = positions.to(getattr(like, "device", like))
     host = None if compiling or not positions.is_cpu else _host
     return Positions(positions, positions.shape, compiling, host, positions.device, _largest)
-
-
-def _host(positions):
-    return positions.detach().to(torch.float64).numpy()
-
-
-def _largest(positions):
-    return float(positions.max())  # a value: a graph break under torch.compile
 
 
 def _adopt(array, dtype, device=None):
@@ -88,13 +83,10 @@ SPEC = front.Spec(
     intake=_intake, adopt=_adopt, complex=torch.complex, traced=lambda: torch.compiler.is_compiling(), out=_out,
 )
 DTYPES = SPEC.dtypes
-encode = front.bound(front.encode, SPEC)
-positional_encoding = front.bound(front.positional_encoding, SPEC)
+encode, positional_encoding = (front.bound(f, SPEC) for f in front.TABLES[:2])
 grid_encoding = front.bound(front.grid_encoding, SPEC, without=("out",))
-rotary_cos_sin = front.bound(front.rotary_cos_sin, SPEC)
-axial_cos_sin = front.bound(front.axial_cos_sin, SPEC)
-mrope_cos_sin = front.bound(front.mrope_cos_sin, SPEC)
-apply_rotary = front.bound(front.apply_rotary, SPEC)
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias,
+ alibi_score_mod, t5_score_mod) = (front.bound(f, SPEC) for f in front.ROPE + front.BIASES + front.SCORE_MODS)
 
 
 class PositionalEncoding(front.SinusoidalModule, nn.Module):
@@ -167,6 +159,14 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
         return module
 
 
+class RelativePositionBias(front.RelativeBiasModule, nn.Module):
+    _spec = SPEC
+    _new_table = staticmethod(nn.Embedding)
+
+    def forward(self, query_length: int, key_length: int, key_offset: int = 0) -> torch.Tensor:
+        return self._bias(self.relative_attention_bias.weight, query_length, key_length, key_offset)
+
+
 def resample_abs_pos_embed(
     posemb: torch.Tensor, new_size: Sequence[int], old_size: Sequence[int] | None = None, *, num_prefix_tokens: int = 1,
     interpolation: str = "bicubic", antialias: bool = True, align_corners: bool | None = None,
@@ -211,9 +211,7 @@ def resample_abs_pos_embed(
         return posemb
     prefix, body = table[:num_prefix_tokens], table[num_prefix_tokens:]
     image = body.float().reshape(1, *old_size, -1).permute(0, 3, 1, 2)
-    image = torch.nn.functional.interpolate(
-        image, size=new_size, mode=interpolation, align_corners=align_corners, antialias=antialias
-    )
+    image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, align_corners=align_corners, antialias=antialias)
     body = image.permute(0, 2, 3, 1).reshape(-1, table.shape[-1]).to(table.dtype)
     out = torch.cat([prefix, body], dim=0)
     return out if posemb.ndim == 2 else out[None]

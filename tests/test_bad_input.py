@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import posenc
+import posenc.biases
 
 ALLOWED = (ValueError, TypeError)
 # NumPy's own errors (AxisError, _ArrayMemoryError...) subclass ValueError, IndexError or
@@ -272,20 +273,72 @@ FRONT_VALUES = st.one_of(
 )
 
 
+# posenc.biases (not in the top-level namespace): a valid call of each public callable.
+BIAS_CALLS = {
+    "alibi_slopes": ((6,), {"alibi_bias_max": 8.0}),
+    "alibi_bias": ((4, 3, 5), {"causal": True, "key_offset": 2, "alibi_bias_max": 8.0, "dtype": np.float32}),
+    "relative_position_bucket": (([[-3, 0, 5]],), {"bidirectional": True, "num_buckets": 32, "max_distance": 128}),
+    "relative_position_bias": ((np.ones((32, 4), np.float32), 3, 5), {"bidirectional": True, "num_buckets": 32,
+                                                                       "max_distance": 128, "key_offset": 2}),
+    "relative_positions": ((3, 5), {"key_offset": 2}),
+    "toeplitz": ((np.arange(7.0), 3, 5), {"dtype": np.float32}),
+}
+
+
+def test_every_bias_callable_has_a_valid_call_here():
+    assert sorted(BIAS_CALLS) == sorted(posenc.biases.__all__)
+    for name, (args, kwargs) in BIAS_CALLS.items():
+        getattr(posenc.biases, name)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(BIAS_CALLS))
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_spoiled_bias_call_raises_a_value_or_type_error(name, data):
+    args, kwargs = BIAS_CALLS[name]
+    args, kwargs = list(args), dict(kwargs)
+    slot = data.draw(st.sampled_from(list(range(len(args))) + list(kwargs)))
+    if isinstance(slot, int):
+        args[slot] = data.draw(ABSURD)
+    else:
+        kwargs[slot] = data.draw(ABSURD)
+    check_answer(getattr(posenc.biases, name), args, kwargs)
+
+
+# What the fronts bind of posenc.biases, and their T5 module (torch alone has FlexAttention's score_mods).
+FRONT_BIASES = ["alibi_slopes", "alibi_bias", "relative_position_bucket", "relative_position_bias", "RelativePositionBias",
+                "alibi_score_mod", "t5_score_mod"]
+
+
+def _front_call(front, framework, name):
+    """A valid call of ``name`` in ``front``, its tensors the framework's."""
+    if name == "apply_rotary":
+        cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
+        x = front.positional_encoding(8, 8)[None, :4]
+        return [x, cos, sin], {"layout": "half"}
+    bucketing = {"bidirectional": True, "max_distance": 128}
+    table = front.positional_encoding(32, 4)  # a (num_buckets, heads) float tensor
+    if name == "RelativePositionBias":
+        rngs = {"rngs": __import__("flax").nnx.Rngs(0)} if framework == "jax" else {}
+        return [4], {"num_buckets": 32, **bucketing, **rngs}
+    if name in ("relative_position_bias", "t5_score_mod"):
+        return [table, 3, 5], {**bucketing, "key_offset": 2}
+    if name == "alibi_score_mod":
+        return [front.alibi_slopes(4)], {"causal": True, "key_offset": 2}
+    args, kwargs = BIAS_CALLS[name] if name in BIAS_CALLS else CALLS[name]
+    return list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
+
+
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
-@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary"])
+@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", *FRONT_BIASES])
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_fronts_raise_value_or_type_errors(framework, name, data):
     pytest.importorskip(framework if framework != "jax" else "flax")
     front = __import__(f"posenc.{framework}", fromlist=["_"])
-    if name == "apply_rotary":
-        cos, sin = front.rotary_cos_sin([0, 1, 2, 3], 8)
-        x = front.positional_encoding(8, 8)[None, :4]
-        args, kwargs = [x, cos, sin], {"layout": "half"}
-    else:
-        args, kwargs = CALLS[name]
-        args, kwargs = list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
+    if not hasattr(front, name):
+        pytest.skip(f"posenc.{framework} has no {name} (FlexAttention is torch's)")
+    args, kwargs = _front_call(front, framework, name)
     slot = data.draw(st.sampled_from(list(range(len(args))) + list(kwargs)))
     if isinstance(slot, int):
         args[slot] = data.draw(FRONT_VALUES)

@@ -648,7 +648,7 @@ nb02.scale.check(ratio)
 # posições pequenas), e os números que o texto cita.
 
 # %%
-# Cross-checks of the claims above.
+# Cross-checks: each step of the walk against posenc (float64 references)
 assert den_even.dtype == torch.float32
 torch.testing.assert_close(den_even.double(), torch.from_numpy(posenc.denominators(64)), rtol=1e-6, atol=0)
 ref_angle = torch.from_numpy(posenc.angles(np.arange(10), 64))
@@ -661,14 +661,16 @@ torch.testing.assert_close(concatenated, posenc.torch.positional_encoding(10, 64
 assert big[:, -2].abs().max() < 0.02 and big[:, -1].min() > 0.9999
 assert len(pair_starts) == 4 and table7.shape == (10, 7)
 torch.testing.assert_close(table7, posenc.torch.positional_encoding(10, 7), rtol=0, atol=ATOL)
+
+# %%
+# Cross-checks: the numbers the prose quotes, the wavelengths and the sqrt(d_model) scale at the digits printed
 assert round(10000 ** (8 / 64), 1) == 3.2 and round(2 * np.pi, 1) == 6.3
 assert round(2 * np.pi * 10000 ** (24 / 64), -1) == 200
-
-# the sqrt(d_model) scale, at the digits printed
 assert round(embedding_norms.mean().item(), 2) == 1.0 and round(scaled_norms.mean().item(), 1) == 22.6
 assert round((table_norms / embedding_norms).mean().item()) == 16
 
-# the toy model: norms, dropout, eval mode, the device, the grown table
+# %%
+# Cross-checks of the toy model (norms, dropout, eval mode, the device, the grown table) and of diagnose
 assert round(embed.weight.norm(dim=1).mean().item(), 1) == 3.6 and round(8**0.5, 1) == 2.8
 assert int((~kept).sum()) == 18 and kept.numel() == 224
 with torch.no_grad():

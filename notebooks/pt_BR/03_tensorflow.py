@@ -509,7 +509,6 @@ by_hand = EmbedAndAddPositions(vocab=50, d_model=16)
 sample_tokens = np.random.default_rng(0).integers(0, 50, size=(2, 10)).astype("int32")
 embedded_by_hand = by_hand(sample_tokens).numpy()
 print(embedded_by_hand.shape)
-
 scaled = by_hand.embedding(sample_tokens).numpy() * 4.0  # sqrt(16)
 np.testing.assert_allclose(embedded_by_hand - scaled, np.broadcast_to(
     posenc.positional_encoding(10, 16, layout="sin_cos"), (2, 10, 16)), rtol=0, atol=1e-6)
@@ -657,7 +656,6 @@ for name, (table, codes) in cases.items():
 perm = posenc.diagnose(draft_table(10, 8)).findings[1].details["permutation"]
 print("perm:", perm)
 np.testing.assert_allclose(tf.gather(draft_table(10, 8), perm, axis=1), draft_table(10, 8, interleave=True))
-assert tf.range(3.5).shape == (4,)
 
 # %% [markdown]
 # Em comprimentos longos, os ângulos em float32 deste caminho se afastam dos valores exatos.
@@ -785,8 +783,7 @@ print(posenc.diagnose(my_positional_encoding(10, 7)))
 # O lote de verificações por trás das frases acima, num só lugar.
 
 # %%
-# Cross-checks of the claims above.
-# Section 1: what the prints show, as exact claims
+# Cross-checks of section 1: what the prints show, as exact claims
 assert np.spacing(np.float32(0.125)) > 1e-8 > np.spacing(np.float32(0.1249))
 assert all(same_print_count(v) == 1 for v in every_value if abs(v) >= 0.125)
 assert np.array_equal(ours[:, 0], lecture_sample[:, 0] + [1, 0])
@@ -800,7 +797,8 @@ assert (from_cos_sin[posenc.column_order(8, "interleaved")] == to_paper).all()
 assert np.array_equal(lecture_layout[:, to_paper], paper)
 assert one_layer_gap > 0.1  # far beyond round-off: permuting one layer changes the model
 
-# Section 2: the rates are posenc's frequencies (float32 round-off)
+# %%
+# Cross-checks of sections 2 and 3. Section 2: the rates are posenc's frequencies (float32 round-off)
 np.testing.assert_allclose(rates[0::2], posenc.frequencies(16), rtol=1e-6)
 
 # Section 3: the numbers the prose quotes, at the digits it quotes them
@@ -813,20 +811,24 @@ assert worst_row == 19
 np.testing.assert_allclose(wavelengths, [16, 40, 100, 250], rtol=0.02)
 assert np.abs(exp_log_20x200[0, :, -2]).max() < 0.003 and exp_log_20x200[0, :, -1].min() > 0.99999
 
-# Section 4: the layer's table is NumPy posenc's too; a rebuilt layer gives the same output
+# %%
+# Cross-checks of section 4: the layer's table is NumPy posenc's too; a rebuilt layer gives the same output
 np.testing.assert_allclose(added[1], posenc.positional_encoding(10, 16), atol=1e-6)
 np.testing.assert_array_equal(rebuilt(x).numpy(), layer(x).numpy())
 for n in [7, 10, 80]:
     batch = np.random.default_rng(n).integers(0, vocab, size=(3, n)).astype("int32")
     np.testing.assert_allclose(predict(batch).numpy(), model(batch).numpy(), atol=1e-6)
 
-# diagnose: the interleaved draft is the paper's table; the drift of float32 angles over
-# 5000 positions is of the order of position x float32 epsilon (5000 x 6e-8 = 3e-4)
+# diagnose: the interleaved draft is the paper's table; an odd depth's tf.range(depth / 2) has one
+# entry too many; the drift of float32 angles over 5000 positions is of the order of
+# position x float32 epsilon (5000 x 6e-8 = 3e-4)
 assert posenc.diagnose(draft_table(10, 8, interleave=True)).matches_paper
+assert tf.range(3.5).shape == (4,)
 assert 1e-4 < drift["max_deviation"] < 1e-2 and 100 < drift["from_row"] < 1000
 
-# Exercise 2: the draft is off at the lecture's size and more at 5000 positions; the solution's one
-# rounding keeps every entry within half a float32 step (at most half the spacing below 1)
+# %%
+# Cross-checks of exercise 2: the draft is off at the lecture's size and more at 5000 positions;
+# the solution's one rounding keeps every entry within half a float32 step (at most half the spacing below 1)
 draft_errors = [np.abs(accurate_table(n, d).numpy() - posenc.positional_encoding(n, d, dtype=np.float64)).max()
                 for n, d in [(20, 200), (5000, 64)]]
 assert 1e-7 < draft_errors[0] < draft_errors[1]

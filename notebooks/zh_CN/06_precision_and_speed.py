@@ -552,7 +552,7 @@ nb06.accurate_sine.check(accurate_sine)
 # 正文中其余的论断，集中在这里检查。
 
 # %%
-# Cross-checks of the claims above.
+# Cross-checks of sections 1 to 5
 # Section 1: float64's steps are 2**29 times finer than float32's; 2**-9 near 32767, 2**-29 near 1e7.
 assert np.spacing(np.float32(32767)) == 2**-9 and np.spacing(1e7) == 2**-29
 assert all(np.spacing(np.float32(v)) / np.spacing(float(v)) == 2**29 for v in [1.5, 100.0, 32767.0])
@@ -568,7 +568,9 @@ assert np.spacing(np.float32(16384)) == 2**-9 and 0.0008 < quotient_rounding.max
 assert 0.001 < denominator_rounding.max() < 0.0013
 # Section 5: the float32 bound of a rotation, under 1.74e-7.
 assert (2 * np.sqrt(2) + 3) * 2**-25 < 1.74e-7
-# Section 6: every route builds the same shape.
+
+# %%
+# Cross-checks of sections 6 and 7. Section 6: every route builds the same shape.
 assert all(routes[name]().shape == (length, d_model) for name in ["posenc", "posenc, out=", "float32 route"])
 # Section 7: the slowest pair turns by 1.04e-4 per position; float16 and bfloat16 casts.
 assert round(slowest, 6) == 0.000104
@@ -579,7 +581,9 @@ cast16 = np.abs(accurate.astype(np.float16) - accurate).max()
 cast_bf16 = (torch.from_numpy(accurate).to(torch.bfloat16).double() - torch.from_numpy(accurate)).abs().max().item()
 assert cast16 <= 2**-12 and cast_bf16 < 2**-9 + 2**-24  # (torch casts through float32)
 assert np.float32(2**24 + 1) == np.float32(2**24) and np.spacing(np.float32(2**24)) == 2
-# Exercise 2: the reference solution agrees with posenc.encode within 3e-7 at the checked positions.
+
+# %%
+# Cross-checks of exercise 2: the reference solution agrees with posenc.encode within 3e-7 at the checked positions.
 for case in nb06.accurate_sine.cases:
     position, pair, width = case
     assert abs(nb06.accurate_sine_solution(*case) - posenc.encode([position], width)[0, 2 * pair]) < 3e-7, case

@@ -791,7 +791,7 @@ nb08.llama3_wavelength.check(my_wavelength)
 # 先是一批检查，验证上文中那些教学单元格没有自行断言的说法；然后把 NumPy 和 TensorFlow 与 PyTorch 对照。
 
 # %%
-# Cross-checks of the claims above.
+# Cross-checks of sections 1 to 3
 # 1. The four terms add up; content and position terms equal, mixed terms and scores not.
 for terms in (near, far):
     assert np.isclose(terms["content"] + terms["content·position"] + terms["position"], terms["score"], rtol=1e-12)
@@ -806,7 +806,10 @@ assert np.ptp(added) > 1e6 * np.ptp(rotary)
 assert np.allclose(w8, [1, 0.1, 0.01, 0.001], rtol=1e-15)
 assert (perm[:HEAD_DIM] == posenc.layout_permutation(HEAD_DIM, "interleaved", "sin_cos")).all()
 assert not torch.allclose(unpermuted, reference)
-# 4. NTK-aware: w_j s^(-2j/(d-2)), the slowest pair divided by s, pair 1 by 2.2%; dynamic at L is the default.
+
+# %%
+# Cross-checks of section 4, NTK-aware, dynamic and YaRN
+# NTK-aware: w_j s^(-2j/(d-2)), the slowest pair divided by s, pair 1 by 2.2%; dynamic at L is the default.
 assert np.allclose(wavelength["NTK-aware"], default * FACTOR ** (2 * pairs / (HEAD - 2)), rtol=1e-13)
 assert np.isclose(wavelength["NTK-aware"][-1], FACTOR * default[-1], rtol=1e-13)
 assert round(wavelength["NTK-aware"][1] / default[1], 3) == 1.022
@@ -815,7 +818,10 @@ assert np.array_equal(2 * np.pi / at_L, default)
 #    YaRN: the slow pairs divided by s, a = 0.1 ln s + 1.
 assert np.allclose(wavelength["yarn"][turns < 1], FACTOR * default[turns < 1], rtol=1e-15)
 assert np.isclose(a, 0.1 * np.log(FACTOR) + 1, rtol=1e-15)
-#    llama3: kept below L/4, stretched above L, between the two; both factors 1 make a step at L.
+
+# %%
+# Cross-checks of section 4, llama3, NTK-aware against s, LongRoPE
+# llama3: kept below L/4, stretched above L, between the two; both factors 1 make a step at L.
 assert (wavelength["llama3"][keep] == default[keep]).all()
 assert np.allclose(wavelength["llama3"][stretch], FACTOR * default[stretch], rtol=1e-15)
 assert between.any() and (default[between] < wavelength["llama3"][between]).all()
@@ -830,7 +836,9 @@ for name in ["NTK-aware", "dynamic", "yarn", "llama3"]:
 #    LongRoPE: 48 factors up to 64.81, the fastest pair slowed, a = sqrt(1 + ln s / ln L).
 assert len(PHI3_VISION_LONG_FACTOR) == 48 and PHI3_VISION_LONG_FACTOR[-1] == 64.81 and w_phi3[0] < w_96[0]
 assert np.isclose(a_phi3, np.sqrt(1 + np.log(32) / np.log(4096)), rtol=1e-15)
-# 5. The gpt-neox report's numbers; 5 rad at 4095; float16's end and bfloat16's rounding.
+
+# %%
+# Cross-checks of section 5: the gpt-neox report's numbers; 5 rad at 4095; float16's end and bfloat16's rounding.
 assert round(angles_fp32[1857, 1].item(), 2) == 1044.27 and angles_fp16[1857, 1].item() == 1045
 assert round(error_fp16.max().item(), 2) == 0.78
 assert angle_error[0] == 0 and round(angle_error.max()) == 5
@@ -844,6 +852,9 @@ assert f"{float32_error[sample == 10**5][0]:.0e}" == "5e-03" and f"{float32_erro
 assert (float32_error[sample >= 1e5] > 1e-3).all()
 for name in ["inv_freq in bfloat16", "positions in bfloat16", "all in bfloat16 (candle before 3520)"]:
     assert errors[name][sample <= 4096].max() > 0.5, name
+
+# %%
+# Cross-checks of section 6 and of the exercises
 # 6. The copy task: the claims of the prose, each bound as stated there.
 for name in ["learned", "sinusoidal", "rotary"]:
     assert by_position[name, 12].mean() > 0.9, name
@@ -869,13 +880,12 @@ assert nb08.llama3_wavelength.check(2 * np.pi / posenc.rotary_frequencies(128, 5
 # TensorFlow 在加载时会读取两个环境变量，所以要先设置它们。
 
 # %%
+# Cross-checks: NumPy and TensorFlow against PyTorch, YaRN's cos and sin and the rotated vectors
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-
 import tensorflow as tf
-
 import posenc.tensorflow
 
 positions = np.array([[0, 1, 4095, 65536, 999_999]])

@@ -472,6 +472,7 @@ nb09.rescaled_table.check(rescaled_table)
 # 把上文的各项说法再检验一遍，用的是正文中给出的数值。
 
 # %%
+# Cross-checks of sections 1 and 2
 # Section 1: the first four tokens (the top row) claim x = 0, 0, 0, 1; only the first and the last keep their own position.
 assert list(claimed_x[:4]) == [0, 0, 0, 1] and list(token_column[:4]) == [0, 1, 2, 3]
 assert wrong == 10
@@ -483,7 +484,9 @@ assert np.unravel_index(np.argmax(sim[patch]), (H, W)) == patch
 scattered = posenc.grid_encoding((H, W), 128, convention="moco-v3", cls_token=False)
 assert np.unravel_index(np.argmax(scattered @ scattered[patch[0] * W + patch[1]]), (H, W)) == patch
 assert not np.allclose(scattered @ scattered[4 * W + 7], mae @ mae[4 * W + 7], atol=0.1)
-# Section 3: the groups. MAE identical; rt-detr and timm: MAE's columns reordered, same dot products;
+
+# %%
+# Cross-checks of section 3: the groups. MAE identical; rt-detr and timm: MAE's columns reordered, same dot products;
 # detr (defaults): other numbers, same dot products; moco-v3, big_vision, simple-vit, diffusers: other dot products.
 assert comparison["mae"] == (0.0, True, True)
 assert [n for n, c in comparison.items() if c[2]] == ["mae", "rt-detr", "timm", "detr"]
@@ -497,7 +500,9 @@ assert np.abs(detr @ detr.T - reference @ reference.T).max() > 1
 assert identified["mae"].prefix_rows == 1 and identified["moco-v3"].prefix_rows == 1
 assert "timm, interleave_sin_cos=True" in identified["rt-detr"].matches
 assert "timm, reverse_coord=True, interleave_sin_cos=True" in identified["moco-v3"].matches
-# Section 4: the resize loses the fast columns (more than 0.05), keeps the slowest (below 1e-3),
+
+# %%
+# Cross-checks of section 4: the resize loses the fast columns (more than 0.05), keeps the slowest (below 1e-3),
 # is worst (0.17) on the border, keeps the class row; antialiasing changes the result by 0.05.
 assert error.max() > 0.05 and error[..., 64 // 4 - 1].max() < 1e-3  # column 15: the slowest x sine at d = 64
 assert round(float(error.max()), 2) == 0.17 and not inside[worst]
@@ -514,6 +519,9 @@ offsets = (np.arange(24) + 0.5) / 2 - 0.5 - 6
 for antialias, a in [(False, -0.75), (True, -0.5)]:
     weights = nn.functional.interpolate(impulse, size=(1, 24), mode="bicubic", antialias=antialias)[0, 0, 0].numpy()
     assert np.allclose(weights, keys(offsets, a), atol=1e-6)
+
+# %%
+# Cross-checks of section 5 and of the exercises
 # Section 5: the bounds are "nearly all" (at least 95 %) and "hardly any" (at most 10 %) of the patches.
 assert scores["integer positions", "integers"][0] >= 0.95
 assert found(answers(train_table, train_shape), integers) >= 0.95

@@ -42,6 +42,7 @@ def relative_positions(query_length: int, key_length: int, key_offset: int = 0) 
     query_length, key_length, key_offset = check_lengths(query_length, key_length, key_offset)
     if not query_length or not key_length:
         return np.empty(0, np.int64)
+    checks.check_entries("query_length + key_length - 1", (query_length + key_length - 1,))
     return np.arange(-(key_offset + query_length - 1), key_length - key_offset, dtype=np.int64)
 
 
@@ -50,6 +51,12 @@ def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype: npt.
     as ``relative_positions`` orders them, spread to ``(..., query_length, key_length)``:
     ``out[..., i, j] = values[..., j - i + query_length - 1]``, a new array of ``dtype``
     (``values.dtype`` if None)."""
+    query_length, key_length, _ = check_lengths(query_length, key_length, 0)
+    values = checks.as_array(values, "values", "an array of shape (..., query_length + key_length - 1)")
+    diagonals = query_length + key_length - 1 if query_length and key_length else 0
+    if values.ndim == 0 or values.shape[-1] != diagonals:
+        raise ValueError(f"values must have shape (..., query_length + key_length - 1) = (..., {diagonals}), got shape {values.shape}")
+    checks.check_entries("values.shape[:-1] * query_length * key_length", (*values.shape[:-1], query_length, key_length))
     dtype = values.dtype if dtype is None else dtype
     out = np.empty(values.shape[:-1] + (query_length, key_length), dtype)
     if query_length and key_length:

@@ -37,7 +37,7 @@ from . import relative
 __all__ = ["relative_position_bias", "relative_position_bucket"]
 
 
-def _check_bucketing(bidirectional, num_buckets, max_distance):
+def check_bucketing(bidirectional, num_buckets, max_distance):
     """The bucket arguments, checked: the exact buckets of one direction must be at least one
     (T5 divides by their count) and ``max_distance`` beyond them (it divides by its log)."""
     bidirectional = checks.check_bool(bidirectional, "bidirectional")
@@ -84,7 +84,7 @@ def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional:
                              max_distance: int = 128) -> np.ndarray:
     """T5's bucket (int64, in ``[0, num_buckets)``) of each relative position ``key - query``
     (integers, any shape); see the module."""
-    bidirectional, num_buckets, max_distance = _check_bucketing(bidirectional, num_buckets, max_distance)
+    bidirectional, num_buckets, max_distance = check_bucketing(bidirectional, num_buckets, max_distance)
     position = _as_relative_positions(relative_position, max_distance)
     if bidirectional:
         num_buckets //= 2
@@ -99,15 +99,25 @@ def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional:
     return side + (position > 0) * np.int64(num_buckets) if bidirectional else side
 
 
-def _check_table(table, num_buckets):
-    array = checks.as_array(table, "table", "an array of shape (num_buckets, heads)")
-    if array.ndim != 2:
-        raise ValueError(f"table must have shape (num_buckets, heads), got shape {array.shape}")
-    if array.dtype.kind != "f":
-        raise TypeError(f"table must hold real floats (a checkpoint's weights), got dtype {array.dtype}")
-    if num_buckets is not None and checks.check_int_at_least(num_buckets, "num_buckets", 1) != array.shape[0]:
-        raise ValueError(f"num_buckets={num_buckets!r} must be the table's number of rows, got a table of shape {array.shape}")
-    return array
+def check_table_shape(shape, num_buckets):
+    """A table's shape ``(num_buckets, heads)``, checked against ``num_buckets`` (None: its rows)."""
+    if len(shape) != 2:
+        raise ValueError(f"table must have shape (num_buckets, heads), got shape {tuple(shape)}")
+    if num_buckets is not None and checks.check_int_at_least(num_buckets, "num_buckets", 1) != shape[0]:
+        raise ValueError(f"num_buckets={num_buckets!r} must be the table's number of rows, got a table of shape {tuple(shape)}")
+    return tuple(shape)
+
+
+def table_indices(shape, query_length, key_length, *, bidirectional, max_distance, key_offset):
+    """Where each entry of the bias sits in the flattened ``(num_buckets, heads)`` table of ``shape``:
+    int64 ``(heads, query_length, key_length)``, ``bucket * heads + head``. Checks the arguments."""
+    bidirectional, num_buckets, max_distance = check_bucketing(bidirectional, shape[0], max_distance)
+    query_length, key_length, key_offset = relative.check_lengths(query_length, key_length, key_offset)
+    checks.check_entries("heads * query_length * key_length", (shape[1], query_length, key_length))
+    positions = relative.relative_positions(query_length, key_length, key_offset)
+    buckets = relative_position_bucket(positions, bidirectional=bidirectional, num_buckets=num_buckets,
+                                       max_distance=max_distance)
+    return relative.toeplitz(buckets * shape[1] + np.arange(shape[1])[:, None], query_length, key_length)
 
 
 def relative_position_bias(table: npt.ArrayLike, query_length: int, key_length: int, *, bidirectional: bool = True,
@@ -115,11 +125,9 @@ def relative_position_bias(table: npt.ArrayLike, query_length: int, key_length: 
     """T5's bias, ``(heads, query_length, key_length)`` of ``table``'s dtype: ``table[bucket(j -
     (key_offset + i)), h]``. ``table`` has shape ``(num_buckets, heads)``; ``num_buckets``
     (default: its rows) must match it. No causal mask (see the module)."""
-    array = _check_table(table, num_buckets)
-    bidirectional, num_buckets, max_distance = _check_bucketing(bidirectional, array.shape[0], max_distance)
-    query_length, key_length, key_offset = relative.check_lengths(query_length, key_length, key_offset)
-    checks.check_entries("heads * query_length * key_length", (array.shape[1], query_length, key_length))
-    positions = relative.relative_positions(query_length, key_length, key_offset)
-    buckets = relative_position_bucket(positions, bidirectional=bidirectional, num_buckets=num_buckets,
-                                       max_distance=max_distance)
-    return relative.toeplitz(array[buckets].T, query_length, key_length)
+    array = checks.as_array(table, "table", "an array of shape (num_buckets, heads)")
+    if array.dtype.kind != "f":
+        raise TypeError(f"table must hold real floats (a checkpoint's weights), got dtype {array.dtype}")
+    indices = table_indices(check_table_shape(array.shape, num_buckets), query_length, key_length,
+                            bidirectional=bidirectional, max_distance=max_distance, key_offset=key_offset)
+    return array.reshape(-1)[indices]
