@@ -24,7 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .biases import alibi, relative, t5
-from .engine import checks, kernels, rotation, routes
+from .engine import checks, kernels, rotation
+# The route table's names, not the module: see posenc.engine.routes (one name per object under torch.compile).
+from .engine.routes import BLOCKS, FEW, HOST, WHOLE, choose
 from .engine.backends import Backend, backend
 from .rope import axial, configs, mixed, pixels, rotary
 from .sinusoidal import conventions, fourier, grid, tables
@@ -220,10 +222,10 @@ def _kernel(spec, route):
     """``sin_cos(positions, w_hi, w_lo, dtype)`` of ``route`` in the framework's operations (float64 ``w_hi``,
     ``w_lo``: NumPy's, or the backend's that a rotary module keeps on the device)."""
     xp = spec.xp
-    if route == routes.FEW:
+    if route == FEW:
         return lambda positions, w_hi, w_lo, dtype: kernels.rounded_sin_cos(
             xp, positions, xp.constant(w_hi, xp.float64, positions), dtype)
-    if route == routes.BLOCKS:
+    if route == BLOCKS:
         return functools.partial(_blocks, xp)
     return spec.whole or functools.partial(kernels.sin_cos, xp)
 
@@ -234,7 +236,7 @@ def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
     xp = spec.xp
     shifted = conventions.offset_positions(xp.cast(positions, xp.float64 if xp.has_float64 else xp.float32), chosen)
     wide = xp.float64 if dtype == xp.float64 else xp.float32
-    if route == routes.WHOLE and spec.whole is not None:
+    if route == WHOLE and spec.whole is not None:
         table = spec.whole(shifted, frequencies.hi, frequencies.lo, wide, chosen.layout, frequencies.width)
     else:
         s, c = _kernel(spec, route)(shifted, frequencies.hi, frequencies.lo, wide)
@@ -266,8 +268,8 @@ def _encode(spec, positions, d_model, chosen, dtype, out=None, frequencies=None)
     # frequency record made beforehand (torch.compile cannot trace the decimal arithmetic that makes it).
     if positions.size is not None and not positions.traced:
         checks.check_entries("positions.size * d_model", (positions.size, d_model))
-    route = routes.choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
-    if route == routes.HOST:
+    route = choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
+    if route == HOST:
         host = positions.numpy()
         return _on_host(spec, (*host.shape, d_model), dtype, positions.place, out,
                         lambda table: tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table))
@@ -361,14 +363,14 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     if count is not None and frequencies.groups is not None:
         count //= max(1, positions.shape[0])
     angles = None if state is None or count is None else count * state.pairs
-    route = routes.choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
-    if route == routes.HOST:
+    route = choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
+    if route == HOST:
         c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.numpy(), frequencies, layout, _built(xp, out), form)
         return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
     w = None
     if state is not None and xp.has_float64:
         w, frequencies = state.on(positions.tensor, positions.traced, positions.place)
-    if route == routes.FEW and frequencies.groups is None:
+    if route == FEW and frequencies.groups is None:
         # A decoding step: the frequencies kept on the device, spread over the channels already.
         s, c = kernels.rounded_sin_cos(xp, positions.tensor, w, out, frequencies.attention)
         return _complex_or(spec, complex_, c, s)
@@ -622,8 +624,9 @@ class _RotaryState:
     and the fixed ones on each device. A plain object: Flax keeps it as a static attribute and
     Keras does not track it."""
 
-    def __init__(self, spec, fixed, layout, form):
+    def __init__(self, spec, fixed, layout, form, fixed_only):
         self.spec, self.fixed, self.latest, self.on_device = spec, fixed, {}, {}
+        self.fixed_only = fixed_only  # every call takes the fixed frequencies (no length read from position_ids)
         self.w = np.array(fixed.hi if form != "channels" else kernels.spread(NUMPY, fixed.hi, layout))
         self.pairs = len(fixed)
 
@@ -707,7 +710,8 @@ class RotaryModule:
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section = None if mrope_section is None else tuple(mrope_section)
         self.mrope_interleaved = bool(mrope_interleaved)
-        self._state = _RotaryState(self._spec, frequencies, self.layout, self.form)
+        fixed_only = rope_type not in rotary.LENGTH_DEPENDENT or params.get("seq_len") is not None
+        self._state = _RotaryState(self._spec, frequencies, self.layout, self.form, fixed_only)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:
@@ -743,7 +747,7 @@ class RotaryModule:
     def _frequencies(self, positions):
         """The frequencies of this call, and the module's state when they are the fixed ones."""
         state = self._state
-        if self.rope_type not in rotary.LENGTH_DEPENDENT or self.params.get("seq_len") is not None:
+        if state.fixed_only:  # one attribute read: each object a compiled call reads is a guard it checks
             return state.fixed, state
         seq_len = None
         if positions.shape is None or positions.size != 0:

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from . import front
+from .front import Positions, check_kind  # by name: the front's module is reached through one name in a torch.compile trace
 from .engine import checks
 from .engine.backends import backend
 from .forensics.grids import diagnose_grid, identify_grid
@@ -54,11 +55,11 @@ def _intake(positions, like=None):
             if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
                 checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
         elif positions.dtype == torch.bool or positions.is_complex():
-            front.check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
+            check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
         positions = positions.to(getattr(like, "device", like))
     host = None if compiling or not positions.is_cpu else _host
-    return front.Positions(positions, positions.shape, compiling, host, positions.device, _largest)
+    return Positions(positions, positions.shape, compiling, host, positions.device, _largest)
 
 
 def _adopt(array, dtype, device=None):
