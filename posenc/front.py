@@ -523,7 +523,7 @@ def random_fourier_features(
         x = x / xp.constant(np.array([input_shape[1], input_shape[0]], np.float64), x.dtype, x)
     x = 2 * x - 1
     turns = functools.reduce(xp.add, (x[..., k : k + 1] * w[k] for k in range(g.shape[0])))
-    route = routes.choose(xp, dtype, traced=c.traced or g.traced, host=False)
+    route = choose(xp, dtype, traced=c.traced or g.traced, host=False)
     sines, cosines = _kernel(spec, route)(turns, *fourier.TWO_PI, xp.float64 if dtype == xp.float64 else xp.float32)
     return xp.cast(xp.concat([sines[..., 0], cosines[..., 0]], -1), dtype)
 
