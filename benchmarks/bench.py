@@ -187,9 +187,21 @@ def show_encode(framework, shape, span, d_model, rows):
 JAX_ROPE_POSITIONS = {"full": (1, 16, 4096), "quick": (1, 16)}
 
 
+def xla_flops(jitted, *args):
+    """The flops of XLA's cost analysis of ``jitted`` at ``args`` (None where this JAX gives none)."""
+    analysis = jitted.lower(*args).compile().cost_analysis()
+    analysis = analysis[0] if isinstance(analysis, list) else analysis
+    return (analysis or {}).get("flops")
+
+
 def jax_rope_rows(quick, repeats):
     """posenc.jax.rotary_cos_sin under jit against the lecture's float32 RoPE route in
-    jax.numpy under jit (float32 inv_freq times the positions, then cos and sin), as ratios."""
+    jax.numpy under jit (float32 inv_freq times the positions, then cos and sin), as ratios.
+
+    The flops columns are XLA's cost analysis of each program: XLA's CPU client runs a program
+    of fewer than 1000 flops on the calling thread and hands larger ones to its thread pool, a
+    hand-off that costs 5 us on an idle machine and 100 us or more on a busy one. A few
+    positions cost posenc that hand-off, not arithmetic."""
     import jax
     import jax.numpy as jnp
 
@@ -207,7 +219,8 @@ def jax_rope_rows(quick, repeats):
     ours = jax.jit(lambda p: pj.rotary_cos_sin(p, 128))
     rows = []
     print("\njax: RoPE cos/sin, head_dim 128, float32, both under jax.jit (target: one position <= 1.5x the lecture)")
-    print(f"{'positions':>9} {'lecture ms':>11} {'posenc ms':>10} {'x lecture':>10} {'lecture error':>14} {'posenc error':>13}")
+    print(f"{'positions':>9} {'lecture ms':>11} {'posenc ms':>10} {'x lecture':>10} {'lecture error':>14} {'posenc error':>13}"
+          f" {'lecture flops':>14} {'posenc flops':>13}")
     for count in JAX_ROPE_POSITIONS["quick" if quick else "full"]:
         position_ids = jnp.arange(1_000_000 - count, 1_000_000)[None]
         found = {"lecture": lambda: lecture(position_ids)[0].block_until_ready(),
@@ -215,11 +228,12 @@ def jax_rope_rows(quick, repeats):
         medians = time_all(found, repeats)
         exact = posenc.rotary_cos_sin(np.asarray(position_ids), 128, dtype=np.float64)[0]
         errors = [float(np.abs(np.asarray(f(position_ids)[0], np.float64) - exact).max()) for f in (lecture, ours)]
+        flops = [xla_flops(f, position_ids) for f in (lecture, ours)]
         rows.append({"positions": count, "lecture_ms": 1e3 * medians["lecture"], "posenc_ms": 1e3 * medians["posenc"],
                      "x_lecture": medians["posenc"] / medians["lecture"], "lecture_error": errors[0],
-                     "posenc_error": errors[1]})
+                     "posenc_error": errors[1], "lecture_flops": flops[0], "posenc_flops": flops[1]})
         print(f"{count:>9} {rows[-1]['lecture_ms']:>11.3f} {rows[-1]['posenc_ms']:>10.3f} {rows[-1]['x_lecture']:>10.2f}"
-              f" {errors[0]:>14.2e} {errors[1]:>13.2e}")
+              f" {errors[0]:>14.2e} {errors[1]:>13.2e} {flops[0] or 0:>14.0f} {flops[1] or 0:>13.0f}")
     return rows
 
 

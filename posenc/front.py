@@ -24,16 +24,21 @@ import numpy as np
 import numpy.typing as npt
 
 from .biases import alibi, relative, t5
-from .engine import checks, kernels, rotation, routes
+from .engine import checks, kernels, rotation
+# The route table's names, not the module: see posenc.engine.routes (one name per object under torch.compile).
+from .engine.routes import BLOCKS, FEW, HOST, WHOLE, choose
 from .engine.backends import Backend, backend
-from .rope import axial, configs, rotary
-from .sinusoidal import conventions, grid, tables
+from .rope import axial, configs, mixed, pixels, rotary
+from .sinusoidal import conventions, fourier, grid, tables
 
 __all__ = [
     "BIASES",
+    "LayerConfig",
+    "MixedModule",
     "ROPE",
     "SCORE_MODS",
     "TABLES",
+    "VISION",
     "Positions",
     "RelativeBiasModule",
     "RotaryModule",
@@ -48,7 +53,11 @@ __all__ = [
     "encode",
     "grid_encoding",
     "mrope_cos_sin",
+    "per_axis_cis",
+    "per_axis_cos_sin",
+    "pixel_cos_sin",
     "positional_encoding",
+    "random_fourier_features",
     "relative_position_bias",
     "relative_position_bucket",
     "require",
@@ -213,10 +222,10 @@ def _kernel(spec, route):
     """``sin_cos(positions, w_hi, w_lo, dtype)`` of ``route`` in the framework's operations (float64 ``w_hi``,
     ``w_lo``: NumPy's, or the backend's that a rotary module keeps on the device)."""
     xp = spec.xp
-    if route == routes.FEW:
+    if route == FEW:
         return lambda positions, w_hi, w_lo, dtype: kernels.rounded_sin_cos(
             xp, positions, xp.constant(w_hi, xp.float64, positions), dtype)
-    if route == routes.BLOCKS:
+    if route == BLOCKS:
         return functools.partial(_blocks, xp)
     return spec.whole or functools.partial(kernels.sin_cos, xp)
 
@@ -227,7 +236,7 @@ def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
     xp = spec.xp
     shifted = conventions.offset_positions(xp.cast(positions, xp.float64 if xp.has_float64 else xp.float32), chosen)
     wide = xp.float64 if dtype == xp.float64 else xp.float32
-    if route == routes.WHOLE and spec.whole is not None:
+    if route == WHOLE and spec.whole is not None:
         table = spec.whole(shifted, frequencies.hi, frequencies.lo, wide, chosen.layout, frequencies.width)
     else:
         s, c = _kernel(spec, route)(shifted, frequencies.hi, frequencies.lo, wide)
@@ -259,8 +268,8 @@ def _encode(spec, positions, d_model, chosen, dtype, out=None, frequencies=None)
     # frequency record made beforehand (torch.compile cannot trace the decimal arithmetic that makes it).
     if positions.size is not None and not positions.traced:
         checks.check_entries("positions.size * d_model", (positions.size, d_model))
-    route = routes.choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
-    if route == routes.HOST:
+    route = choose(spec.xp, dtype, traced=positions.traced, host=positions.host is not None)
+    if route == HOST:
         host = positions.numpy()
         return _on_host(spec, (*host.shape, d_model), dtype, positions.place, out,
                         lambda table: tables.encode(host, d_model, convention=chosen, dtype=table.dtype, out=table))
@@ -354,14 +363,14 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     if count is not None and frequencies.groups is not None:
         count //= max(1, positions.shape[0])
     angles = None if state is None or count is None else count * state.pairs
-    route = routes.choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
-    if route == routes.HOST:
+    route = choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
+    if route == HOST:
         c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.numpy(), frequencies, layout, _built(xp, out), form)
         return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
     w = None
     if state is not None and xp.has_float64:
         w, frequencies = state.on(positions.tensor, positions.traced, positions.place)
-    if route == routes.FEW and frequencies.groups is None:
+    if route == FEW and frequencies.groups is None:
         # A decoding step: the frequencies kept on the device, spread over the channels already.
         s, c = kernels.rounded_sin_cos(xp, positions.tensor, w, out, frequencies.attention)
         return _complex_or(spec, complex_, c, s)
@@ -415,6 +424,108 @@ def mrope_cos_sin(
     frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
     dtype = check_dtype(spec, dtype)
     return _rope(spec, _rope_entries(spec.intake(position_ids, None), head_dim), frequencies, "half", dtype)
+
+
+def _axis_first(spec, positions, dims):
+    """``ids`` ``(..., len(dims))`` taken in, as positions ``(len(dims), ...)``, axis first."""
+    axial.check_ids(positions.shape, None if positions.traced else positions.size, dims)
+    count = len(dims)
+    tensor = None if positions.tensor is None else spec.xp.stack([positions.tensor[..., a] for a in range(count)], 0)
+    host = np.moveaxis(positions.host, -1, 0) if isinstance(positions.host, np.ndarray) else positions.host
+    shape = None if positions.shape is None else (count, *positions.shape[:-1])
+    return dataclasses.replace(positions, tensor=tensor, shape=shape, host=host)
+
+
+def per_axis_cos_sin(
+    spec: Spec, ids: Tensor | npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, layout: str = "interleaved",
+    dtype: DType | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors of RoPE with a width per axis, each ``(*ids.shape[:-1], sum(axes_dim))``, as
+    ``posenc.rope.axial.per_axis_cos_sin`` (``ids`` ``(..., len(axes_dim))``, axis last: Flux's ``(seq, 3)``)."""
+    dims = axial.check_axes_dim(axes_dim)
+    layout = rotary.check_rotary_layout(layout)
+    dtype = check_dtype(spec, dtype)
+    return _rope(spec, _axis_first(spec, spec.intake(ids, None), dims), axial.per_axis_frequencies(dims, base), layout, dtype)
+
+
+def per_axis_cis(
+    spec: Spec, ids: Tensor | npt.ArrayLike, axes_dim: Sequence[int], *, base: float = 10000.0, dtype: DType | None = None,
+) -> Tensor:
+    """``exp(i * ids[..., axes[j]] * w_j)``, ``(*ids.shape[:-1], sum(axes_dim) // 2)``, as ``posenc.rope.axial.per_axis_cis``.
+
+    ``dtype``: the framework's complex64 or complex128 (None: complex64, complex128 where the
+    default float dtype is float64); each part as accurate as ``per_axis_cos_sin``'s."""
+    dims = axial.check_axes_dim(axes_dim)
+    xp = spec.xp
+    if dtype is None:
+        parts = check_dtype(spec, None)
+    else:
+        prefix = spec.dtype_names.split("float16")[0]
+        chosen = checks.check_dtype(spec.as_dtype(dtype), (xp.complex64, xp.complex128), f"{prefix}complex64, {prefix}complex128 or None")
+        parts = check_dtype(spec, xp.float64 if chosen == xp.complex128 else xp.float32)
+    positions = _axis_first(spec, spec.intake(ids, None), dims)
+    return _rope(spec, positions, axial.per_axis_frequencies(dims, base), "half", parts, "complex")
+
+
+def pixel_cos_sin(
+    spec: Spec, positions: Tensor | npt.ArrayLike, head_dim: int, *, max_freq: float | Sequence[float] = 224.0,
+    spacing: str = "linear", layout: str = "interleaved", dtype: DType | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors of RoPE at pixel frequencies, each ``(*positions.shape[1:], head_dim)``, as
+    ``posenc.rope.pixels.pixel_cos_sin`` (``positions`` ``(ndim, ...)``, coordinates in [-1, 1])."""
+    layout = rotary.check_rotary_layout(layout)
+    dtype = check_dtype(spec, dtype)
+    taken = spec.intake(positions, None)
+    if taken.shape is None or (taken.shape and type(taken.shape[0]) is not int):
+        raise ValueError(f"positions must have a known number of axes (their first dimension) to choose the frequencies, "
+                         f"got shape {taken.shape} in a graph")
+    frequencies = pixels.pixel_frequencies(head_dim, max_freq, spacing=spacing, ndim=taken.shape[0] if taken.shape else 1)
+    return _rope(spec, _rope_entries(taken, head_dim), frequencies, layout, dtype)
+
+
+def _projection(spec, projection, coords):
+    # The projection taken in as positions are, its errors naming it.
+    try:
+        return spec.intake(projection, coords.tensor if coords.place is None else coords.place)
+    except (TypeError, ValueError) as error:
+        raise type(error)(str(error).replace("positions", "projection", 1)) from None
+
+
+def _wide(spec, positions):
+    """The tensor of ``positions`` in float64 (float32 where the backend has no float64)."""
+    xp = spec.xp
+    wide = xp.float64 if xp.has_float64 else xp.float32
+    return xp.cast(xp.constant(positions.numpy(), wide) if positions.tensor is None else positions.tensor, wide)
+
+
+def random_fourier_features(
+    spec: Spec, coords: Tensor | npt.ArrayLike, projection: Tensor | npt.ArrayLike, *,
+    input_shape: tuple[int, int] | None = None, dtype: DType | None = None,
+) -> Tensor:
+    """``[sin(2 pi c G), cos(2 pi c G)]``, ``(..., 2F)``, ``c = 2 * coords - 1``: ``posenc.sinusoidal.fourier.random_fourier_features``.
+
+    ``coords`` ``(..., k)``, ``projection`` ``G`` ``(k, F)`` (SAM's buffer, on the coordinates'
+    device). Eagerly on the host NumPy's function (the same numbers); traced or on a device,
+    ``c G`` in float64 (float32 in JAX: off by ``|c G| * 2**-23`` turns) and the kernels' sin and cos.
+    """
+    dtype = check_dtype(spec, dtype)
+    c = spec.intake(coords, None)
+    g = _projection(spec, projection, c)
+    if g.shape is None or None in g.shape[:1]:
+        raise ValueError(f"projection must have a known shape (k, F) (k coordinates), got shape {g.shape} in a graph")
+    fourier.check_shapes((None,) if c.shape is None else c.shape, g.shape, input_shape)
+    xp = spec.xp
+    if c.host is not None and g.host is not None and not (c.traced or g.traced):
+        table = fourier.random_fourier_features(c.numpy(), g.numpy(), input_shape=input_shape, dtype=_built(xp, dtype))
+        return spec.adopt(table, dtype, c.place)
+    x, w = _wide(spec, c), _wide(spec, g)
+    if input_shape is not None:
+        x = x / xp.constant(np.array([input_shape[1], input_shape[0]], np.float64), x.dtype, x)
+    x = 2 * x - 1
+    turns = functools.reduce(xp.add, (x[..., k : k + 1] * w[k] for k in range(g.shape[0])))
+    route = choose(xp, dtype, traced=c.traced or g.traced, host=False)
+    sines, cosines = _kernel(spec, route)(turns, *fourier.TWO_PI, xp.float64 if dtype == xp.float64 else xp.float32)
+    return xp.cast(xp.concat([sines[..., 0], cosines[..., 0]], -1), dtype)
 
 
 def as_tensor(spec: Spec, value: Any, name: str) -> Any:
@@ -513,8 +624,9 @@ class _RotaryState:
     and the fixed ones on each device. A plain object: Flax keeps it as a static attribute and
     Keras does not track it."""
 
-    def __init__(self, spec, fixed, layout, form):
+    def __init__(self, spec, fixed, layout, form, fixed_only):
         self.spec, self.fixed, self.latest, self.on_device = spec, fixed, {}, {}
+        self.fixed_only = fixed_only  # every call takes the fixed frequencies (no length read from position_ids)
         self.w = np.array(fixed.hi if form != "channels" else kernels.spread(NUMPY, fixed.hi, layout))
         self.pairs = len(fixed)
 
@@ -552,7 +664,10 @@ class RotaryModule:
     seq)`` one stands for three equal rows, as in transformers), and pair ``j`` turns by the row
     ``axes[j]``. ``form``: ``"channels"`` (cos and sin per channel of ``layout``), ``"pairs"``
     (one per pair, ``(..., rotary_dim // 2)``, as GPT-OSS), or ``"complex"`` (``cos + i sin``
-    per pair, complex64, Llama 4's ``freqs_cis``). ``from_config`` reads a transformers config.
+    per pair, complex64, Llama 4's ``freqs_cis``). ``axes_dim`` (a width per axis,
+    ``posenc.rope.axial.per_axis_cos_sin``: Flux's ``FluxPosEmbed`` with ``(16, 56, 56)`` and
+    ``layout="interleaved"``; ``head_dim`` their sum): ``position_ids`` of shape ``(..., len(axes_dim))``,
+    the axis last (Flux's ``ids``, ``(seq, 3)``). ``from_config`` reads a transformers config.
     Routes (``posenc.engine.routes``): up to ``kernels.FEW_ANGLES`` angles of fixed frequencies
     (a decoding step) come from the float64 angle in a handful of operations; more as in
     ``rotary_cos_sin``.
@@ -570,13 +685,24 @@ class RotaryModule:
     rotary_dim: int
     mrope_section: tuple[int, ...] | None
     mrope_interleaved: bool
+    axes_dim: tuple[int, ...] | None
 
     def _configure(self, head_dim: int, base: float, rope_type: str, layout: str, form: str,
-                   mrope_section: Sequence[int] | None, mrope_interleaved: bool, params: dict) -> None:
+                   mrope_section: Sequence[int] | None, mrope_interleaved: bool, params: dict,
+                   axes_dim: Sequence[int] | None = None) -> None:
         """Check and keep the arguments, and make the frequencies of a call without a sequence length."""
         self.layout = rotary.check_rotary_layout(layout)
         checks.check_choice(form, self.FORMS, "form")
-        if mrope_section is None:
+        self.axes_dim = None if axes_dim is None else axial.check_axes_dim(axes_dim)
+        if self.axes_dim is not None:
+            if mrope_section is not None or rope_type != "default" or params:
+                raise ValueError(f"axes_dim (a width per axis, diffusers' per-axis RoPE) takes rope_type 'default' without "
+                                 f"mrope_section or rope parameters, got rope_type={rope_type!r}, mrope_section={mrope_section!r}, "
+                                 f"parameters {sorted(params)}")
+            if rotary.check_head_dim(head_dim) != sum(self.axes_dim):
+                raise ValueError(f"head_dim must be sum(axes_dim) = {sum(self.axes_dim)} with axes_dim={self.axes_dim}, got {head_dim}")
+            frequencies = axial.per_axis_frequencies(self.axes_dim, base)
+        elif mrope_section is None:
             frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)  # also checks them
         else:
             frequencies = axial.mrope_frequencies(head_dim, mrope_section, mrope_interleaved, base, rope_type, params)
@@ -584,7 +710,8 @@ class RotaryModule:
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section = None if mrope_section is None else tuple(mrope_section)
         self.mrope_interleaved = bool(mrope_interleaved)
-        self._state = _RotaryState(self._spec, frequencies, self.layout, self.form)
+        fixed_only = rope_type not in rotary.LENGTH_DEPENDENT or params.get("seq_len") is not None
+        self._state = _RotaryState(self._spec, frequencies, self.layout, self.form, fixed_only)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:
@@ -610,10 +737,17 @@ class RotaryModule:
     def _inv_freq(self) -> np.ndarray:
         return np.array(self._state.fixed.hi)
 
+    @property
+    def inv_freq(self) -> Any:
+        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length: the framework's
+        float64 tensor, NumPy's array in JAX (which holds no float64 with x64 off)."""
+        xp = self._spec.xp
+        return xp.constant(self._inv_freq(), xp.float64) if xp.has_float64 else self._inv_freq()
+
     def _frequencies(self, positions):
         """The frequencies of this call, and the module's state when they are the fixed ones."""
         state = self._state
-        if self.rope_type not in rotary.LENGTH_DEPENDENT or self.params.get("seq_len") is not None:
+        if state.fixed_only:  # one attribute read: each object a compiled call reads is a guard it checks
             return state.fixed, state
         seq_len = None
         if positions.shape is None or positions.size != 0:
@@ -635,7 +769,9 @@ class RotaryModule:
         if dtype not in spec.dtypes[:3]:  # half precision and float32 at once; float64 (JAX: x64?) and the rest checked
             dtype = check_dtype(spec, dtype)
         positions = spec.intake(position_ids, x)
-        if self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
+        if self.axes_dim is not None:
+            positions = _axis_first(spec, positions, self.axes_dim)
+        elif self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
             positions = _text_rows(spec, positions)
         frequencies, state = self._frequencies(positions)
         return _rope(spec, positions, frequencies, self.layout, dtype, self.form, state)
@@ -644,12 +780,13 @@ class RotaryModule:
         """The arguments that rebuild the module."""
         return {"head_dim": self.head_dim, "base": self.base, "rope_type": self.rope_type, "layout": self.layout,
                 "form": self.form, "mrope_section": self.mrope_section, "mrope_interleaved": self.mrope_interleaved,
-                **self.params}
+                "axes_dim": self.axes_dim, **self.params}
 
     def extra_repr(self) -> str:
         params = "".join(f", {k}={v!r}" for k, v in self.params.items())
         extra = "" if self.form == "channels" else f", form={self.form!r}"
         extra += "" if self.mrope_section is None else f", mrope_section={self.mrope_section!r}"
+        extra += "" if self.axes_dim is None else f", axes_dim={self.axes_dim!r}"
         return f"head_dim={self.head_dim}, base={self.base:g}, rope_type={self.rope_type!r}, layout={self.layout!r}{extra}{params}"
 
 
@@ -661,6 +798,71 @@ def _text_rows(spec, positions):
         host=None if positions.host is None else np.stack([positions.numpy()] * 3),
     )
 
+
+
+class LayerConfig:
+    """``get_config`` of a Keras layer whose logic is mixed in from here: Keras' entries, then the module's ``_config()``."""
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), **self._config()}  # type: ignore[misc, attr-defined]
+
+
+class MixedModule:
+    """RoPE-Mixed (``posenc.rope.mixed``): 2-D RoPE whose frequencies are a parameter mixing the axes.
+
+    ``freqs``, ``(2, depth, num_heads, head_dim // 2)``, the framework's trainable parameter,
+    starts as timm's ``RotaryEmbeddingMixed`` starts it (``mixed_frequencies`` of an angle
+    ``2 pi u`` per block and head, ``u`` uniform in [0, 1), float32 as timm): torch draws ``u``
+    from torch's global generator with ``torch.rand`` as timm does, so after the same
+    ``torch.manual_seed`` the parameter is timm's (within its float32 rounding); Keras from its
+    global seed generator (``keras.utils.set_random_seed``); Flax from the ``params`` stream of
+    ``rngs``. Called with ``(x, positions)``: ``positions`` ``(2, ...)``, x then y (timm's
+    default ``grid_indexing="xy"``: the column, then the row, ``patch_positions((H, W))[::-1]``),
+    it returns ``(cos, sin)``, each ``(depth, num_heads, *positions.shape[1:], head_dim)`` in
+    ``x``'s dtype (Keras: the compute dtype), as ``mixed_cos_sin`` of the parameter: the angle
+    in float64 (float32 in JAX), then one rounding; gradients flow to ``freqs``. Block ``b``
+    rotates with ``apply_rotary(q, cos[b], sin[b], layout=layout)`` (``q`` ``(batch, heads, seq,
+    head_dim)``).
+    """
+
+    _spec: ClassVar[Spec]
+    freqs: Any
+    head_dim: int
+    depth: int
+    num_heads: int
+    base: float
+    layout: str
+
+    def _configure(self, head_dim: int, depth: int, num_heads: int, base: float, layout: str, uniform: Callable[[tuple], Any]) -> Any:
+        """Check and keep the arguments; return the initial ``freqs``, a float32 tensor, made from
+        ``uniform((depth, num_heads))`` (draws in [0, 1)) as timm makes them: angles ``(u * 2) * pi``
+        in float32, as timm's ``torch.rand(...) * 2 * torch.pi``."""
+        self.head_dim = mixed.check_mixed_head_dim(head_dim)
+        self.depth = checks.check_int_at_least(depth, "depth", 1)
+        self.num_heads = checks.check_int_at_least(num_heads, "num_heads", 1)
+        self.base = checks.check_base(base)
+        self.layout = rotary.check_rotary_layout(layout)
+        checks.check_entries("depth * num_heads * head_dim", (self.depth, self.num_heads, self.head_dim))
+        draws = np.asarray(uniform((self.depth, self.num_heads)), np.float32)
+        initial = mixed.mixed_frequencies(self.head_dim, draws * np.float32(2) * np.float32(np.pi), base=self.base)
+        return self._spec.adopt(initial, self._spec.xp.float32, None)
+
+    def _call(self, x: Any, positions: Any) -> tuple[Any, Any]:
+        spec = self._spec
+        dtype = _check_input(spec, x).dtype
+        if dtype not in spec.dtypes[:3]:
+            dtype = check_dtype(spec, dtype)
+        taken = spec.intake(positions, x)
+        mixed.check_mixed(taken.shape, (2, self.depth, self.num_heads, self.head_dim // 2))
+        freqs = self.freqs[...]  # a torch Parameter, a Keras or Flax variable: its value
+        wide = _wide(spec, taken)
+        return mixed.cos_sin(spec.xp, wide, freqs, self.layout, dtype, wide.dtype)
+
+    def _config(self) -> dict[str, Any]:
+        return {"head_dim": self.head_dim, "depth": self.depth, "num_heads": self.num_heads, "base": self.base, "layout": self.layout}
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={value!r}" for name, value in self._config().items())
 
 
 # Position as a bias on the attention scores (``posenc.biases``), as the framework's tensors.
@@ -717,6 +919,7 @@ def relative_position_bias(spec: Spec, table: Tensor, query_length: int, key_len
 # What each front binds, in groups bound alike (the fronts unpack them in this order).
 TABLES = (encode, positional_encoding, grid_encoding)
 ROPE = (rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary)
+VISION = (per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features)
 BIASES = (alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias)
 
 

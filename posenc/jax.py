@@ -32,7 +32,8 @@ __all__ = [
     "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RelativePositionBias", "RotaryEmbedding",
     "RotaryEmbeddingPerLayerType", "alibi_bias", "alibi_slopes", "apply_rotary", "axial_cos_sin", "convert_layout", "convert_rotary_layout",
     "encode", "grid_encoding", "mrope_cos_sin", "positional_encoding", "relative_position_bias", "relative_position_bucket",
-    "rotary_cos_sin", "rotary_frequencies", "rotary_permutation",
+    "rotary_cos_sin", "rotary_frequencies", "rotary_permutation", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin",
+    "pixel_cos_sin", "random_fourier_features",
 ]
 
 
@@ -91,7 +92,8 @@ SPEC = front.Spec(
 DTYPES = SPEC.dtypes
 encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
     front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
-rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary = (front.bound(f, SPEC) for f in front.ROPE)
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
+ random_fourier_features) = (front.bound(f, SPEC) for f in front.ROPE + front.VISION)
 
 
 class _Table(nnx.Variable):
@@ -152,9 +154,8 @@ class RotaryEmbeddingPerLayerType(nnx.Module):
 
 class RotaryEmbedding(front.RotaryModule, nnx.Module):
     __doc__ = f"""{front.RotaryModule.__doc__}
-    Flax NNX: ``module(x, position_ids)``. ``inv_freq`` is NumPy float64 (JAX holds no float64
-    with x64 off). Under ``jit``, ``dynamic`` and ``longrope`` need ``seq_len=`` in ``params``.
-    ``rngs`` is taken as Flax modules take it (``nnx.bridge.to_linen`` passes it) and unused.
+    Flax NNX: ``module(x, position_ids)``. Under ``jit``, ``dynamic`` and ``longrope`` need ``seq_len=``
+    in ``params``. ``rngs`` is taken as Flax modules take it (``nnx.bridge.to_linen`` passes it) and unused.
     """
 
     _spec = SPEC
@@ -162,16 +163,20 @@ class RotaryEmbedding(front.RotaryModule, nnx.Module):
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 rngs: nnx.Rngs | None = None, **params: Any) -> None:
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
-
-    @property
-    def inv_freq(self) -> np.ndarray:
-        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length, NumPy."""
-        return self._inv_freq()
+                 axes_dim: Sequence[int] | None = None, rngs: nnx.Rngs | None = None, **params: Any) -> None:
+        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
 
     def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
         return self._cos_sin(x, position_ids)
+
+
+class RotaryEmbeddingMixed(front.MixedModule, nnx.Module):
+    _spec, __call__ = SPEC, front.MixedModule._call
+
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
+                 rngs: nnx.Rngs) -> None:
+        key = rngs.params()
+        self.freqs = nnx.Param(self._configure(head_dim, depth, num_heads, base, layout, lambda shape: jax.random.uniform(key, shape)))
 
 
 class RelativePositionBias(front.RelativeBiasModule, nnx.Module):

@@ -40,7 +40,8 @@ __all__ = [
     "DTYPES", "ROPE_TYPES", "ROTARY_LAYOUTS", "PositionalEncoding", "RelativePositionBias", "RotaryEmbedding", "alibi_bias", "alibi_slopes",
     "apply_rotary", "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
     "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "relative_position_bias", "relative_position_bucket", "rotary_cos_sin",
-    "rotary_frequencies", "rotary_permutation",
+    "rotary_frequencies", "rotary_permutation", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin", "pixel_cos_sin",
+    "random_fourier_features",
 ]
 
 TF = backend("tensorflow")
@@ -171,7 +172,8 @@ SPEC = front.Spec(
 DTYPES = SPEC.dtypes
 encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
     front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
-rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary = (front.bound(f, SPEC) for f in front.ROPE)
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
+ random_fourier_features) = (front.bound(f, SPEC) for f in front.ROPE + front.VISION)
 
 
 @keras.saving.register_keras_serializable(package="posenc")
@@ -219,7 +221,7 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="posenc")
-class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
+class RotaryEmbedding(front.LayerConfig, front.RotaryModule, keras.layers.Layer):
     __doc__ = f"""{front.RotaryModule.__doc__}
     Keras: ``call(x, position_ids)``, in the layer's compute dtype (Keras casts a float ``x`` to
     it); the rope type's parameters are keywords beside Keras' own (``name``, ``dtype``, ...).
@@ -232,10 +234,10 @@ class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 **kwargs: Any) -> None:
+                 axes_dim: Sequence[int] | None = None, **kwargs: Any) -> None:
         params = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
+        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:
@@ -245,16 +247,18 @@ class RotaryEmbedding(front.RotaryModule, keras.layers.Layer):
             return super(front.RotaryModule, cls).from_config(config)
         return front.RotaryModule.from_config.__func__(cls, config, layer_type=layer_type)  # type: ignore[attr-defined]
 
-    @property
-    def inv_freq(self) -> tf.Tensor:
-        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
-        return tf.constant(self._inv_freq(), tf.float64)
-
     def call(self, x: tf.Tensor, position_ids: tf.Tensor | npt.ArrayLike) -> tuple[tf.Tensor, tf.Tensor] | tf.Tensor:
         return self._cos_sin(x, position_ids)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), **self._config()}
+
+@keras.saving.register_keras_serializable(package="posenc")
+class RotaryEmbeddingMixed(front.LayerConfig, front.MixedModule, keras.layers.Layer):
+    _spec, call = SPEC, front.MixedModule._call
+
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, keras.random.uniform), name="freqs")
 
 
 @keras.saving.register_keras_serializable(package="posenc")

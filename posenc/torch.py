@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from . import front
+from .front import Positions, check_kind  # by name: the front's module is reached through one name in a torch.compile trace
 from .engine import checks
 from .engine.backends import backend
 from .forensics.grids import diagnose_grid, identify_grid
@@ -33,7 +34,8 @@ __all__ = [
     "RotaryEmbeddingPerLayerType", "alibi_bias", "alibi_score_mod", "alibi_slopes", "apply_rotary", "axial_cos_sin", "convert_layout",
     "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid", "list_grid_conventions", "mrope_cos_sin",
     "positional_encoding", "relative_position_bias", "relative_position_bucket", "resample_abs_pos_embed", "rotary_cos_sin",
-    "rotary_frequencies", "rotary_permutation", "t5_score_mod",
+    "rotary_frequencies", "rotary_permutation", "t5_score_mod", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin", "pixel_cos_sin",
+    "random_fourier_features",
 ]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32), and those of position ids.
@@ -53,11 +55,11 @@ def _intake(positions, like=None):
             if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
                 checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
         elif positions.dtype == torch.bool or positions.is_complex():
-            front.check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
+            check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
         positions = positions.to(getattr(like, "device", like))
     host = None if compiling or not positions.is_cpu else _host
-    return front.Positions(positions, positions.shape, compiling, host, positions.device, _largest)
+    return Positions(positions, positions.shape, compiling, host, positions.device, _largest)
 
 
 def _adopt(array, dtype, device=None):
@@ -84,8 +86,9 @@ SPEC = front.Spec(
 DTYPES = SPEC.dtypes
 encode, positional_encoding = (front.bound(f, SPEC) for f in front.TABLES[:2])
 grid_encoding = front.bound(front.grid_encoding, SPEC, without=("out",))
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias,
- alibi_score_mod, t5_score_mod) = (front.bound(f, SPEC) for f in front.ROPE + front.BIASES + front.SCORE_MODS)
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features,
+ alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias, alibi_score_mod, t5_score_mod) = (
+    front.bound(f, SPEC) for f in front.ROPE + front.VISION + front.BIASES + front.SCORE_MODS)
 
 
 class PositionalEncoding(front.SinusoidalModule, nn.Module):
@@ -138,15 +141,10 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 **params: Any) -> None:
+                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:
         super().__init__()
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params)
+        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
         self._state.on(torch.empty(0))
-
-    @property
-    def inv_freq(self) -> torch.Tensor:
-        """The float64 frequencies (``rotary_frequencies``) of a call without a sequence length."""
-        return torch.from_numpy(self._inv_freq())
 
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         return self._cos_sin(x, position_ids)
@@ -156,6 +154,14 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
         module = super()._apply(fn, recurse)
         self._state.on(fn(torch.empty(0)))
         return module
+
+
+class RotaryEmbeddingMixed(front.MixedModule, nn.Module):
+    _spec, forward = SPEC, front.MixedModule._call
+
+    def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved") -> None:
+        super().__init__()
+        self.freqs = nn.Parameter(self._configure(head_dim, depth, num_heads, base, layout, torch.rand))  # timm's draws, seed for seed
 
 
 class RelativePositionBias(front.RelativeBiasModule, nn.Module):

@@ -146,10 +146,10 @@ def check_answer(function, args, kwargs):
 
 
 @st.composite
-def spoiled_calls(draw, name):
-    """``(args, kwargs)``: the valid call of ``name`` with one to three arguments made absurd
-    (or an unknown keyword added, or an argument missing)."""
-    args, kwargs = CALLS[name]
+def spoiled_calls(draw, name, calls=CALLS):
+    """``(args, kwargs)``: the valid call of ``name`` in ``calls`` with one to three arguments made
+    absurd (or an unknown keyword added, or an argument missing)."""
+    args, kwargs = calls[name]
     args, kwargs = list(args), dict(kwargs)
     for _ in range(draw(st.integers(1, 3))):
         slots = [("arg", n) for n in range(len(args))] + [("kw", key) for key in kwargs]
@@ -171,6 +171,32 @@ def spoiled_calls(draw, name):
 def test_a_spoiled_call_raises_a_value_or_type_error(name, data):
     args, kwargs = data.draw(spoiled_calls(name))
     check_answer(getattr(posenc, name), args, kwargs)
+
+
+# Public functions of the subpackages that posenc's namespace does not hold (issue 29's grids and RoPE-Mixed).
+SUBPACKAGE_CALLS = {
+    "rope.mixed_frequencies": ((16, np.zeros((2, 3))), {"base": 10.0, "dtype": np.float32}),
+    "rope.mixed_cos_sin": ((np.zeros((2, 4)), np.ones((2, 1, 3, 4))), {"layout": "interleaved", "dtype": np.float32}),
+    "rope.per_axis_cos_sin": ((np.zeros((5, 3)), (8, 12, 12)), {"base": 10000.0, "layout": "interleaved", "dtype": np.float32}),
+    "rope.per_axis_cis": ((np.zeros((5, 3)), (8, 12, 12)), {"base": 10000.0, "dtype": np.complex64}),
+    "rope.pixel_cos_sin": ((np.zeros((2, 6)), 8), {"max_freq": 224.0, "spacing": "linear", "layout": "interleaved",
+                                                   "dtype": np.float32}),
+    "sinusoidal.random_fourier_features": ((np.zeros((5, 2)), np.ones((2, 4))), {"input_shape": None, "dtype": np.float32}),
+}
+
+
+def _subpackage_function(name):
+    package, function = name.split(".")
+    return getattr(getattr(posenc, package), function)
+
+
+@pytest.mark.parametrize("name", sorted(SUBPACKAGE_CALLS))
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_spoiled_call_of_a_subpackage_function_raises_a_value_or_type_error(name, data):
+    function = _subpackage_function(name)
+    function(*SUBPACKAGE_CALLS[name][0], **SUBPACKAGE_CALLS[name][1])  # the call before spoiling is valid
+    check_answer(function, *data.draw(spoiled_calls(name, SUBPACKAGE_CALLS)))
 
 
 # --- diagnose's text reader ------------------------------------------------------------
@@ -306,6 +332,13 @@ def test_a_spoiled_bias_call_raises_a_value_or_type_error(name, data):
     check_answer(getattr(posenc.biases, name), args, kwargs)
 
 
+# The fronts' grid and vision functions (issue 29), and their modules with axes_dim and RoPE-Mixed.
+FRONT_VISION_CALLS = {
+    **{key.split(".")[1]: call for key, call in SUBPACKAGE_CALLS.items()
+       if key.split(".")[1] in ("per_axis_cos_sin", "per_axis_cis", "pixel_cos_sin", "random_fourier_features")},
+    "RotaryEmbedding": ((24,), {"base": 10000.0, "axes_dim": (8, 8, 8), "layout": "interleaved"}),
+    "RotaryEmbeddingMixed": ((16, 2, 3), {"base": 10.0, "layout": "interleaved"}),
+}
 # What the fronts bind of posenc.biases, and their T5 module (torch alone has FlexAttention's score_mods).
 FRONT_BIASES = ["alibi_slopes", "alibi_bias", "relative_position_bucket", "relative_position_bias", "RelativePositionBias",
                 "alibi_score_mod", "t5_score_mod"]
@@ -326,11 +359,11 @@ def _front_call(front, framework, name):
         return [table, 3, 5], {**bucketing, "key_offset": 2}
     if name == "alibi_score_mod":
         return [front.alibi_slopes(4)], {"causal": True, "key_offset": 2}
-    args, kwargs = BIAS_CALLS[name] if name in BIAS_CALLS else CALLS[name]
+    args, kwargs = BIAS_CALLS.get(name) or FRONT_VISION_CALLS.get(name) or CALLS[name]
     return list(args), {key: value for key, value in kwargs.items() if key not in ("dtype", "out")}
 
 
-@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", *FRONT_BIASES])
+@pytest.mark.parametrize("name", ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", *FRONT_BIASES, *FRONT_VISION_CALLS])
 # The front fixture hands every example the same cached adapter: nothing to reset between them.
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
@@ -343,6 +376,8 @@ def test_the_fronts_raise_value_or_type_errors(front, name, data):
         args[slot] = data.draw(FRONT_VALUES)
     else:
         kwargs[slot] = data.draw(FRONT_VALUES)
+    if front.name == "jax" and name == "RotaryEmbeddingMixed":  # its random stream, not an argument to spoil
+        kwargs["rngs"] = __import__("flax").nnx.Rngs(0)
     check_answer(getattr(front.api, name), args, kwargs)
 
 

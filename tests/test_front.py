@@ -24,7 +24,8 @@ from reference import exact_rows  # noqa: E402
 
 SHARED = ["positional_encoding", "encode", "rotary_cos_sin", "apply_rotary", "grid_encoding", "convert_layout",
           "convert_rotary_layout", "rotary_frequencies", "rotary_permutation", "PositionalEncoding", "RotaryEmbedding",
-          "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType"]
+          "axial_cos_sin", "mrope_cos_sin", "RotaryEmbeddingPerLayerType", "per_axis_cos_sin", "per_axis_cis", "pixel_cos_sin",
+          "random_fourier_features", "RotaryEmbeddingMixed"]
 # Not in the TensorFlow front: a per-layer-type layer (Gemma 3's configs); the Keras layer reads
 # one layer type of such a config at a time (from_config(config, layer_type=...)).
 NOT_IN_TENSORFLOW = {"RotaryEmbeddingPerLayerType"}

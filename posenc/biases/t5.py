@@ -58,9 +58,10 @@ def _as_relative_positions(relative_position, max_distance):
     array = checks.as_array(relative_position, "relative_position", "an array of integers")
     if array.dtype.kind not in "iu":
         raise TypeError(f"relative_position must hold integers, got an array of dtype {array.dtype}")
+    # Widened before clipping: NumPy 2.0 refuses a bound its narrow dtype cannot hold (int8 and 128).
     if array.dtype.kind == "u":
-        return np.minimum(array, max_distance).astype(np.int64)
-    return np.clip(array, -max_distance, max_distance).astype(np.int64)
+        return np.minimum(array.astype(np.uint64), max_distance).astype(np.int64)
+    return np.clip(array.astype(np.int64), -max_distance, max_distance)
 
 
 def _log_bins(distance, max_exact, max_distance, count):

@@ -62,6 +62,8 @@ class Backend:
     iadd: Callable | None = None  # (target, other): target += other in place, returned; None likewise
     imul: Callable | None = None  # (target, other): target *= other in place, returned; None likewise
     has_float64: bool = True
+    complex64: Any = None  # the complex dtypes of float32 and float64 parts
+    complex128: Any = None
 
 
 def _sign_bits(add, sub, shift, xor, bits, float32):
@@ -111,6 +113,7 @@ def _numpy():
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
         iadd=lambda target, other: np.add(target, other, out=target),
         imul=lambda target, other: np.multiply(target, other, out=target),
+        complex64=np.dtype(np.complex64), complex128=np.dtype(np.complex128),
     )
 
 
@@ -144,6 +147,7 @@ def _torch():
         take=lambda x, indices, axis: x.index_select(axis, torch.as_tensor(indices, device=x.device)),
         empty=lambda shape, dtype, like=None: torch.empty(shape, dtype=dtype, device=None if like is None else like.device),
         iadd=lambda target, other: target.add_(other), imul=lambda target, other: target.mul_(other),
+        complex64=torch.complex64, complex128=torch.complex128,
     )
 
 
@@ -196,7 +200,7 @@ def _tensorflow():
     operations = {name: tf.autograph.experimental.do_not_convert(op) for name, op in operations.items()}
     return Backend(
         name="tensorflow", float16=tf.float16, bfloat16=tf.bfloat16, float32=tf.float32, float64=tf.float64,
-        bits=tf.int32, **operations,
+        bits=tf.int32, **operations, complex64=tf.complex64, complex128=tf.complex128,
     )
 
 
@@ -222,7 +226,7 @@ def _jax():
         sin=ignoring_out(jnp.sin), cos=ignoring_out(jnp.cos), nearest=nearest, rint=jnp.rint, flip_sign=flip_sign,
         cast=lambda x, dtype: jnp.asarray(x).astype(dtype),
         **_spelled_like_numpy(jnp),
-        has_float64=False,
+        has_float64=False, complex64=jnp.dtype(jnp.complex64), complex128=jnp.dtype(jnp.complex128),
     )
 
 

@@ -27,8 +27,10 @@ Each route meets the accuracy contract of ``posenc``; they differ in speed and m
 
 from typing import Any
 
-from . import kernels
 from .backends import Backend
+# The threshold by name, not kernels.FEW_ANGLES at call time: under torch.compile a module reached
+# through two names (here and in the front) costs a Python guard on every call.
+from .kernels import FEW_ANGLES
 
 __all__ = ["BLOCKS", "FEW", "HOST", "WHOLE", "choose"]
 
@@ -39,7 +41,7 @@ def choose(xp: Backend, dtype: Any, *, traced: bool, host: bool, angles: int | N
     """The route for output ``dtype`` on backend ``xp``: ``traced`` (inside a compiler's trace),
     ``host`` (the positions are concrete and in host memory), ``angles`` (how many, when the
     caller takes the rounded route; None otherwise)."""
-    if angles is not None and angles <= kernels.FEW_ANGLES and xp.has_float64 and dtype != xp.float64:
+    if angles is not None and angles <= FEW_ANGLES and xp.has_float64 and dtype != xp.float64:
         return FEW
     if traced:
         return WHOLE

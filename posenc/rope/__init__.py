@@ -1,6 +1,6 @@
 """Rotary position embedding (RoPE): frequencies exact to transformers' rope types, cos/sin
 tables, the rotation and its layouts; xPos (RoPE with a decay); RoPE over grids (2-D axial, M-RoPE, a width per axis, pixel
-frequencies) and the position ids of vision-language models and Flux; what a transformers config
+frequencies, RoPE-Mixed's learned frequencies) and the position ids of vision-language models and Flux; what a transformers config
 asks for, layer by layer."""
 
 from .axial import (
@@ -17,6 +17,7 @@ from .axial import (
     per_axis_frequencies,
 )
 from .configs import LayerPosition, layer_plan, rotary_arguments
+from .mixed import mixed_cos_sin, mixed_frequencies
 from .pixels import PIXEL_SPACINGS, pixel_cos_sin, pixel_frequencies
 from .rotary import (
     ROPE_TYPES,
@@ -43,6 +44,8 @@ __all__ = [
     "flux_position_ids",
     "grid_position_ids",
     "layer_plan",
+    "mixed_cos_sin",
+    "mixed_frequencies",
     "mrope_axes",
     "mrope_cos_sin",
     "mrope_position_ids",

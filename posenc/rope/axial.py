@@ -298,15 +298,22 @@ def per_axis_frequencies(axes_dim: Sequence[int], base: float = 10000.0) -> Freq
     return Frequencies(hi, lo, axes=axes)
 
 
+def check_ids(shape, size, dims):
+    """``ids`` of ``shape`` (None: unknown rank; a dimension None: unknown until run) and ``size``
+    (None: unknown) hold one coordinate per axis of ``dims`` last, and the output fits."""
+    if shape is not None and (len(shape) < 1 or shape[-1] not in (len(dims), None)):
+        raise ValueError(
+            f"ids must have one coordinate per axis of axes_dim last, shape (..., {len(dims)}) (Flux's (seq, 3)), "
+            f"got shape {tuple(shape)}"
+        )
+    if size is not None:
+        checks.check_entries("ids.size / len(axes_dim) * sum(axes_dim)", (size // len(dims), sum(dims)))
+
+
 def _per_axis_rows(ids, dims):
     """``ids`` ``(..., len(dims))`` checked, as float64 rows ``(len(dims), ...)``."""
     ids = tables.as_positions(ids)
-    if ids.ndim < 1 or ids.shape[-1] != len(dims):
-        raise ValueError(
-            f"ids must have one coordinate per axis of axes_dim last, shape (..., {len(dims)}) (Flux's (seq, 3)), "
-            f"got shape {ids.shape}"
-        )
-    checks.check_entries("ids.size / len(axes_dim) * sum(axes_dim)", (ids.size // len(dims), sum(dims)))
+    check_ids(ids.shape, ids.size, dims)
     return np.moveaxis(ids, -1, 0)
 
 

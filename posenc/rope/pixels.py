@@ -17,6 +17,7 @@ corners stay where training put them; with integer positions they grow with the 
 """
 
 import decimal
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -57,7 +58,7 @@ PIXEL_SPACINGS = _SPACINGS.names()
 def _check_max_freq(max_freq, ndim):
     values = tuple(max_freq) if isinstance(max_freq, (list, tuple, np.ndarray)) else (max_freq,) * ndim
     if len(values) != ndim or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-                                      and np.isfinite(v) and v > 0 for v in values):
+                                      and math.isfinite(v) and v > 0 for v in values):
         raise ValueError(f"max_freq must be a positive number, or {ndim} of them (one per axis), got {max_freq!r}")
     return values
 

@@ -20,7 +20,25 @@ from . import tables
 __all__ = ["random_fourier_features"]
 
 # 2 pi as float64 plus its remainder, for rotation.sin_cos: the angle 2 pi (c G) without rounding 2 pi.
-_TWO_PI = (np.array([2 * math.pi]), np.array([2.4492935982947064e-16]))
+TWO_PI = (np.array([2 * math.pi]), np.array([2.4492935982947064e-16]))
+
+
+def check_shapes(coords_shape, projection_shape, input_shape):
+    """``coords`` ``(..., k)`` and ``projection`` ``(k, F)`` agree; ``input_shape`` is ``(height, width)`` for ``k = 2``
+    (a dimension None, unknown in a graph, agrees with any)."""
+    if len(projection_shape) != 2 or len(coords_shape) < 1 or coords_shape[-1] not in (projection_shape[0], None):
+        raise ValueError(
+            f"coords (..., k) and projection (k, F) must agree on k, got coords of shape {tuple(coords_shape)} and projection "
+            f"of shape {tuple(projection_shape)}"
+        )
+    if input_shape is not None and (
+            projection_shape[0] != 2 or not isinstance(input_shape, (tuple, list)) or len(input_shape) != 2
+            or not all(isinstance(n, (int, float, np.number)) and not isinstance(n, bool) and np.isfinite(n) and n > 0
+                       for n in input_shape)):
+        raise ValueError(
+            f"input_shape must be (height, width) of positive sizes for (x, y) coords, got {input_shape!r} "
+            f"with coords of shape {tuple(coords_shape)}"
+        )
 
 
 def random_fourier_features(
@@ -41,20 +59,11 @@ def random_fourier_features(
     dtype = tables.check_dtype(dtype)
     c = tables.as_positions(coords)
     g = np.asarray(projection, dtype=np.float64)
-    if g.ndim != 2 or c.ndim < 1 or c.shape[-1] != g.shape[0]:
-        raise ValueError(
-            f"coords (..., k) and projection (k, F) must agree on k, got coords of shape {c.shape} and projection of "
-            f"shape {g.shape}"
-        )
+    check_shapes(c.shape, g.shape, input_shape)
     if not np.isfinite(g).all():
         raise ValueError("projection must be finite, got NaN or infinity")
     if input_shape is not None:
-        if c.shape[-1] != 2 or len(input_shape) != 2 or not all(n > 0 for n in input_shape):
-            raise ValueError(
-                f"input_shape must be (height, width) of positive sizes for (x, y) coords, got {input_shape!r} "
-                f"with coords of shape {c.shape}"
-            )
         c = c / np.array([input_shape[1], input_shape[0]], dtype=np.float64)
     turns = (2 * c - 1) @ g
-    s, cos = rotation.sin_cos(turns, *_TWO_PI, dtype)
+    s, cos = rotation.sin_cos(turns, *TWO_PI, dtype)
     return np.concatenate([s[..., 0], cos[..., 0]], axis=-1)

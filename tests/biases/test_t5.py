@@ -68,6 +68,10 @@ def test_buckets_of_extreme_and_unsigned_integers():
     unsigned = np.array([0, 5, 2**64 - 1], dtype=np.uint64)
     np.testing.assert_array_equal(relative_position_bucket(unsigned), [0, 21, 31])
     np.testing.assert_array_equal(relative_position_bucket(np.array([-9, 9], np.int8)), [8, 24])
+    # a max_distance wider than the dtype (NumPy 2.0 refuses such a bound unless widened first)
+    for narrow in (np.array([-128, -9, 9, 127], np.int8), np.array([0, 9, 200, 255], np.uint8)):
+        np.testing.assert_array_equal(relative_position_bucket(narrow, max_distance=300),
+                                      relative_position_bucket(narrow.astype(np.int64), max_distance=300))
     grid = np.arange(-50, 50).reshape(4, 5, 5)
     np.testing.assert_array_equal(relative_position_bucket(grid), relative_position_bucket(grid.ravel()).reshape(grid.shape))
     assert relative_position_bucket(-200) == 15 and relative_position_bucket(-200).shape == ()
