@@ -307,10 +307,10 @@ def test_the_bias_gives_the_same_attention_in_every_framework(kind, num_heads, q
 def test_compiled_flex_attention_on_the_cpu():
     # Lengths a multiple of FlexAttention's 128 block: see the module docstring for the others.
     # Both score_mods in one compiled function: one compile (a minute or more on a CPU), not two.
+    adapter("torch")  # skips without torch
     import torch
     from torch.nn.attention.flex_attention import flex_attention
 
-    adapter("torch")
     cases = [(kind, 4, 128, 256, 128) for kind in ("alibi", "t5")]
     mods = [_score_mod(*case) for case in cases]
     q, k, v = map(torch.from_numpy, _qkv(*cases[0][1:4]))

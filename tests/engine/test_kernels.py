@@ -428,9 +428,9 @@ ENCODERS = ["numpy", "torch", "tensorflow", "tensorflow graph"]
 
 def encode_any(encoder, positions, d_model, dtype, **kwargs):
     if encoder == "tensorflow graph":
+        fw = adapter("tensorflow")  # skips without TensorFlow
         import tensorflow as tf
 
-        fw = adapter("tensorflow")
         run = tf.function(lambda p: fw.api.encode(p, d_model, dtype=fw.dtypes[dtype], **kwargs))
         return as_float64("tensorflow", run(fw.tensor(positions, "float64")))
     return encode(encoder, positions, d_model, dtype, **kwargs)
