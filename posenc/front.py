@@ -814,8 +814,9 @@ class MixedModule:
     starts as timm's ``RotaryEmbeddingMixed`` starts it (``mixed_frequencies`` of an angle
     ``2 pi u`` per block and head, ``u`` uniform in [0, 1), float32 as timm): torch draws ``u``
     from torch's global generator with ``torch.rand`` as timm does, so after the same
-    ``torch.manual_seed`` the parameter is timm's (within its float32 rounding); Keras from its
-    global seed generator (``keras.utils.set_random_seed``); Flax from the ``params`` stream of
+    ``torch.manual_seed`` the parameter is timm's (within its float32 rounding); Keras from the
+    layer's ``seed=`` (an int: the same draws every time; None: Keras' global seed generator, which
+    ``keras.utils.set_random_seed`` resets in recent Keras only); Flax from the ``params`` stream of
     ``rngs``. Called with ``(x, positions)``: ``positions`` ``(2, ...)``, x then y (timm's
     default ``grid_indexing="xy"``: the column, then the row, ``patch_positions((H, W))[::-1]``),
     it returns ``(cos, sin)``, each ``(depth, num_heads, *positions.shape[1:], head_dim)`` in

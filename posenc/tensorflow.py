@@ -256,9 +256,10 @@ class RotaryEmbeddingMixed(front.LayerConfig, front.MixedModule, keras.layers.La
     _spec, call = SPEC, front.MixedModule._call
 
     def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
-                 **kwargs: Any) -> None:
+                 seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, keras.random.uniform), name="freqs")
+        uniform = lambda shape: keras.random.uniform(shape, seed=seed)
+        self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, uniform), name="freqs")
 
 
 @keras.saving.register_keras_serializable(package="posenc")

@@ -177,10 +177,7 @@ def test_modules_draw_from_their_framework_seed(front):
 
             return front.api.RotaryEmbeddingMixed(16, 2, 3, rngs=nnx.Rngs(params=seed))
         if front.name == "tensorflow":
-            import keras
-
-            keras.utils.set_random_seed(seed)
-            return front.api.RotaryEmbeddingMixed(16, 2, 3)
+            return front.api.RotaryEmbeddingMixed(16, 2, 3, seed=seed)
         torch.manual_seed(seed)
         return front.api.RotaryEmbeddingMixed(16, 2, 3)
 
@@ -254,7 +251,7 @@ def test_flax_parameter_is_a_param_with_a_gradient(front):
         return (cos + sin).sum()
 
     gradient = nnx.grad(loss)(module)
-    assert float(abs(gradient["freqs"][...]).sum()) > 0
+    assert sum(float(abs(leaf).sum()) for leaf in jax.tree_util.tree_leaves(gradient)) > 0  # Flax 0.8's State too
     jitted = nnx.jit(lambda m, p: m(jax.numpy.zeros((1, 16)), p))(module, positions)
     # XLA fuses the float32 angle p_x fx + p_y fy differently under jit: timm's float32 error
     largest = (np.abs(parameter(front, module)).sum(0) * 4).max()
