@@ -16,6 +16,12 @@ frequencies ``w_j = base ** (-e_j)``. The table is read without knowing the posi
 - the other pairs go to the axis whose positions predict their cos and sin, and the axes must
   fall into the rule's pattern (consecutive sections, every third pair, two halves).
 
+Pixel-frequency tables (``posenc.rope.pixels``: coordinates in [-1, 1], most pairs wrapped) are read
+apart, given cos and sin: per axis a block of pairs whose first turns by pi, so its angle is the
+coordinate (+-1 told apart by the other pairs), and ``max_freq`` tried over the integers 2..1024 in
+both spacings; a coarse grid aliases several (the same angles modulo 2 pi): posenc's default 224
+where it fits, else the smallest, one for all axes where one fits them all.
+
 Each rule that gives a full structure is rebuilt in float64 by posenc's own function at the read
 positions and kept when within ``1e-5 + 5e-7 * max |position|`` everywhere (float32 sources' angles
 are off by about ``|angle| * 1e-7``).
@@ -29,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rope import axial
+from ..rope import axial, pixels
 from . import identification
 
 __all__ = ["RopeIdentification", "identify_rope"]
@@ -55,7 +61,12 @@ SOURCES = {
     "pixtral": "Pixtral's PixtralVisionRotaryEmbedding (transformers)",
     "mrope": "Qwen2-VL's M-RoPE (Qwen2VLRotaryEmbedding; GLM-4V's Glm4vTextRotaryEmbedding in the interleaved layout)",
     "mrope-interleaved": "Qwen3-VL's interleaved M-RoPE (Qwen3VLTextRotaryEmbedding; timm's GenLIP)",
+    "pixel": "timm's RotaryEmbedding and build_rotary_pos_embed (in_pixels; linear_bands for the linear spacing), "
+             "rotary-embedding-torch's freqs_for='pixel', Perceiver's Fourier features",
 }
+# max_freq tried for pixel tables (integers; images and Fourier features are sized in whole pixels)
+_MAX_FREQS = np.arange(2.0, 1025.0)
+_DEFAULT_MAX_FREQ = int(np.searchsorted(_MAX_FREQS, 224.0))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -251,6 +262,8 @@ class _Found:
     call: str
     positions: np.ndarray
     build: Callable[[np.ndarray], tuple]
+    # the largest |angle| over max |position|, the factor of the float32 error (1 for integer frequencies)
+    scale: float = 1.0
 
 
 def _axis_positions(table, labels, angles, exponents, base):
@@ -455,6 +468,66 @@ def _pixtral(table, labels, angles):
                    _rows(order, positions, len(angles)), build)]
 
 
+def _pixel_fit(cos, sin, frequencies, p, ends):
+    """Largest misfit ``(candidates,)`` of ``cos``, ``sin`` ``(rows, count)`` at ``frequencies`` ``(candidates, count)``
+    and positions ``p`` ``(rows,)``; the rows in ``ends`` may be at -p instead. Also the sign per row."""
+    signs = []
+    for sign in (1.0, -1.0):
+        angles = sign * p[None, :, None] * frequencies[:, None, :]
+        misfit = np.maximum(np.abs(cos - np.cos(angles)), np.abs(sin - np.sin(angles))).max(axis=2)
+        signs.append(misfit)
+    return np.where(ends, np.minimum(*signs), signs[0]).max(axis=1), signs
+
+
+def _pixel(table):
+    """Pixel frequencies (``posenc.rope.pixels``): per axis a block of ``count`` pairs whose first turns by pi
+    (its angle reads the coordinate; +-1 are told apart by the others), ``max_freq`` tried over the integers."""
+    if table.cos is None or table.sin is None:
+        return []
+    tokens, pairs = table.shape
+    out = []
+    for ndim in (2, 3):
+        if pairs % ndim:
+            continue
+        count = pairs // ndim
+        j = np.arange(count)
+        step = j / max(count - 1, 1)
+        spacings = {"linear": np.pi * (1 + step[None] * (_MAX_FREQS[:, None] / 2 - 1)),
+                    "log": np.pi * 2 ** (step[None] * (np.log2(_MAX_FREQS[:, None]) - 1))}
+        for spacing, frequencies in spacings.items():
+            axes = []
+            for a in range(ndim):
+                block = slice(a * count, (a + 1) * count)
+                cos, sin = table.cos[:, block], table.sin[:, block]
+                # tokens at one coordinate share their values: fit each distinct row once
+                _, first, inverse = np.unique(np.round(np.concatenate([cos, sin], 1), 4), axis=0, return_index=True,
+                                              return_inverse=True)
+                p = np.arctan2(sin[first, 0], cos[first, 0]) / np.pi
+                ends = np.abs(p) > 1 - 1e-4
+                p = np.where(ends, 1.0, p)
+                misfit, signs = _pixel_fit(cos[first], sin[first], frequencies, p, ends)
+                axes.append((set(np.flatnonzero(misfit <= _FITS).tolist()), p, ends, signs, inverse.reshape(-1)))
+            if not all(fits for fits, *_ in axes):
+                continue
+            # a coarse grid aliases max_freq (several give the same table): one for all axes where one fits all,
+            # posenc's default where it fits, else the smallest
+            common = set.intersection(*(fits for fits, *_ in axes))
+            rows, tops = [], []
+            for fits, p, ends, signs, inverse in axes:
+                fits = common or fits
+                k = _DEFAULT_MAX_FREQ if _DEFAULT_MAX_FREQ in fits else min(fits)
+                rows.append(np.where(ends & (signs[1][k] < signs[0][k]), -p, p)[inverse])
+                tops.append(float(_MAX_FREQS[k]))
+            top = tops[0] if len(set(tops)) == 1 else tuple(tops)
+            head, layout = 2 * pairs, table.layout
+            build = functools.partial(pixels.pixel_cos_sin, head_dim=head, max_freq=top, spacing=spacing,
+                                      layout=layout, dtype=np.float64)
+            out.append(_Found(f"pixel, max_freq={top!r}, spacing={spacing!r}, layout={layout!r}", SOURCES["pixel"],
+                              f"posenc.rope.pixel_cos_sin(positions, {head}, max_freq={top!r}, spacing={spacing!r}, "
+                              f"layout={layout!r})", np.stack(rows), build, np.pi * max(tops) / 2))
+    return out
+
+
 def _deviation(found, cos, sin):
     try:
         rebuilt = found.build(found.positions)
@@ -468,7 +541,9 @@ def identify_rope(cos: Any = None, sin: Any = None) -> RopeIdentification:
 
     The rules: diffusers' per-axis RoPE (``per_axis_cos_sin``, Flux's ``axes_dim``), the Qwen2-VL
     vision rotary (``axial_cos_sin``, the same numbers as two equal axes), Pixtral's
-    (``convention="pixtral"``), M-RoPE in sections (Qwen2-VL) and interleaved (Qwen3-VL), each in the
+    (``convention="pixtral"``), M-RoPE in sections (Qwen2-VL) and interleaved (Qwen3-VL), pixel
+    frequencies (``pixel_cos_sin``: timm's RotaryEmbedding, rotary-embedding-torch's "pixel"; from cos
+    and sin together, 2-D or 3-D, the tolerance times the fastest frequency), each in the
     "half" or "interleaved" layout. The layout, ``base``, the split (``axes_dim`` or
     ``mrope_section``) and each token's positions are read off the table (module docstring), then the
     rule is rebuilt in float64 at those positions and kept when within ``1e-5 + 5e-7 * max |position|``.
@@ -492,6 +567,7 @@ def identify_rope(cos: Any = None, sin: Any = None) -> RopeIdentification:
     candidates: list[_Found] = []
     reasons = []
     for table in tables:
+        candidates += _pixel(table)
         labels, angles = _groups(table)
         if len(set(labels[labels >= 0].tolist())) + (labels == ZERO).any() < 2:
             reasons.append(f"{table.layout} layout: fewer than two axes read off its slow pairs (1-D RoPE, a grid "
@@ -504,7 +580,7 @@ def identify_rope(cos: Any = None, sin: Any = None) -> RopeIdentification:
     scored = []
     for found in candidates:
         reach = float(np.max(np.abs(found.positions), initial=0.0))
-        scored.append((_deviation(found, cos, sin), identification.default_tolerance(1, reach), found))
+        scored.append((_deviation(found, cos, sin), identification.default_tolerance(1, reach, found.scale), found))
     matching = [(dev, tol, f) for dev, tol, f in scored if dev <= tol]
     # Positions read off a table are free up to a factor per axis (Pixtral's width at k is Qwen2-VL's at
     # k * base ** (-1 / pairs)): the rules that read integers, where some do, are the ones that wrote it,

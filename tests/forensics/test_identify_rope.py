@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import posenc
+from pixel_references import rotary_embedding_torch_reference, timm_rotary_reference
 from posenc.rope import axial as rg
 
 needs_sources = pytest.mark.skipif(
@@ -222,6 +223,66 @@ def test_leading_axes_and_fractional_positions():
     found = posenc.identify_rope(*rg.axial_cos_sin(centres, 32))
     np.testing.assert_allclose(found.positions, centres, atol=1e-6)
     assert "qwen2_vl, head_dim=32, base=10000, layout='half'" in found.matches
+
+
+# --- pixel frequencies ---------------------------------------------------------------------------
+
+
+def pixel_found(cos, sin, label, shape):
+    """identify_rope of a pixel table (cos and sin): its first match is ``label``, read at the grid's
+    coordinates, and its call rebuilds the table."""
+    found = posenc.identify_rope(np.float32(cos), np.float32(sin))
+    assert found.matches[0] == label, found
+    assert "timm's RotaryEmbedding" in found.sources[0] and found.max_deviation <= found.tolerance
+    np.testing.assert_allclose(found.positions, posenc.sinusoidal.patch_positions(shape, normalize="pixel"), atol=1e-6)
+    rebuilt = eval(found.call, {"posenc": posenc, "positions": found.positions})  # noqa: S307 (our own call string)
+    np.testing.assert_allclose(rebuilt[0], cos, atol=found.tolerance)
+    return found
+
+
+# grids on which one max_freq reproduces each table (on others several do: (7, 7) takes 76 for 160, below)
+PIXEL_SHAPES = [(9, 6), (8, 8), (13, 10), (12, 7)]
+
+
+@pytest.mark.parametrize("shape", PIXEL_SHAPES)
+@pytest.mark.parametrize("dim", [32, 64])
+@pytest.mark.parametrize(("linear", "max_res"), [(False, 224), (True, 224), (False, 512), (True, 160)])
+def test_timm_pixel_rotary(shape, dim, linear, max_res, torch):
+    sin, cos = timm_rotary_reference(shape, dim, max_res, linear_bands=linear)
+    spacing = "linear" if linear else "log"
+    found = pixel_found(cos, sin, f"pixel, max_freq={float(max_res)!r}, spacing={spacing!r}, layout='interleaved'", shape)
+    assert found.call == (f"posenc.rope.pixel_cos_sin(positions, {dim}, max_freq={float(max_res)!r}, spacing={spacing!r}, "
+                          "layout='interleaved')")
+
+
+@pytest.mark.parametrize("shape", PIXEL_SHAPES)
+@pytest.mark.parametrize(("dim", "max_freq"), [(16, 10), (32, 256)])
+def test_rotary_embedding_torch_pixel(shape, dim, max_freq, torch):
+    angles = rotary_embedding_torch_reference(*shape, dim, max_freq).reshape(-1, 2 * dim).numpy()
+    pixel_found(np.cos(angles), np.sin(angles), f"pixel, max_freq={float(max_freq)!r}, spacing='linear', "
+                "layout='interleaved'", shape)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize(("shape", "head_dim", "max_freq", "spacing"), [
+    ((7, 7), 32, 224, "log"), ((11, 6), 48, 96, "linear"), ((5, 9), 64, (224, 100), "linear"), ((8, 8), 24, 10, "linear"),
+    ((4, 5, 6), 48, 32, "log")])
+def test_pixel_cos_sin(layout, shape, head_dim, max_freq, spacing):
+    positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
+    cos, sin = posenc.rope.pixel_cos_sin(positions, head_dim, max_freq=max_freq, spacing=spacing, layout=layout)
+    top = tuple(map(float, max_freq)) if isinstance(max_freq, tuple) else float(max_freq)
+    pixel_found(cos, sin, f"pixel, max_freq={top!r}, spacing={spacing!r}, layout={layout!r}", shape)
+
+
+@pytest.mark.parametrize(("shape", "head_dim", "max_freq", "alias"), [((7, 7), 32, 160, 76), ((11, 6), 32, 160, 20)])
+def test_coarse_pixel_grids_alias_max_freq(shape, head_dim, max_freq, alias):
+    # on a coarse grid a smaller max_freq turns every pair to the same angles modulo 2 pi: the smallest is named
+    positions = posenc.sinusoidal.patch_positions(shape, normalize="pixel")
+    cos, sin = posenc.rope.pixel_cos_sin(positions, head_dim, max_freq=max_freq, dtype=np.float64)
+    again = posenc.rope.pixel_cos_sin(positions, head_dim, max_freq=alias, dtype=np.float64)
+    np.testing.assert_allclose(again, (cos, sin), atol=1e-11)
+    found = posenc.identify_rope(cos, sin)
+    assert found.matches == (f"pixel, max_freq={float(alias)!r}, spacing='linear', layout='interleaved'",)
 
 
 # --- what it cannot reproduce ---------------------------------------------------------------------
