@@ -580,7 +580,9 @@ def identify_rope(cos: Any = None, sin: Any = None) -> RopeIdentification:
     scored = []
     for found in candidates:
         reach = float(np.max(np.abs(found.positions), initial=0.0))
-        scored.append((_deviation(found, cos, sin), identification.default_tolerance(1, reach, found.scale), found))
+        # at most _FITS: the float32 rounding of angles read as ~1e4 radians or more hides any rule
+        tolerance = min(identification.default_tolerance(1, reach, found.scale), _FITS)
+        scored.append((_deviation(found, cos, sin), tolerance, found))
     matching = [(dev, tol, f) for dev, tol, f in scored if dev <= tol]
     # Positions read off a table are free up to a factor per axis (Pixtral's width at k is Qwen2-VL's at
     # k * base ** (-1 / pairs)): the rules that read integers, where some do, are the ones that wrote it,
