@@ -23,8 +23,8 @@ both spacings; a coarse grid aliases several (the same angles modulo 2 pi): pose
 where it fits, else the smallest, one for all axes where one fits them all.
 
 Each rule that gives a full structure is rebuilt in float64 by posenc's own function at the read
-positions and kept when within ``1e-5 + 5e-7 * max |position|`` everywhere (float32 sources' angles
-are off by about ``|angle| * 1e-7``).
+positions and kept when within ``1e-5 + 5e-7 * max |position|`` (times the fastest frequency for pixel
+tables; at most 1e-3) everywhere (float32 sources' angles are off by about ``|angle| * 1e-7``).
 """
 
 import dataclasses
@@ -546,7 +546,8 @@ def identify_rope(cos: Any = None, sin: Any = None) -> RopeIdentification:
     and sin together, 2-D or 3-D, the tolerance times the fastest frequency), each in the
     "half" or "interleaved" layout. The layout, ``base``, the split (``axes_dim`` or
     ``mrope_section``) and each token's positions are read off the table (module docstring), then the
-    rule is rebuilt in float64 at those positions and kept when within ``1e-5 + 5e-7 * max |position|``.
+    rule is rebuilt in float64 at those positions and kept when within ``1e-5 + 5e-7 * max |position|``
+    (at most 1e-3).
     Given cos alone, positions are taken >= 0. It needs, per axis, two pairs whose angles stay within
     3 radians (the slow end of the frequencies) and the axes' positions to differ somewhere. Returns a
     ``RopeIdentification``; what no rule reproduces is answered, not raised.

@@ -229,7 +229,7 @@ def test_leading_axes_and_fractional_positions():
 
 
 def pixel_found(cos, sin, label, shape):
-    """identify_rope of a pixel table (cos and sin): its first match is ``label``, read at the grid's
+    """identify_rope of a pixel table (cos and sin): its one match is ``label``, read at the grid's
     coordinates, and its call rebuilds the table."""
     found = posenc.identify_rope(np.float32(cos), np.float32(sin))
     assert found.matches == (label,), found
