@@ -28,7 +28,7 @@ from .engine import checks, kernels, rotation
 # The route table's names, not the module: see posenc.engine.routes (one name per object under torch.compile).
 from .engine.routes import BLOCKS, FEW, HOST, WHOLE, choose
 from .engine.backends import Backend, backend
-from .rope import axial, configs, mixed, pixels, rotary
+from .rope import axial, configs, mixed, pixels, rotary, xpos
 from .sinusoidal import conventions, fourier, grid, tables
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "require",
     "rotary_cos_sin",
     "t5_score_mod",
+    "xpos_cos_sin",
 ]
 
 NUMPY = backend("numpy")
@@ -402,6 +403,29 @@ def rotary_cos_sin(
     dtype = check_dtype(spec, dtype)
     frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
     return _rope(spec, _rope_entries(spec.intake(positions, None), head_dim), frequencies, layout, dtype)
+
+
+def xpos_cos_sin(
+    spec: Spec, positions: Tensor | npt.ArrayLike, head_dim: int, *, keys: bool = False, scale_base: float = 512.0,
+    center: float = 0.0, base: float = 10000.0, layout: str = "interleaved", dtype: DType | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(cos, sin)`` tensors of xPos, each ``(*positions.shape, head_dim)``, as ``posenc.rope.xpos.xpos_cos_sin``.
+
+    ``rotary_cos_sin``'s times ``zeta_j ** (s y)``, ``y = (p - center) / scale_base`` (``s = -1`` for
+    ``keys=True``), both in float64 and rounded once to ``dtype`` (None: the framework's default
+    float dtype). JAX computes in float32: within ``2e-7 + (|y| + |y ln zeta_j|) 2**-22`` of the
+    scale more (measured, ``tests/rope/test_xpos.py``).
+    """
+    keys, scale_base, center = xpos.check_xpos(keys, scale_base, center)
+    layout = rotary.check_rotary_layout(layout)
+    dtype = check_dtype(spec, dtype)
+    xp = spec.xp
+    wide = xp.float64 if xp.has_float64 else xp.float32
+    taken = _rope_entries(spec.intake(positions, None), head_dim)
+    cos, sin = _rope(spec, taken, rotary.rope_frequencies(head_dim, base, "default"), layout, wide)
+    power = (_wide(spec, taken)[..., None] - center) / (-scale_base if keys else scale_base)
+    scale = kernels.spread(xp, xp.constant(xpos.xpos_decay(head_dim), wide, cos) ** power, layout)
+    return xp.cast(cos * scale, dtype), xp.cast(sin * scale, dtype)
 
 
 def axial_cos_sin(
@@ -919,7 +943,7 @@ def relative_position_bias(spec: Spec, table: Tensor, query_length: int, key_len
 
 # What each front binds, in groups bound alike (the fronts unpack them in this order).
 TABLES = (encode, positional_encoding, grid_encoding)
-ROPE = (rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary)
+ROPE = (rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin)
 VISION = (per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features)
 BIASES = (alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias)
 

@@ -41,7 +41,7 @@ __all__ = [
     "apply_rotary", "axial_cos_sin", "convert_layout", "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid",
     "list_grid_conventions", "mrope_cos_sin", "positional_encoding", "relative_position_bias", "relative_position_bucket", "rotary_cos_sin",
     "rotary_frequencies", "rotary_permutation", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin", "pixel_cos_sin",
-    "random_fourier_features",
+    "random_fourier_features", "xpos_cos_sin",
 ]
 
 TF = backend("tensorflow")
@@ -172,7 +172,7 @@ SPEC = front.Spec(
 DTYPES = SPEC.dtypes
 encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
     front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
  random_fourier_features) = (front.bound(f, SPEC) for f in front.ROPE + front.VISION)
 
 

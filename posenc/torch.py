@@ -35,7 +35,7 @@ __all__ = [
     "convert_rotary_layout", "diagnose_grid", "encode", "grid_encoding", "identify_grid", "list_grid_conventions", "mrope_cos_sin",
     "positional_encoding", "relative_position_bias", "relative_position_bucket", "resample_abs_pos_embed", "rotary_cos_sin",
     "rotary_frequencies", "rotary_permutation", "t5_score_mod", "RotaryEmbeddingMixed", "per_axis_cis", "per_axis_cos_sin", "pixel_cos_sin",
-    "random_fourier_features",
+    "random_fourier_features", "xpos_cos_sin",
 ]
 
 # The dtypes NumPy builds a table in (bfloat16 is rounded from float32), and those of position ids.
@@ -86,8 +86,8 @@ SPEC = front.Spec(
 DTYPES = SPEC.dtypes
 encode, positional_encoding = (front.bound(f, SPEC) for f in front.TABLES[:2])
 grid_encoding = front.bound(front.grid_encoding, SPEC, without=("out",))
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, per_axis_cos_sin, per_axis_cis, pixel_cos_sin, random_fourier_features,
- alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias, alibi_score_mod, t5_score_mod) = (
+(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
+ random_fourier_features, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias, alibi_score_mod, t5_score_mod) = (
     front.bound(f, SPEC) for f in front.ROPE + front.VISION + front.BIASES + front.SCORE_MODS)
 
 

@@ -181,6 +181,8 @@ SUBPACKAGE_CALLS = {
     "rope.per_axis_cis": ((np.zeros((5, 3)), (8, 12, 12)), {"base": 10000.0, "dtype": np.complex64}),
     "rope.pixel_cos_sin": ((np.zeros((2, 6)), 8), {"max_freq": 224.0, "spacing": "linear", "layout": "interleaved",
                                                    "dtype": np.float32}),
+    "rope.xpos_cos_sin": ((np.arange(4), 8), {"keys": True, "scale_base": 512.0, "center": 2.0, "base": 10000.0,
+                                              "layout": "interleaved", "dtype": np.float32}),
     "sinusoidal.random_fourier_features": ((np.zeros((5, 2)), np.ones((2, 4))), {"input_shape": None, "dtype": np.float32}),
 }
 
@@ -335,7 +337,7 @@ def test_a_spoiled_bias_call_raises_a_value_or_type_error(name, data):
 # The fronts' grid and vision functions (issue 29), and their modules with axes_dim and RoPE-Mixed.
 FRONT_VISION_CALLS = {
     **{key.split(".")[1]: call for key, call in SUBPACKAGE_CALLS.items()
-       if key.split(".")[1] in ("per_axis_cos_sin", "per_axis_cis", "pixel_cos_sin", "random_fourier_features")},
+       if key.split(".")[1] in ("per_axis_cos_sin", "per_axis_cis", "pixel_cos_sin", "random_fourier_features", "xpos_cos_sin")},
     "RotaryEmbedding": ((24,), {"base": 10000.0, "axes_dim": (8, 8, 8), "layout": "interleaved"}),
     "RotaryEmbeddingMixed": ((16, 2, 3), {"base": 10.0, "layout": "interleaved"}),
 }

@@ -24,7 +24,7 @@ from ..engine.kernels import spread
 from ..sinusoidal import tables
 from .rotary import NUMPY, check_head_dim, check_rotary_layout, rotary_cos_sin
 
-__all__ = ["xpos_cos_sin", "xpos_decay"]
+__all__ = ["check_xpos", "xpos_cos_sin", "xpos_decay"]
 
 
 def xpos_decay(head_dim: int) -> np.ndarray:
@@ -44,8 +44,7 @@ def xpos_cos_sin(
     for queries and ``s = -1`` for ``keys=True``; ``zeta`` as ``xpos_decay``. Computed in
     float64 and rounded once to ``dtype`` (float16, float32 or float64).
     """
-    keys = checks.check_bool(keys, "keys")
-    scale_base, center = _positive(scale_base, "scale_base"), _finite(center, "center")
+    keys, scale_base, center = check_xpos(keys, scale_base, center)
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
@@ -53,6 +52,11 @@ def xpos_cos_sin(
     power = (positions - center)[..., None] / scale_base
     scale = spread(NUMPY, xpos_decay(head_dim) ** (-power if keys else power), layout)
     return (cos * scale).astype(dtype), (sin * scale).astype(dtype)
+
+
+def check_xpos(keys: Any, scale_base: Any, center: Any) -> tuple[bool, float, float]:
+    """``(keys, scale_base, center)`` checked: a bool, a finite real > 0 and a finite real (floats)."""
+    return checks.check_bool(keys, "keys"), _positive(scale_base, "scale_base"), _finite(center, "center")
 
 
 def _positive(value: Any, name: str) -> float:

@@ -1,6 +1,7 @@
 """posenc.rope.xpos against the two reference implementations of xPos, re-expressed here in float64
 (neither package is installed: rotary-embedding-torch needs einops, torchscale pins old packages),
-at several head sizes, lengths, scale bases and decoding offsets; and its bad input.
+at several head sizes, lengths, scale bases and decoding offsets; and its bad input. The fronts'
+``xpos_cos_sin`` (torch, TensorFlow, JAX) against it, eagerly and traced.
 
 The sources compute in float32; the re-expressions keep their steps and run in float64, so
 posenc's float64 tables match them to a few float64 roundings.
@@ -11,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from frameworks import BOUND, ROUNDING
 from posenc.rope import apply_rotary, rotary_cos_sin, xpos_cos_sin, xpos_decay
 
 try:
@@ -166,3 +168,89 @@ def test_bad_head_dim():
         xpos_decay(7)
     with pytest.raises(ValueError, match="head_dim must be an even int >= 2"):
         xpos_cos_sin(np.arange(4), 7)
+
+
+# The fronts' xpos_cos_sin. Its values are RoPE's times the scale, so each error is measured against
+# the scale of its pair, the length of (cos, sin): torch and TensorFlow compute in float64 and round
+# once (within 2**-24 of it); JAX in float32 (x64 off): RoPE's 2e-7, the roundings of the product
+# and of the output, and zeta ** y (y = (p - center) / scale_base) from a float32 zeta and y, off by
+# (|y| + |e|) 2**-24 and a few more (e = y ln(zeta) the exponent): 2**-22 (|y| + |e|) bounds them.
+
+
+def front_error(front, got, exact, y, dtype="float32"):
+    """``got`` (a front's ``(cos, sin)`` in ``dtype``) against float64 ``exact`` at powers ``y``: the
+    largest error over the scale, in units of the bound above (at most 1 passes)."""
+    scale = np.hypot(*exact)
+    bound = ROUNDING[dtype] * 1.001
+    if front.name == "jax":
+        bound += BOUND + 2 * ROUNDING["float32"] + 2.0**-22 * (np.abs(y)[..., None] + np.abs(np.log(scale)))
+    return max(np.max(np.abs(front.numpy(g).astype(np.float64) - e) / scale / bound) for g, e in zip(got, exact))
+
+
+def powers(positions, scale_base=512.0, center=0.0, **options):
+    return (positions - center) / scale_base
+
+
+XPOS_OPTIONS = [{}, {"scale_base": 64, "center": 16}, {"scale_base": 2048.5, "center": -7.5, "layout": "half"}]
+
+
+@pytest.mark.parametrize("head_dim", [2, 8, 64, 128])
+@pytest.mark.parametrize("length", [1, 7, 33, 1000])
+@pytest.mark.parametrize("keys", [False, True])
+@pytest.mark.parametrize("options", XPOS_OPTIONS)
+def test_the_fronts_give_numpys_xpos(front, head_dim, length, keys, options):
+    positions = np.arange(length)
+    got = front.api.xpos_cos_sin(front.tensor(positions), head_dim, keys=keys, **options)
+    exact = xpos_cos_sin(positions, head_dim, keys=keys, dtype=np.float64, **options)
+    for g in got:
+        assert g.dtype == front.dtypes["float32"] and tuple(g.shape) == (length, head_dim)
+    assert front_error(front, got, exact, powers(positions, **options)) <= 1
+
+
+def traced(front, function):
+    if front.trace is not None:  # tf.function of unknown shape, jax.jit
+        return lambda tensor: front.trace(function, tensor)
+    import torch
+
+    return torch.compile(function)
+
+
+@pytest.mark.parametrize("head_dim", [8, 64])
+@pytest.mark.parametrize("keys", [False, True])
+@pytest.mark.parametrize(("length", "options"), [(7, {}), (33, {"scale_base": 64, "center": 16, "layout": "half"})])
+def test_the_fronts_give_numpys_xpos_traced(front, head_dim, keys, length, options):
+    positions = np.arange(length)[None] + np.array([[0], [5]])  # (batch, seq) position ids, one batch offset
+    got = traced(front, lambda p: front.api.xpos_cos_sin(p, head_dim, keys=keys, **options))(front.tensor(positions))
+    exact = xpos_cos_sin(positions, head_dim, keys=keys, dtype=np.float64, **options)
+    assert tuple(got[0].shape) == (2, length, head_dim)
+    assert front_error(front, got, exact, powers(positions, **options)) <= 1
+
+
+def test_the_fronts_xpos_dtypes(front):
+    positions = np.arange(20)
+    exact = xpos_cos_sin(positions, 16, keys=True, center=10, dtype=np.float64)
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        if name not in front.dtypes:  # JAX's float64 (x64 off)
+            continue
+        got = front.api.xpos_cos_sin(positions, 16, keys=True, center=10, dtype=front.dtypes[name])
+        assert got[0].dtype == got[1].dtype == front.dtypes[name]
+        assert front_error(front, got, exact, powers(positions, center=10), name) <= 1
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"scale_base": -1.0}, ValueError, "scale_base must be a finite real number > 0, got -1.0"),
+        ({"center": "0"}, TypeError, "center must be a real number, got '0'"),
+        ({"keys": "yes"}, TypeError, "keys must be True or False, got 'yes'"),
+        ({"head_dim": 7}, ValueError, "head_dim must be an even int >= 2"),
+        ({"layout": "pairs"}, ValueError, "layout"),
+        ({"dtype": "int32"}, TypeError, "dtype"),
+    ],
+)
+def test_the_fronts_bad_xpos_input_names_the_argument(front, options, error, message):
+    options = {"head_dim": 8, **options}
+    if options.get("dtype") == "int32":
+        options["dtype"] = front.dtypes["int32"]
+    with pytest.raises(error, match=message):
+        front.api.xpos_cos_sin(front.tensor(np.arange(4)), **options)
