@@ -421,8 +421,9 @@ def xpos_cos_sin(
     dtype = check_dtype(spec, dtype)
     xp = spec.xp
     wide = xp.float64 if xp.has_float64 else xp.float32
+    frequencies = rotary.rope_frequencies(head_dim, base, "default")  # checks head_dim before its size is counted
     taken = _rope_entries(spec.intake(positions, None), head_dim)
-    cos, sin = _rope(spec, taken, rotary.rope_frequencies(head_dim, base, "default"), layout, wide)
+    cos, sin = _rope(spec, taken, frequencies, layout, wide)
     power = (_wide(spec, taken)[..., None] - center) / (-scale_base if keys else scale_base)
     scale = kernels.spread(xp, xp.constant(xpos.xpos_decay(head_dim), wide, cos) ** power, layout)
     return xp.cast(cos * scale, dtype), xp.cast(sin * scale, dtype)
