@@ -48,11 +48,12 @@ def test_each_front_exports_the_shared_names_with_the_same_arguments(name):
         assert name in module.__all__
     signatures = {front: arguments(getattr(module, name)) for front, module in apis.items()}
     torch_args = [a for a in signatures["torch"] if a not in ("options", "params")]
-    # Flax modules take their random streams (rngs) where Keras layers take theirs implicitly.
+    # Random draws, each framework's way: Flax modules take their streams (rngs), Keras layers a
+    # seed (as keras.layers.Dropout does), torch modules draw from torch's global generator.
     jax_args = [a for a in signatures["jax"] if a not in ("options", "params", "rngs")]
     assert torch_args == jax_args
     if "tensorflow" in apis:
-        tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params")]
+        tf_args = [a for a in signatures["tensorflow"] if a not in ("options", "params", "seed")]
         assert torch_args == tf_args
     else:
         assert not hasattr(MAKERS["tensorflow"]().api, name)
