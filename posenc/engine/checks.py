@@ -25,6 +25,7 @@ __all__ = [
     "check_dropout",
     "check_dtype",
     "check_numpy_dtype",
+    "check_real",
     "check_entries",
     "check_finite",
     "check_input_width",
@@ -88,6 +89,17 @@ def check_entries(names, sizes):
 
 def check_d_model(d_model):
     return check_width(check_int_at_least(d_model, "d_model", 1), "d_model")
+
+
+def check_real(value, name, above=None):
+    """``value`` as a float, checked finite and, when ``above`` is given, ``> above``."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value) or (above is not None and value <= above):
+        bound = "" if above is None else f" > {above:g}"
+        raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
+    return value
 
 
 def check_base(base):

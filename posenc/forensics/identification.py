@@ -182,7 +182,7 @@ def identify(table: Any, *, atol: float | None = None) -> Identification:
     table = _as_table(table)
     length, d_model = table.shape
     if atol is not None:
-        atol = conventions._real("atol", atol, 0.0)
+        atol = checks.check_real(atol, "atol", 0.0)
     zero = np.abs(table).max(axis=1) <= (1e-6 if atol is None else atol)
     tried = {}  # deviation per parameter set: presets share structures
     fits = []  # ((changes beyond the source's options, tier), deviation, tolerance, convention)

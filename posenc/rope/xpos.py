@@ -13,7 +13,6 @@ takes ``seq_len // 2`` to keep the scales of long sequences near 1. Its layout i
 ``"interleaved"``, as in torchscale's ``XPOS``.
 """
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -56,19 +55,5 @@ def xpos_cos_sin(
 
 def check_xpos(keys: Any, scale_base: Any, center: Any) -> tuple[bool, float, float]:
     """``(keys, scale_base, center)`` checked: a bool, a finite real > 0 and a finite real (floats)."""
-    return checks.check_bool(keys, "keys"), _positive(scale_base, "scale_base"), _finite(center, "center")
+    return checks.check_bool(keys, "keys"), checks.check_real(scale_base, "scale_base", 0.0), checks.check_real(center, "center")
 
-
-def _positive(value: Any, name: str) -> float:
-    value = _finite(value, name)
-    if value <= 0:
-        raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
-    return value
-
-
-def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    if not np.isfinite(float(value)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)

@@ -25,8 +25,6 @@ convention=...)`` and ``encode`` of every framework build.
 
 import dataclasses
 import inspect
-import math
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -111,23 +109,12 @@ class Preset(NamedTuple):
     source: str
 
 
-def _real(name, value, above=None):
-    """``value`` as a float, checked finite and, when ``above`` is given, ``> above``."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not math.isfinite(value) or (above is not None and value <= above):
-        bound = "" if above is None else f" > {above:g}"
-        raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
-    return value
-
-
 def _base(name, value):
-    return _real(name, value, 1.0)
+    return checks.check_real(value, name, 1.0)
 
 
 def _offset(name, value):
-    return int(value) if checks._is_int(value) else _real(name, value)
+    return int(value) if checks._is_int(value) else checks.check_real(value, name)
 
 
 def _padding_idx(value):
@@ -144,8 +131,8 @@ def _keras_hub(max_wavelength=10000, start_index=0):
 
 
 def _tensor2tensor(min_timescale=1.0, max_timescale=1.0e4, start_index=0):
-    low = _real("min_timescale", min_timescale, 0.0)
-    high = _real("max_timescale", max_timescale, low)
+    low = checks.check_real(min_timescale, "min_timescale", 0.0)
+    high = checks.check_real(max_timescale, "max_timescale", low)
     # The source multiplies its "inverse timescales" by min_timescale (not 1 / min_timescale):
     # reproduced as it is, since checkpoints were trained with it.
     return {"base": high / low, "factor": low, "offset": _offset("start_index", start_index)}
@@ -160,8 +147,8 @@ def _diffusers(flip_sin_to_cos=False, downscale_freq_shift=1, scale=1, max_perio
         raise TypeError(f"flip_sin_to_cos must be a bool, got {flip_sin_to_cos!r}")
     return {
         "layout": "cos_sin" if flip_sin_to_cos else "sin_cos",
-        "shift": _real("downscale_freq_shift", downscale_freq_shift),
-        "factor": _real("scale", scale),
+        "shift": checks.check_real(downscale_freq_shift, "downscale_freq_shift"),
+        "factor": checks.check_real(scale, "scale"),
         "base": _base("max_period", max_period),
     }
 

@@ -151,7 +151,7 @@ def test_decay_and_layouts():
     [
         ({"scale_base": 0}, ValueError, "scale_base must be a finite real number > 0, got 0"),
         ({"scale_base": "512"}, TypeError, "scale_base must be a real number, got '512'"),
-        ({"center": math.nan}, ValueError, "center must be finite, got nan"),
+        ({"center": math.nan}, ValueError, "center must be a finite real number, got nan"),
         ({"center": True}, TypeError, "center must be a real number, got True"),
         ({"keys": 1}, TypeError, "keys must be True or False, got 1"),
         ({"layout": "pairs"}, ValueError, "layout"),
