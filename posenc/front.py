@@ -139,6 +139,7 @@ class Spec:
     out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
     accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
+    float64_needs: Callable[[], str | None] = lambda: None  # what float64 needs now (JAX: x64), None: nothing
     dtypes: tuple = dataclasses.field(init=False)  # the float dtypes the front builds in
 
     def __post_init__(self) -> None:
@@ -178,13 +179,17 @@ def bound(function: Callable[Concatenate[Spec, P], R], spec: Spec, *, without: S
 
 
 def require(is_tensor: Callable[[Any], bool], name: str, convert: Callable[[Any], Any] = lambda v: v) -> Callable[[Any, str], Any]:
-    """``as_tensor`` for ``Spec``: the value if ``is_tensor`` says so (``convert``-ed), else a TypeError
-    naming the argument and showing the value."""
+    """``as_tensor`` for ``Spec``: the value if ``is_tensor`` says so, ``convert``-ed; else, or when ``convert``
+    fails (a string, an int past int32...), a TypeError naming the argument (``name``: what it must be) and showing the value."""
 
     def as_tensor(value, argument):
-        if not is_tensor(value):
-            raise TypeError(f"{argument} must be a {name}, got {value!r} ({type(value).__name__})")
-        return convert(value)
+        try:
+            if is_tensor(value):
+                return convert(value)
+            error = None
+        except (TypeError, ValueError, OverflowError) as failed:
+            error = failed
+        raise TypeError(f"{argument} must be {name}, got {value!r} ({type(value).__name__})") from error
 
     return as_tensor
 
@@ -193,7 +198,15 @@ def check_dtype(spec: Spec, dtype: Any) -> Any:
     """``dtype`` in the framework's spelling, one of ``spec.dtypes``; None: the framework's default."""
     if dtype is None:
         return spec.default_dtype()
-    return checks.check_dtype(spec.as_dtype(dtype), spec.dtypes, spec.dtype_names)
+    try:
+        dtype = spec.as_dtype(dtype)
+    except (TypeError, ValueError, SyntaxError):  # NumPy's parser raises SyntaxError for "(2,3"
+        pass  # left as received, so the message shows what the caller passed
+    dtype = checks.check_dtype(dtype, spec.dtypes, spec.dtype_names)
+    needs = spec.float64_needs() if dtype == spec.xp.float64 else None
+    if needs is not None:
+        raise ValueError(f"dtype float64 needs {needs}, got dtype={dtype!r}")
+    return dtype
 
 
 def check_kind(kind: str, dtype: Any) -> str:
@@ -555,7 +568,7 @@ def random_fourier_features(
 
 def as_tensor(spec: Spec, value: Any, name: str) -> Any:
     """``value`` as the framework's tensor for ``apply_rotary``, or a TypeError naming ``name``."""
-    return (spec.as_tensor or require(spec.is_tensor, spec.tensor))(value, name)
+    return (spec.as_tensor or require(spec.is_tensor, f"a {spec.tensor}"))(value, name)
 
 
 def apply_rotary(spec: Spec, x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -> Tensor:
@@ -620,6 +633,11 @@ class SinusoidalModule:
         return _encode(spec, _arange(spec, length, device), self.d_model, self.convention, check_dtype(spec, dtype),
                        frequencies=self._frequencies)
 
+    @property
+    def max_len(self) -> int:
+        """How many rows ``self.pe`` holds."""
+        return self.pe.shape[0]  # type: ignore[attr-defined]
+
     def _first_rows(self, x: Any) -> Any:
         raise NotImplementedError
 
@@ -641,7 +659,7 @@ class SinusoidalModule:
     def extra_repr(self) -> str:
         c = self.convention
         named = "" if c.name == "paper" else f", convention={c.name!r}"
-        return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"  # type: ignore[attr-defined]
+        return f"d_model={self.d_model}, max_len={self.max_len}{named}, base={c.base:g}, layout={c.layout!r}"
 
 
 class _RotaryState:

@@ -37,16 +37,6 @@ __all__ = [
 ]
 
 
-def _as_dtype(dtype):
-    try:
-        dtype = jnp.dtype(dtype)
-    except (TypeError, ValueError):
-        return dtype  # left as received, so the message shows what the caller passed
-    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
-        raise ValueError(f"dtype float64 needs jax.config.update('jax_enable_x64', True); got dtype={dtype!r} with x64 off")
-    return dtype
-
-
 def _kind(array):
     kind = jnp.dtype(array.dtype).kind
     return front.check_kind("f" if kind == "V" else kind, array.dtype)  # bfloat16: kind V
@@ -74,26 +64,18 @@ def _adopt(array, dtype, place=None):
     return jnp.asarray(array, dtype) if place is None else jax.device_put(array, place).astype(dtype)
 
 
-def _as_array(value: object, name: str) -> jax.Array:
-    """``jnp.asarray(value)``; what JAX cannot hold (a string, an int past int32...) is a TypeError naming ``name``."""
-    try:
-        return jnp.asarray(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise TypeError(f"{name} must be an array of numbers, got {value!r} ({type(value).__name__})") from error
-
-
 SPEC = front.Spec(
     module=__name__, xp=backend("jax"), tensor="jax.Array", accepts="jax.Array or numpy.ndarray", dtype="jax.typing.DTypeLike",
     dtype_names="jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64 (with jax_enable_x64) or None",
-    default_dtype=lambda: jnp.dtype(jnp.float32), as_dtype=_as_dtype,
-    is_tensor=lambda value: isinstance(value, (jax.Array, np.ndarray)), intake=_intake, adopt=_adopt, complex=jax.lax.complex,
-    as_tensor=_as_array, unread_length="which jit traces",
+    default_dtype=lambda: jnp.dtype(jnp.float32), as_dtype=jnp.dtype, is_tensor=lambda value: isinstance(value, (jax.Array, np.ndarray)),
+    intake=_intake, adopt=_adopt, complex=jax.lax.complex, as_tensor=front.require(lambda value: True, "an array of numbers", jnp.asarray),
+    unread_length="which jit traces",
+    float64_needs=lambda: None if jax.config.read("jax_enable_x64") else "jax.config.update('jax_enable_x64', True)",
 )
 DTYPES = SPEC.dtypes
-encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
-    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
- random_fourier_features) = (front.bound(f, SPEC) for f in front.ROPE + front.VISION)
+(encode, positional_encoding, grid_encoding, rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin,
+ per_axis_cis, pixel_cos_sin, random_fourier_features, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias) = (
+    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.ROPE + front.VISION + front.BIASES)
 
 
 class _Table(nnx.Variable):
@@ -116,16 +98,12 @@ class PositionalEncoding(front.SinusoidalModule, nnx.Module):
         self.dropout = nnx.Dropout(dropout, rngs=rngs if dropout else None)
         self.pe = _Table(self._table(max_len))
 
-    @property
-    def max_len(self) -> int:
-        return self.pe[...].shape[0]
-
     def __call__(self, x: jax.Array | np.ndarray, positions: jax.Array | npt.ArrayLike | None = None) -> jax.Array:
         return self.dropout(x + self._rows(x, positions).astype(x.dtype))
 
     def _first_rows(self, x):
         if x.shape[-2] > self.max_len:
-            self.pe = _Table(self._table(x.shape[-2], self.pe[...].dtype))
+            self.pe = _Table(self._table(x.shape[-2], self.pe.dtype))
         return self.pe[...][: x.shape[-2]]
 
 

@@ -51,13 +51,6 @@ _KERAS_KEYWORDS = frozenset(inspect.signature(keras.layers.Layer.__init__).param
     "input_dim", "input_shape"}
 
 
-def _as_dtype(dtype):
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return dtype  # left as received, so the message shows what the caller passed
-
-
 def _intake(positions, like=None):
     if not tf.is_tensor(positions):
         positions = tf.constant(tables.as_positions(positions))
@@ -165,15 +158,14 @@ def _visible_log(text):
 _is_tensor = lambda value: tf.is_tensor(value) or isinstance(value, np.ndarray)
 SPEC = front.Spec(
     module=__name__, xp=TF, tensor="tf.Tensor", dtype="tf.DType", dtype_names="tf.float16, tf.bfloat16, tf.float32, tf.float64 or None",
-    default_dtype=lambda: tf.float32, as_dtype=_as_dtype, is_tensor=_is_tensor, intake=_intake, adopt=_adopt, complex=tf.complex,
-    as_tensor=front.require(_is_tensor, "tf.Tensor", tf.convert_to_tensor), empty=_aligned_empty,
+    default_dtype=lambda: tf.float32, as_dtype=tf.as_dtype, is_tensor=_is_tensor, intake=_intake, adopt=_adopt, complex=tf.complex,
+    as_tensor=front.require(_is_tensor, "a tf.Tensor", tf.convert_to_tensor), empty=_aligned_empty,
     traced=lambda: not tf.executing_eagerly(), whole=_whole,
 )
 DTYPES = SPEC.dtypes
-encode, positional_encoding, grid_encoding, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias = (
-    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.BIASES)
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
- random_fourier_features) = (front.bound(f, SPEC) for f in front.ROPE + front.VISION)
+(encode, positional_encoding, grid_encoding, rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin,
+ per_axis_cis, pixel_cos_sin, random_fourier_features, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias) = (
+    front.bound(f, SPEC, without=("device", "out")) for f in front.TABLES + front.ROPE + front.VISION + front.BIASES)
 
 
 @keras.saving.register_keras_serializable(package="posenc")
@@ -193,9 +185,9 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
                  layout: str | None = None, **kwargs: Any) -> None:
         options = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
-        self.max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
+        max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
         self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
-        self.pe = self._range(0, self.max_len)
+        self.pe = self._range(0, max_len)
 
     def _range(self, start, stop):
         positions = SPEC.intake(tf.range(start, stop, dtype=tf.float64), None)

@@ -84,11 +84,10 @@ SPEC = front.Spec(
     intake=_intake, adopt=_adopt, complex=torch.complex, traced=lambda: torch.compiler.is_compiling(), out=_out,
 )
 DTYPES = SPEC.dtypes
-encode, positional_encoding = (front.bound(f, SPEC) for f in front.TABLES[:2])
-grid_encoding = front.bound(front.grid_encoding, SPEC, without=("out",))
-(rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin, per_axis_cis, pixel_cos_sin,
- random_fourier_features, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias, alibi_score_mod, t5_score_mod) = (
-    front.bound(f, SPEC) for f in front.ROPE + front.VISION + front.BIASES + front.SCORE_MODS)
+(encode, positional_encoding, grid_encoding, rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin,
+ per_axis_cis, pixel_cos_sin, random_fourier_features, alibi_slopes, alibi_bias, relative_position_bucket, relative_position_bias,
+ alibi_score_mod, t5_score_mod) = (front.bound(f, SPEC, without=("out",) if f is front.grid_encoding else ())
+                                   for f in front.TABLES + front.ROPE + front.VISION + front.BIASES + front.SCORE_MODS)
 
 
 class PositionalEncoding(front.SinusoidalModule, nn.Module):
@@ -106,10 +105,6 @@ class PositionalEncoding(front.SinusoidalModule, nn.Module):
         max_len, dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", self._table(max_len), persistent=False)
-
-    @property
-    def max_len(self) -> int:
-        return self.pe.shape[0]
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | npt.ArrayLike | None = None) -> torch.Tensor:
         return self.dropout(x + self._rows(x, positions).to(x.dtype))
