@@ -140,6 +140,7 @@ class Spec:
     accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
     float64_needs: Callable[[], str | None] = lambda: None  # what float64 needs now (JAX: x64), None: nothing
+    own_keywords: Callable[[dict], dict] = lambda keywords: {}  # a module's keywords for the framework, popped (Keras' name...)
     dtypes: tuple = dataclasses.field(init=False)  # the float dtypes the front builds in
 
     def __post_init__(self) -> None:
@@ -380,19 +381,16 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     route = choose(xp, out, traced=positions.traced, host=positions.host is not None, angles=angles)
     if route == HOST:
         c, s = kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions.numpy(), frequencies, layout, _built(xp, out), form)
-        return _complex_or(spec, complex_, spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place))
-    w = None
-    if state is not None and xp.has_float64:
-        w, frequencies = state.on(positions.tensor, positions.traced, positions.place)
-    if route == FEW and frequencies.groups is None:
-        # A decoding step: the frequencies kept on the device, spread over the channels already.
+        c, s = spec.adopt(c, out, positions.place), spec.adopt(s, out, positions.place)
+    elif route == FEW and frequencies.groups is None:
+        # A decoding step (fixed frequencies: state given): w kept on the device, spread over the channels already.
+        w = state.on(positions.tensor, positions.traced, positions.place)[0]
         s, c = kernels.rounded_sin_cos(xp, positions.tensor, w, out, frequencies.attention)
-        return _complex_or(spec, complex_, c, s)
-    tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
-    return _complex_or(spec, complex_, *kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form))
-
-
-def _complex_or(spec, complex_, c, s):
+    else:
+        if state is not None and xp.has_float64:
+            frequencies = state.on(positions.tensor, positions.traced, positions.place)[1]
+        tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
+        c, s = kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form)
     return spec.complex(c, s) if complex_ else (c, s)
 
 
@@ -586,11 +584,10 @@ def apply_rotary(spec: Spec, x: Tensor, cos: Tensor, sin: Tensor, *, layout: str
 # The modules' state and decisions.
 
 
-def _check_input(spec, x, d_model=None):
+def _check_input(spec, x):
+    # No default argument: each one is a guard that a compiled call checks.
     if not spec.is_tensor(x):
         raise TypeError(f"x must be a {spec.accepts or spec.tensor}, got {type(x).__name__}")
-    if d_model is not None:
-        checks.check_input_width(tuple(x.shape), d_model)
     return x
 
 
@@ -644,7 +641,8 @@ class SinusoidalModule:
     def _rows(self, x: Any, positions: Any) -> Any:
         """The rows to add to ``x``: the table's first ``seq`` rows, or the encoding of ``positions``
         (``x.shape[:-1]`` or a shape broadcasting to it, e.g. ``(seq,)``), in the default float dtype."""
-        x = _check_input(self._spec, x, self.d_model)
+        x = _check_input(self._spec, x)
+        checks.check_input_width(tuple(x.shape), self.d_model)
         if positions is None:
             return self._first_rows(x)
         taken = self._spec.intake(positions, x)
@@ -730,10 +728,12 @@ class RotaryModule:
     mrope_interleaved: bool
     axes_dim: tuple[int, ...] | None
 
-    def _configure(self, head_dim: int, base: float, rope_type: str, layout: str, form: str,
-                   mrope_section: Sequence[int] | None, mrope_interleaved: bool, params: dict,
-                   axes_dim: Sequence[int] | None = None) -> None:
-        """Check and keep the arguments, and make the frequencies of a call without a sequence length."""
+    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
+                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
+                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:
+        """Check and keep the arguments, and make the frequencies of a call without a sequence length
+        (``params``: the rope type's, beside the framework's own keywords, ``Spec.own_keywords``)."""
+        super().__init__(**self._spec.own_keywords(params))
         self.layout = rotary.check_rotary_layout(layout)
         checks.check_choice(form, self.FORMS, "form")
         self.axes_dim = None if axes_dim is None else axial.check_axes_dim(axes_dim)
@@ -755,6 +755,9 @@ class RotaryModule:
         self.mrope_interleaved = bool(mrope_interleaved)
         fixed_only = rope_type not in rotary.LENGTH_DEPENDENT or params.get("seq_len") is not None
         self._state = _RotaryState(self._spec, frequencies, self.layout, self.form, fixed_only)
+        xp = self._spec.xp
+        if xp.has_float64 and not self._spec.traced():  # on the default device now, so that no call converts them
+            self._state.on(xp.constant(np.zeros(0), xp.float64))
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:
@@ -814,7 +817,7 @@ class RotaryModule:
         positions = spec.intake(position_ids, x)
         if self.axes_dim is not None:
             positions = _axis_first(spec, positions, self.axes_dim)
-        elif self.axes is not None and positions.shape is not None and len(positions.shape) == 2:
+        elif self._state.fixed.axes is not None and positions.shape is not None and len(positions.shape) == 2:
             positions = _text_rows(spec, positions)
         frequencies, state = self._frequencies(positions)
         return _rope(spec, positions, frequencies, self.layout, dtype, self.form, state)

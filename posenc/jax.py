@@ -10,7 +10,7 @@ on the device they came from; arrays on another device or sharded over several k
 placement and sharding (the half turns in JAX operations, no round trip through the host).
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -64,6 +64,11 @@ def _adopt(array, dtype, place=None):
     return jnp.asarray(array, dtype) if place is None else jax.device_put(array, place).astype(dtype)
 
 
+def _flax_keywords(keywords):
+    keywords.pop("rngs", None)  # taken as Flax modules take it (nnx.bridge.to_linen passes it): RoPE draws nothing
+    return {}
+
+
 SPEC = front.Spec(
     module=__name__, xp=backend("jax"), tensor="jax.Array", accepts="jax.Array or numpy.ndarray", dtype="jax.typing.DTypeLike",
     dtype_names="jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64 (with jax_enable_x64) or None",
@@ -71,6 +76,7 @@ SPEC = front.Spec(
     intake=_intake, adopt=_adopt, complex=jax.lax.complex, as_tensor=front.require(lambda value: True, "an array of numbers", jnp.asarray),
     unread_length="which jit traces",
     float64_needs=lambda: None if jax.config.read("jax_enable_x64") else "jax.config.update('jax_enable_x64', True)",
+    own_keywords=_flax_keywords,
 )
 DTYPES = SPEC.dtypes
 (encode, positional_encoding, grid_encoding, rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin,
@@ -138,11 +144,6 @@ class RotaryEmbedding(front.RotaryModule, nnx.Module):
 
     _spec = SPEC
     _per_layer_type = RotaryEmbeddingPerLayerType
-
-    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
-                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 axes_dim: Sequence[int] | None = None, rngs: nnx.Rngs | None = None, **params: Any) -> None:
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
 
     def __call__(self, x: jax.Array | np.ndarray, position_ids: jax.Array | npt.ArrayLike) -> tuple[jax.Array, jax.Array] | jax.Array:
         return self._cos_sin(x, position_ids)

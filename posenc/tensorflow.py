@@ -19,7 +19,6 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -49,6 +48,7 @@ TF = backend("tensorflow")
 # every other keyword of the layers is the convention's or the rope type's, checked by posenc.
 _KERAS_KEYWORDS = frozenset(inspect.signature(keras.layers.Layer.__init__).parameters) - {"self", "kwargs"} | {
     "input_dim", "input_shape"}
+_keras_keywords = lambda kwargs: {name: kwargs.pop(name) for name in list(kwargs) if name in _KERAS_KEYWORDS}
 
 
 def _intake(positions, like=None):
@@ -160,7 +160,7 @@ SPEC = front.Spec(
     module=__name__, xp=TF, tensor="tf.Tensor", dtype="tf.DType", dtype_names="tf.float16, tf.bfloat16, tf.float32, tf.float64 or None",
     default_dtype=lambda: tf.float32, as_dtype=tf.as_dtype, is_tensor=_is_tensor, intake=_intake, adopt=_adopt, complex=tf.complex,
     as_tensor=front.require(_is_tensor, "a tf.Tensor", tf.convert_to_tensor), empty=_aligned_empty,
-    traced=lambda: not tf.executing_eagerly(), whole=_whole,
+    traced=lambda: not tf.executing_eagerly(), whole=_whole, own_keywords=_keras_keywords,
 )
 DTYPES = SPEC.dtypes
 (encode, positional_encoding, grid_encoding, rotary_cos_sin, axial_cos_sin, mrope_cos_sin, apply_rotary, xpos_cos_sin, per_axis_cos_sin,
@@ -183,9 +183,8 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0,
                  convention: str | conventions.Convention | dict[str, Any] = "paper", base: float | None = None,
                  layout: str | None = None, **kwargs: Any) -> None:
-        options = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
-        super().__init__(**kwargs)
-        max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
+        super().__init__(**_keras_keywords(kwargs))
+        max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, kwargs)
         self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.pe = self._range(0, max_len)
 
@@ -223,13 +222,6 @@ class RotaryEmbedding(front.LayerConfig, front.RotaryModule, keras.layers.Layer)
     """
 
     _spec = SPEC
-
-    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
-                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 axes_dim: Sequence[int] | None = None, **kwargs: Any) -> None:
-        params = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
-        super().__init__(**kwargs)
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
 
     @classmethod
     def from_config(cls, config: Any, *, layer_type: str | None = None) -> Any:

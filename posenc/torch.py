@@ -57,7 +57,7 @@ def _intake(positions, like=None):
         elif positions.dtype == torch.bool or positions.is_complex():
             check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
-        positions = positions.to(getattr(like, "device", like))
+        positions = positions.to(like.device if isinstance(like, torch.Tensor) else like)
     host = None if compiling or not positions.is_cpu else _host
     return Positions(positions, positions.shape, compiling, host, positions.device, _largest)
 
@@ -133,13 +133,6 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
 
     _spec = SPEC
     _per_layer_type = RotaryEmbeddingPerLayerType
-
-    def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
-                 form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:
-        super().__init__()
-        self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
-        self._state.on(torch.empty(0))
 
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
         return self._cos_sin(x, position_ids)
