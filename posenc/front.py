@@ -1008,7 +1008,7 @@ class RelativeBiasModule:
     max_distance: int
 
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
-                 **kwargs: Any) -> None:
+                 **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         super().__init__(**kwargs)
         self._configure(num_heads, bidirectional, num_buckets, max_distance)
         self.relative_attention_bias = self._new_table(self.num_buckets, self.num_heads)

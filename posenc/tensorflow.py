@@ -190,7 +190,7 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
 
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0,
                  convention: str | conventions.Convention | dict[str, Any] = "paper", base: float | None = None,
-                 layout: str | None = None, **kwargs: Any) -> None:
+                 layout: str | None = None, **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         options = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
         self.max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
@@ -234,7 +234,7 @@ class RotaryEmbedding(front.LayerConfig, front.RotaryModule, keras.layers.Layer)
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 axes_dim: Sequence[int] | None = None, **kwargs: Any) -> None:
+                 axes_dim: Sequence[int] | None = None, **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         params = {name: kwargs.pop(name) for name in list(kwargs) if name not in _KERAS_KEYWORDS}
         super().__init__(**kwargs)
         self._configure(head_dim, base, rope_type, layout, form, mrope_section, mrope_interleaved, params, axes_dim)
@@ -256,7 +256,7 @@ class RotaryEmbeddingMixed(front.LayerConfig, front.MixedModule, keras.layers.La
     _spec, call = SPEC, front.MixedModule._call
 
     def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
-                 seed: int | None = None, **kwargs: Any) -> None:
+                 seed: int | None = None, **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         super().__init__(**kwargs)
         uniform = lambda shape: keras.random.uniform(shape, seed=seed)
         self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, uniform), name="freqs")
