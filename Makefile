@@ -29,7 +29,7 @@ help:
 	@echo "make catalogs     after editing English text: refresh the translation catalogs (changed text -> fuzzy)"
 	@echo "make translations after editing a catalog: rebuild and re-run the translated notebooks and READMEs"
 	@echo "make bench        time, memory and accuracy of posenc vs the lectures' routes (BENCH_ARGS, e.g. --quick)"
-	@echo "make mutants      mutation testing with mutmut (hours; MUTANTS_ARGS=--sample: a seeded sample, ~20 min)"
+	@echo "make mutants      mutation testing with mutmut (MUTANTS_ARGS=--changed before pushing, --sample: a seeded sample)"
 	@echo "make lowest       run the notebooks and unit tests on the oldest NumPy/TF/Keras/matplotlib pyproject allows"
 	@echo "make colab-stack  the same on Colab's versions (TF 2.19, NumPy 2.0, Keras 3.10, matplotlib 3.10)"
 	@echo "make constraints  re-pin constraints.txt from a fresh install of the newest allowed versions"
@@ -103,9 +103,9 @@ colab:
 bench: $(READY)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 
-# Not in CI (all mutants take hours): mutmut over the modules [tool.mutmut] names, on the unit
-# tests, in a copy of the project under mutants/. MUTANTS_ARGS=--sample runs a seeded sample
-# (see scripts/mutants.py --help).
+# Not in CI (all mutants take days): mutmut over every module of posenc, on the unit tests
+# ([tool.mutmut]), in a copy of the project under mutants/. MUTANTS_ARGS=--changed samples the
+# modules changed since main, --sample every module (see scripts/mutants.py --help).
 mutants: $(READY)
 	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
 

@@ -730,7 +730,7 @@ class RotaryModule:
 
     def __init__(self, head_dim: int, base: float = 10000.0, *, rope_type: str = "default", layout: str = "half",
                  form: str = "channels", mrope_section: Sequence[int] | None = None, mrope_interleaved: bool = False,
-                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:
+                 axes_dim: Sequence[int] | None = None, **params: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         """Check and keep the arguments, and make the frequencies of a call without a sequence length
         (``params``: the rope type's, beside the framework's own keywords, ``Spec.own_keywords``)."""
         super().__init__(**self._spec.own_keywords(params))
@@ -1029,7 +1029,7 @@ class RelativeBiasModule:
     max_distance: int
 
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
-                 **kwargs: Any) -> None:
+                 **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         super().__init__(**kwargs)
         self._configure(num_heads, bidirectional, num_buckets, max_distance)
         self.relative_attention_bias = self._new_table(self.num_buckets, self.num_heads)

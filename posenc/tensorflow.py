@@ -182,7 +182,7 @@ class PositionalEncoding(front.SinusoidalModule, keras.layers.Layer):
 
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0,
                  convention: str | conventions.Convention | dict[str, Any] = "paper", base: float | None = None,
-                 layout: str | None = None, **kwargs: Any) -> None:
+                 layout: str | None = None, **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         super().__init__(**_keras_keywords(kwargs))
         max_len, self.dropout = self._configure(d_model, max_len, dropout, convention, base, layout, kwargs)
         self.drop = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -240,7 +240,7 @@ class RotaryEmbeddingMixed(front.LayerConfig, front.MixedModule, keras.layers.La
     _spec, call = SPEC, front.MixedModule._call
 
     def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
-                 seed: int | None = None, **kwargs: Any) -> None:
+                 seed: int | None = None, **kwargs: Any) -> None:  # pragma: no mutate block (Keras reads the signature)
         super().__init__(**kwargs)
         uniform = lambda shape: keras.random.uniform(shape, seed=seed)
         self.freqs = keras.Variable(self._configure(head_dim, depth, num_heads, base, layout, uniform), name="freqs")

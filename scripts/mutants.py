@@ -1,15 +1,19 @@
 """`make mutants`: mutmut over posenc on the unit tests, every mutant or a seeded sample.
 
-    python scripts/mutants.py                           every mutant (hours)
-    python scripts/mutants.py --sample                  100 mutants drawn with seed 21 (about 20 minutes)
+    python scripts/mutants.py                           every mutant (a day on two cores)
+    python scripts/mutants.py --changed                 quick mode before pushing: 30 mutants from
+                                                        the modules changed since main (5-10 minutes)
+    python scripts/mutants.py --sample                  150 mutants drawn with seed 21 (about 30 minutes)
     python scripts/mutants.py --sample 400 --seed 7     another size, another draw
     python scripts/mutants.py --sample --modules sinusoidal.tables rope.rotary   draw from these modules only
 
 What is mutated and which tests run is [tool.mutmut] in pyproject.toml. mutmut copies the
 project into mutants/ and keeps its results there: `mutmut show NAME` prints a mutant's diff,
-`mutmut browse` lists them all. A sample is drawn from the sorted names of every mutant, so
-the same seed picks the same mutants while the source stays the same; the summary gives
-the score per module: killed (a test failed, or the mutant timed out) over those sampled.
+`mutmut browse` lists them all. A sample is stratified: every module drawn from gives at
+least two mutants and the rest is shared in proportion to each module's mutants, drawn
+from the sorted names, so the same seed picks the same mutants while the source stays the
+same. The summary gives the score per module: killed (a test failed, or the mutant timed
+out) over those sampled.
 """
 
 import argparse
@@ -19,10 +23,12 @@ import random
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SAMPLE = 100
+DEFAULT_SAMPLE = 150
+QUICK_SAMPLE = 30
+FLOOR = 2  # mutants per module at least, so that no module goes unsampled
 DEFAULT_SEED = 21
 
 
@@ -49,8 +55,40 @@ def results():
 
 
 def module_of(name):
-    # posenc.sinusoidal.tables.x_angles__mutmut_3 -> sinusoidal.tables
-    return ".".join(name.split(".")[1:-1])
+    # posenc.sinusoidal.tables.x_angles__mutmut_3 -> sinusoidal.tables; posenc.x_f__mutmut_1 -> __init__
+    return ".".join(name.split(".")[1:-1]) or "__init__"
+
+
+def module_of_path(path):
+    # posenc/rope/__init__.py -> rope; posenc/front.py -> front
+    parts = list(PurePosixPath(path).with_suffix("").parts[1:])
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+def changed_modules(base="main"):
+    """The posenc modules that differ from ``base``: its commits, staged and unstaged edits."""
+    out = subprocess.run(["git", "diff", "--name-only", base, "--", "posenc/"], capture_output=True, text=True, check=True)
+    return sorted({module_of_path(path) for path in out.stdout.split() if path.endswith(".py")})
+
+
+def stratified(names, size, seed):
+    """``size`` of ``names`` (at least FLOOR per module), the rest in proportion to each module's count."""
+    rng = random.Random(seed)
+    by_module = {}
+    for name in names:
+        by_module.setdefault(module_of(name), []).append(name)
+    take = {module: min(FLOOR, len(found)) for module, found in by_module.items()}
+    spare = max(0, size - sum(take.values()))
+    shares = {module: spare * len(found) / len(names) for module, found in by_module.items()}
+    for module in take:
+        take[module] = min(len(by_module[module]), take[module] + int(shares[module]))
+    # The places left by rounding down go to the largest remainders.
+    for module in sorted(shares, key=lambda m: shares[m] - int(shares[m]), reverse=True):
+        if sum(take.values()) >= size:
+            break
+        if take[module] < len(by_module[module]):
+            take[module] += 1
+    return sorted(chosen for module, found in sorted(by_module.items()) for chosen in rng.sample(found, take[module]))
 
 
 def summarise(names):
@@ -84,10 +122,19 @@ def main(argv=None):
                         help=f"run N mutants drawn at random (default N: {DEFAULT_SAMPLE})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the draw (default {DEFAULT_SEED})")
     parser.add_argument("--modules", nargs="+", metavar="MODULE", help="draw from these modules only, e.g. sinusoidal.tables rope.rotary")
+    parser.add_argument("--changed", nargs="?", const="main", metavar="BASE",
+                        help=f"draw {QUICK_SAMPLE} mutants (or --sample N) from the modules that differ from BASE (default main)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     mutmut = [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(args.max_children)]
+    if args.changed:
+        args.modules = changed_modules(args.changed)
+        if not args.modules:
+            print(f"No module of posenc differs from {args.changed}: nothing to mutate.")
+            return 0
+        args.sample = QUICK_SAMPLE if args.sample is None else args.sample
+        print(f"Modules changed since {args.changed}: {', '.join(args.modules)}")
     if args.sample is None and args.modules is None:
         return subprocess.call(mutmut)
     names = generate_mutants(args.max_children)
@@ -99,7 +146,7 @@ def main(argv=None):
     if args.sample is not None:
         if args.sample < 1:
             parser.error(f"--sample must be at least 1, got {args.sample}")
-        names = sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
+        names = stratified(names, args.sample, args.seed)
     print(f"Testing {len(names)} mutants (seed {args.seed}).")
     code = subprocess.call(mutmut + names)
     summarise(names)

@@ -1,5 +1,6 @@
 """The set-up files agree with each other, and `import posenc` stays light."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -80,17 +81,47 @@ def test_make_lab_passes_lab_args_through():
     assert ("--allow-root" in lab[-1]) == (os.geteuid() == 0)
 
 
-def test_mutmut_configuration_names_files_that_exist():
-    # `make mutants`: a renamed module or test file would silently drop out of the run.
+def test_mutmut_configuration_mutates_every_module():
+    # `make mutants` mutates the whole package: nothing is left out by a file list; what is not
+    # mutated says why on its line (a `# pragma: no mutate ... (reason)` or a comment above it).
     mutmut = PYPROJECT["tool"]["mutmut"]
     assert mutmut["source_paths"] == ["posenc/"]
-    for path in mutmut["only_mutate"]:
-        assert (ROOT / path).is_file(), path
-    for module in ["sinusoidal/tables", "engine/rotation", "sinusoidal/conventions", "sinusoidal/layouts", "rope/rotary",
-                   "forensics/diagnosis"]:
-        assert f"posenc/{module}.py" in mutmut["only_mutate"]
+    assert "only_mutate" not in mutmut and "do_not_mutate" not in mutmut
     selection = mutmut["pytest_add_cli_args_test_selection"]
     assert selection[0] == "tests/"
     for argument in selection[1:]:
-        assert argument.startswith("--ignore=") and (ROOT / argument.removeprefix("--ignore=")).exists(), argument
+        option, _, path = argument.partition("=")
+        assert option in ("--ignore", "--deselect") and (ROOT / path.partition("::")[0]).exists(), argument
+    for path in mutmut["also_copy"]:
+        assert (ROOT / path).exists(), path
     assert "mutants/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def _mutants_script():
+    spec = importlib.util.spec_from_file_location("mutants", ROOT / "scripts" / "mutants.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_mutant_sample_draws_from_every_module_in_proportion():
+    mutants = _mutants_script()
+    sizes = {"front": 600, "rope.rotary": 300, "engine.routes": 13, "engine.registry": 1}
+    names = [f"posenc.{module}.x_f__mutmut_{i}" for module, size in sizes.items() for i in range(size)]
+    sample = mutants.stratified(names, 100, seed=3)
+    drawn = {module: sum(mutants.module_of(name) == module for name in sample) for module in sizes}
+    assert len(sample) == len(set(sample)) == 100
+    # Two each (one from a module of one), then 93 shared as 600, 300 and 13 of 914: 61.05, 30.53
+    # and 1.32, rounded down, and the one place left to the largest remainder (rope.rotary's).
+    assert drawn == {"front": 2 + 61, "rope.rotary": 2 + 31, "engine.routes": 2 + 1, "engine.registry": 1}
+    assert sample == mutants.stratified(names, 100, seed=3) != mutants.stratified(names, 100, seed=4)
+    assert set(mutants.stratified(names, 5000, seed=3)) == set(names)
+
+
+def test_a_mutants_module_is_named_the_same_from_its_path_and_from_its_mutants():
+    mutants = _mutants_script()
+    for path, name in [("posenc/front.py", "posenc.front.x_f__mutmut_1"),
+                       ("posenc/rope/rotary.py", "posenc.rope.rotary.xǁRotaryEmbeddingǁforward__mutmut_2"),
+                       ("posenc/rope/__init__.py", "posenc.rope.x_f__mutmut_3"),
+                       ("posenc/__init__.py", "posenc.x_f__mutmut_4")]:
+        assert mutants.module_of_path(path) == mutants.module_of(name), path
