@@ -496,6 +496,20 @@ def test_jax_apply_rotary_of_an_int_past_int32_is_a_type_error(front):
     assert str(caught.value) == "cos must be an array of numbers, got 1000000000000 (int)"
 
 
+def test_a_dtype_numpy_cannot_parse_is_a_type_error_in_every_front(front):
+    # JAX: SyntaxError from NumPy's dtype parser ("(2,3" reads as a sub-array shape).
+    with pytest.raises(TypeError) as caught:
+        front.api.encode([0, 1], 4, dtype="(2,3")
+    assert str(caught.value).startswith("dtype must be one of ") and str(caught.value).endswith("got '(2,3'")
+
+
+@only("jax")
+def test_jax_float64_with_x64_off_says_what_it_needs(front):
+    with pytest.raises(ValueError) as caught:
+        front.api.encode([0, 1], 4, dtype="float64")
+    assert str(caught.value) == "dtype float64 needs jax.config.update('jax_enable_x64', True), got dtype=dtype('float64')"
+
+
 @pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("call, message", [
     # An empty array was compared element by element: NumPy 2.0 warned (an error here).
