@@ -113,10 +113,6 @@ class Positions:
         return None if self.largest is None else self.largest(self.tensor)
 
 
-def _no_out(out, shape, dtype, device):
-    raise TypeError(f"out must be None: the framework's arrays are immutable, got {type(out).__name__}")
-
-
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """One framework as the generic front sees it; each front fills one in."""
@@ -136,7 +132,8 @@ class Spec:
     empty: Callable[..., np.ndarray] = np.empty  # NumPy memory the framework can adopt (shape, dtype)
     traced: Callable[[], bool] = lambda: False  # inside a compiler's trace: positional_encoding builds no NumPy table
     whole: Callable[..., Any] | None = None  # the WHOLE route compiled by the framework: (positions, w_hi, w_lo, dtype, layout, width)
-    out: Callable[..., tuple[Any, np.ndarray | None]] = _no_out  # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory)
+    # out= checked: (out, shape, dtype, device) -> (out, its NumPy memory); None where no function takes out=
+    out: Callable[..., tuple[Any, np.ndarray | None]] | None = None
     accepts: str = ""  # what a module takes as x, in messages, where more than ``tensor``
     unread_length: str | None = None  # why a trace cannot read the largest position (an error); None: the parameters as given
     float64_needs: Callable[[], str | None] = lambda: None  # what float64 needs now (JAX: x64), None: nothing

@@ -10,6 +10,7 @@ prints included); random and noisy tables must come back "unknown", never a wron
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from lecture_values import CORNERS_20x200, TABLE_10x6, TABLE_10x6_4DP
 from messages import assert_raises_naming
 from published_tables import SOURCES
 import reference
+from posenc.__main__ import main
 from posenc.forensics.diagnosis import CATALOG
 from posenc.forensics.printed import parse_printed
 
@@ -386,45 +388,52 @@ def test_import_posenc_loads_no_framework():
 # --- the command line ---------------------------------------------------------------------------
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "posenc", "diagnose", *map(str, args)], capture_output=True, text=True)
+def _cli(capsys, *args):
+    """``python -m posenc diagnose ARGS``, run in this process (test_language.py runs the command itself)."""
+    code = main(["diagnose", *map(str, args)])
+    printed = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=printed.out, stderr=printed.err)
 
 
-def test_cli_exit_codes_and_json(tmp_path):
+def test_cli_exit_codes_and_json(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     np.save(tmp_path / "paper.npy", learner_paper(20, 16, np.float32))
     np.savetxt(tmp_path / "swapped.csv", learner_swapped(20, 16), delimiter=",")
     torch.save(torch.from_numpy(learner_base_1000(20, 16)).T.contiguous(), tmp_path / "base.pt")
     (tmp_path / "print.txt").write_text(str(learner_paper(50, 64, np.float32)))  # print(): no shape shown
 
-    done = _cli(tmp_path / "paper.npy")
+    done = _cli(capsys, tmp_path / "paper.npy")
     assert done.returncode == 0 and "the paper's table" in done.stdout
-    done = _cli(tmp_path / "swapped.csv", "--json")
+    done = _cli(capsys, tmp_path / "swapped.csv", "--json")
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert [f["code"] for f in report["findings"]] == ["swapped_sin_cos"] and report["matches_paper"] is False
-    done = _cli(tmp_path / "base.pt", "--json")
+    done = _cli(capsys, tmp_path / "base.pt", "--json")
     assert done.returncode == 1
     found = json.loads(done.stdout)["findings"]
     assert [f["code"] for f in found] == ["transposed", "wrong_base"] and found[1]["base"] == 1000
-    assert _cli(tmp_path / "print.txt", "--shape", "50,64").returncode == 0
-    assert _cli(tmp_path / "print.txt").returncode == 2  # summarised, and no shape given
+    assert _cli(capsys, tmp_path / "print.txt", "--shape", "50,64").returncode == 0
+    assert _cli(capsys, tmp_path / "print.txt", "--shape", "50x64").returncode == 0
+    assert _cli(capsys, tmp_path / "print.txt").returncode == 2  # summarised, and no shape given
+    with pytest.raises(SystemExit) as exited:
+        _cli(capsys, tmp_path / "print.txt", "--shape", "50,6x")
+    assert exited.value.code == 2 and "--shape must look like 20,200; got '50,6x'" in capsys.readouterr().err
 
 
-def test_cli_reads_a_csv_with_a_header(tmp_path):
+def test_cli_reads_a_csv_with_a_header(tmp_path, capsys):
     columns = ",".join(f"c{k}" for k in range(8))
     np.savetxt(tmp_path / "header.csv", learner_from_one(12, 8), delimiter=",", header=columns, comments="")
-    done = _cli(tmp_path / "header.csv", "--json")
+    done = _cli(capsys, tmp_path / "header.csv", "--json")
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["first_position"] == 1
 
 
-def test_cli_bad_files(tmp_path):
+def test_cli_bad_files(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     (tmp_path / "empty.txt").write_text("nothing printed here")
     (tmp_path / "broken.npy").write_bytes(b"not numpy")
     torch.save({"pe": torch.zeros(3, 4)}, tmp_path / "state.pt")
     for path in (tmp_path / "empty.txt", tmp_path / "broken.npy", tmp_path / "missing.npy", tmp_path / "state.pt"):
-        done = _cli(path)
+        done = _cli(capsys, path)
         assert done.returncode == 2 and "error" in done.stderr and str(path) in done.stderr and not done.stdout
 
 
