@@ -2,10 +2,10 @@
 
 ``xp`` is a ``Backend``; the arrays are that framework's. Accuracy: the contract in
 ``posenc``'s docstring. Why each kernel keeps it is the docs page "Why the numbers are
-right" (docs/accuracy.md): ``sincos`` is its part 1 (the double-float64 angle),
-``rotated_table`` part 2 (a table as a product of two small ones), ``half_turns`` part 3
-(float32 sines of the angle reduced in half turns), ``half_turns_float32`` part 4 (the same
-without float64, for JAX's default mode), ``rounded_sin_cos`` part 5 (a few angles).
+right" (docs/accuracy.md): ``sincos`` is its part 1 (the double-float64 angle), ``half_turns``
+part 3 (float32 sines of the angle reduced in half turns), ``half_turns_float32`` part 4 (the
+same without float64, for JAX's default mode), ``rounded_sin_cos`` part 5 (a few angles).
+Part 2, a table as a product of two small ones, is NumPy's builder (``posenc.engine.rotation``).
 """
 
 import decimal
@@ -23,7 +23,6 @@ __all__ = [
     "half_turns",
     "half_turns_float32",
     "rope_cos_sin",
-    "rotated_table",
     "rounded_sin_cos",
     "sin_cos",
     "sincos",
@@ -170,18 +169,6 @@ def columns(xp, s, c, layout, width):
     if layout == "cos_sin":
         return xp.concat([c[..., :half], s], -1)
     return xp.merge_last(xp.stack([s, c], -1))[..., :width]
-
-
-def rotated_table(xp, within, steps, length, layout, width):
-    """The table ``PE(offset + k)``, ``k < length``, from ``rotation.rotation_factors``' ``within`` and ``steps``.
-
-    Row ``q*B + r`` is ``within[r] * steps[q]`` (complex ``sin + i cos``): one broadcast
-    complex multiply of the two small NumPy tables, taken apart into the columns of ``layout``.
-    """
-    z = xp.mul(xp.constant(within, None)[None], xp.constant(steps, None)[:, None])
-    z = xp.reshape(z, (-1, within.shape[-1]))[:length]
-    s, c = xp.complex_parts(z)
-    return columns(xp, s, c, layout, width)
 
 
 def pair_slices(rotary_dim, layout):
