@@ -156,8 +156,9 @@ def bound(function: Callable[Concatenate[Spec, P], R], spec: Spec, *, without: S
     words = {"Tensor": spec.tensor, "DType": spec.dtype}
 
     def own(annotation):
-        # The string annotations of this module, with the framework's tensor and dtype.
-        return re.sub(r"\b(Tensor|DType)\b", lambda m: words[m[1]], annotation) if isinstance(annotation, str) else annotation
+        # This module's annotations, strings (from __future__ import annotations; every generic
+        # function is fully annotated), with the framework's tensor and dtype.
+        return re.sub(r"\b(Tensor|DType)\b", lambda m: words[m[1]], annotation)
 
     parameters = [p.replace(annotation=own(p.annotation)) for name, p in signature.parameters.items()
                   if name != "spec" and name not in without]

@@ -8,6 +8,7 @@ has (torch.compile, devices, Keras saving, tf.function, Flax NNX under jit) stay
 test_torch.py, test_tensorflow.py and test_jax.py.
 """
 
+import dataclasses
 import inspect
 import os
 
@@ -17,6 +18,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import posenc  # noqa: E402
+import posenc.engine.backends  # noqa: E402
+import posenc.front  # noqa: E402
 from frameworks import BOUND, FLOATS, FRONTS, MAKERS, ROUNDING, only  # noqa: E402
 from lecture_values import SAMPLE_2x5x2, SAMPLE_PLUS_PE, TABLE_10x6_4DP  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
@@ -79,6 +82,29 @@ def test_the_bound_functions_are_the_fronts_own(front):
         for name in ("device", "out"):
             assert_raises_naming(lambda: front.api.positional_encoding(4, 6, **{name: None}), TypeError, [repr(name)])
 
+
+
+def test_bound_writes_the_fronts_signature_and_refuses_what_it_lacks(front):
+    # Bound afresh (the fronts bind theirs at import): out= left out, as torch's grid_encoding and every
+    # function of the other fronts are bound.
+    spec = front.api.SPEC
+    encode = posenc.front.bound(posenc.front.encode, spec, without=("out",))
+    assert (encode.__name__, encode.__module__, encode.__doc__) == ("encode", front.api.__name__, posenc.front.encode.__doc__)
+    signature = inspect.signature(encode)
+    assert list(signature.parameters) == ["positions", "d_model", "convention", "base", "layout", "dtype", "options"]
+    assert signature.parameters["positions"].annotation == f"{spec.tensor} | npt.ArrayLike"
+    assert signature.parameters["dtype"].annotation == f"{spec.dtype} | None"
+    assert signature.return_annotation == spec.tensor
+    assert encode.__annotations__ == {**{n: p.annotation for n, p in signature.parameters.items()}, "return": spec.tensor}
+    assert_raises_naming(lambda: encode([0, 1], 4, out=None), TypeError, ["encode()", "'out'"])
+    np.testing.assert_array_equal(front.numpy(encode([0, 3, 7], 6)), front.numpy(front.api.encode([0, 3, 7], 6)))
+
+
+def test_a_spec_builds_in_its_backends_four_float_dtypes(front):
+    entry = posenc.engine.backends._ENTRIES[front.name]()
+    spec = dataclasses.replace(front.api.SPEC, xp=entry)  # __post_init__ runs again
+    assert spec.dtypes == (entry.float16, entry.bfloat16, entry.float32, entry.float64)
+    assert front.api.DTYPES == front.api.SPEC.dtypes
 
 def test_no_private_or_imported_module_leaks_through_all(front):
     module = front.api
