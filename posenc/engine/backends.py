@@ -105,15 +105,15 @@ def _numpy():
     nearest, flip_sign = _sign_bits(np.add, np.subtract, np.left_shift, np.bitwise_xor, np.uint32, np.float32)
 
     return Backend(
-        name="numpy", float16=np.dtype(np.float16), bfloat16=None, float32=np.dtype(np.float32),
-        float64=np.dtype(np.float64), bits=np.dtype(np.uint32), mul=np.multiply, add=np.add, sub=np.subtract,
+        name="numpy", float16=np.dtype("float16"), bfloat16=None, float32=np.dtype("float32"),
+        float64=np.dtype("float64"), bits=np.dtype("uint32"), mul=np.multiply, add=np.add, sub=np.subtract,
         scale_to_float32=scale_to_float32, sin=np.sin, cos=np.cos, nearest=nearest, rint=np.rint, flip_sign=flip_sign,
         cast=lambda x, dtype: np.asarray(x).astype(dtype, copy=False),
         **_spelled_like_numpy(np),
         empty=lambda shape, dtype, like=None: np.empty(shape, dtype),
         iadd=lambda target, other: np.add(target, other, out=target),
         imul=lambda target, other: np.multiply(target, other, out=target),
-        complex64=np.dtype(np.complex64), complex128=np.dtype(np.complex128),
+        complex64=np.dtype("complex64"), complex128=np.dtype("complex128"),
     )
 
 
@@ -219,14 +219,14 @@ def _jax():
     # has_float64 False even when x64 is on: the kernels take the float32-only route in a
     # trace either way, so one entry serves both modes (float64 tables come from NumPy).
     return Backend(
-        name="jax", float16=jnp.dtype(jnp.float16), bfloat16=jnp.dtype(jnp.bfloat16), float32=jnp.dtype(jnp.float32),
-        float64=jnp.dtype(jnp.float64), bits=jnp.dtype(jnp.int32), mul=ignoring_out(jnp.multiply),
+        name="jax", float16=jnp.dtype("float16"), bfloat16=jnp.dtype("bfloat16"), float32=jnp.dtype("float32"),
+        float64=jnp.dtype("float64"), bits=jnp.dtype("int32"), mul=ignoring_out(jnp.multiply),
         add=ignoring_out(jnp.add), sub=ignoring_out(jnp.subtract),
         scale_to_float32=lambda x, factor, out=None: (x * factor).astype(jnp.float32),
         sin=ignoring_out(jnp.sin), cos=ignoring_out(jnp.cos), nearest=nearest, rint=jnp.rint, flip_sign=flip_sign,
         cast=lambda x, dtype: jnp.asarray(x).astype(dtype),
         **_spelled_like_numpy(jnp),
-        has_float64=False, complex64=jnp.dtype(jnp.complex64), complex128=jnp.dtype(jnp.complex128),
+        has_float64=False, complex64=jnp.dtype("complex64"), complex128=jnp.dtype("complex128"),
     )
 
 
