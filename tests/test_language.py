@@ -215,16 +215,43 @@ def test_every_translation_formats(language):
         assert catalog.get(message.id).string.format(**values)
 
 
-@pytest.mark.parametrize("folder, imports, expected", [
+COURSE_FOLDERS = pytest.mark.parametrize("folder, imports, expected", [
     ("notebooks/pt_BR", "ipykernel", "pt_BR"),   # a translated course notebook's kernel
     ("notebooks/zh_CN", "ipykernel", "zh_CN"),
     ("notebooks", "ipykernel", "en"),             # the English course
     ("elsewhere/pt_BR", "ipykernel", "en"),       # only the course's own folders
     ("notebooks/pt_BR", "json", "en"),            # a script, not a notebook kernel
 ])
+
+
+@COURSE_FOLDERS
 def test_a_translated_notebook_speaks_its_folders_language(tmp_path, folder, imports, expected):
     here = tmp_path / folder
     here.mkdir(parents=True)
     code = f"import {imports}, posenc; print(posenc.get_language())"
     run = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, check=True)
     assert run.stdout.strip() == expected
+
+
+@COURSE_FOLDERS
+def test_the_course_language_is_read_from_the_folder_in_process(tmp_path, monkeypatch, folder, imports, expected):
+    # What `import posenc` decides (the test above, in a new interpreter), asked again in this one.
+    (tmp_path / folder).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / folder)
+    if imports == "ipykernel":
+        monkeypatch.setitem(sys.modules, "ipykernel", sys)  # any module: only its presence counts
+    else:
+        monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    assert posenc.language._course_language() == expected
+
+
+@pytest.mark.parametrize("domain", ["posenc", "exercises"])
+@pytest.mark.parametrize("language", TRANSLATED)
+def test_a_translator_made_afresh_reads_its_domains_catalog(domain, language):
+    catalog = translations.read(LOCALE / language / "LC_MESSAGES" / f"{domain}.po", language)
+    entries = [m for m in catalog if m.id and m.string and not m.context and not m.fuzzy][:5]
+    translate = posenc.language.translator(domain)
+    with posenc.language.using_language(language):
+        assert [translate(m.id) for m in entries] == [m.string for m in entries]
+    with posenc.language.using_language("en"):
+        assert [translate(m.id) for m in entries] == [m.id for m in entries]
