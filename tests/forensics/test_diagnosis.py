@@ -427,6 +427,19 @@ def test_cli_reads_a_csv_with_a_header(tmp_path, capsys):
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["first_position"] == 1
 
 
+def test_cli_reads_a_tensor_saved_on_a_gpu(tmp_path, capsys, monkeypatch):
+    # A learner's table saved from CUDA: torch.load puts it back there unless told the CPU (none here).
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA, where a CUDA tensor cannot be restored as saved")
+    with monkeypatch.context() as saving_from_cuda:
+        saving_from_cuda.setattr(torch.serialization, "location_tag", lambda storage: "cuda:0")
+        torch.save(torch.from_numpy(learner_paper(20, 16)), tmp_path / "cuda.pt")
+    with pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(tmp_path / "cuda.pt", weights_only=True)
+    done = _cli(capsys, tmp_path / "cuda.pt")
+    assert done.returncode == 0 and "the paper's table" in done.stdout
+
 def test_cli_bad_files(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     (tmp_path / "empty.txt").write_text("nothing printed here")
