@@ -440,6 +440,24 @@ def test_cli_reads_a_tensor_saved_on_a_gpu(tmp_path, capsys, monkeypatch):
     done = _cli(capsys, tmp_path / "cuda.pt")
     assert done.returncode == 0 and "the paper's table" in done.stdout
 
+def test_cli_help_says_what_each_argument_takes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "500")  # argparse wraps to the terminal's width (and breaks at hyphens)
+    helps = []
+    for argv in (["--help"], ["diagnose", "--help"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        helps.append(" ".join(capsys.readouterr().out.split()))
+    assert "Tools of the posenc package." in helps[0]
+    assert "diagnose say what a positional-encoding table is, or which mistake made it" in helps[0]
+    for said in ("Say whether the table in FILE is the paper's positional encoding, a known convention, or which mistakes "
+                 "made it. Exit status: 0 the paper's table, 1 not, 2 unreadable.",
+                 "file .npy, .pt, .csv, or a text file with a printed array",
+                 "--shape SHAPE the full shape of a summarised print, e.g. 20,200",
+                 "--json print the diagnosis as JSON",
+                 "--language {en,pt_BR,zh_CN} the language of the messages (default: English); the codes stay English"):
+        assert said in helps[1]
+
 def test_cli_bad_files(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     (tmp_path / "empty.txt").write_text("nothing printed here")
