@@ -630,7 +630,7 @@ class SinusoidalModule:
     @property
     def max_len(self) -> int:
         """How many rows ``self.pe`` holds."""
-        return self.pe.shape[0]  # type: ignore[attr-defined]
+        return self.pe[...].shape[0]  # type: ignore[attr-defined]  # [...]: a Flax 0.8 Variable has no .shape
 
     def _first_rows(self, x: Any) -> Any:
         raise NotImplementedError

@@ -109,7 +109,7 @@ class PositionalEncoding(front.SinusoidalModule, nnx.Module):
 
     def _first_rows(self, x):
         if x.shape[-2] > self.max_len:
-            self.pe = _Table(self._table(x.shape[-2], self.pe.dtype))
+            self.pe = _Table(self._table(x.shape[-2], self.pe[...].dtype))
         return self.pe[...][: x.shape[-2]]
 
 
