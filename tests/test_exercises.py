@@ -7,6 +7,7 @@ import importlib
 import io
 import pkgutil
 import string
+import types
 
 import numpy as np
 import pytest
@@ -241,3 +242,80 @@ def test_every_known_mistake_of_notebook_01_in_the_language_set(language):
             with using_language(language):
                 feedback = str(exercise.check(wrong))
             assert feedback.startswith(frame) and feedback.endswith(catalog[message][0]), feedback
+
+
+# Answers written independently of the exercises' own mistake makers (which also build some case
+# tables at import): each must get its message, and a right answer written another way must pass.
+
+def test_a_column_order_of_the_paper_table_is_named_in_full():
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    halves = [0, 2, 4, 6, 1, 3, 5, 7]  # all the sines, then all the cosines: not one of the known mistakes
+    feedback = nb03.interleaved.check(lambda x: x + posenc.positional_encoding(x.shape[1], x.shape[2])[:, halves])
+    assert "your columns 0, 1, 2, ... hold the paper's columns [0, 2, 4, 6, 1, 3, 5, 7]" in str(feedback)
+    assert nb03.interleaved.check(lambda x: x + posenc.positional_encoding(x.shape[1], x.shape[2]))
+
+
+def test_the_layout_cases_hold_one_value_per_batch_and_position():
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    x = nb03._rows_by_position(2, 3, 4).numpy()
+    assert x.shape == (2, 3, 4) and (x == x[..., :1]).all()  # every column the same: a column order stays visible
+    np.testing.assert_allclose(x[..., 0], [[0, 0.1, 0.2], [0.3, 0.4, 0.5]], rtol=1e-7)
+
+
+def test_a_cosine_gets_the_cosine_message():
+    from posenc.exercises import nb06
+
+    def cosine(position, pair, d_model):  # column 2 * pair + 1 of posenc's table: an accurate float32 cosine
+        return posenc.encode([position], d_model)[0, 2 * pair + 1]
+
+    assert str(nb06.accurate_sine.check(cosine)).endswith("that is the cosine; column 2 * pair holds the sine")
+    assert nb06.accurate_sine.check(lambda position, pair, d_model: posenc.encode([position], d_model)[0, 2 * pair])
+
+
+def test_one_permutation_of_all_heads_gets_its_message():
+    pytest.importorskip("torch")
+    from posenc.exercises import nb08
+
+    feedback = nb08.half_rows.check(lambda heads, head_dim: np.r_[0 : heads * head_dim : 2, 1 : heads * head_dim : 2])
+    assert "you permuted all heads * head_dim rows at once" in str(feedback)
+
+
+def test_qwen3_vl_channel_axes_get_the_interleaved_message():
+    torch = pytest.importorskip("torch")
+    qwen3_vl = pytest.importorskip("transformers.models.qwen3_vl.modeling_qwen3_vl")
+
+    def qwen3_vl_axes(mrope_section):  # the axis transformers' Qwen3-VL reads at each channel: axis a holds a
+        axes = torch.arange(3.0)[:, None].repeat(1, sum(mrope_section))
+        rope = types.SimpleNamespace(mrope_section=mrope_section)
+        return qwen3_vl.Qwen3VLTextRotaryEmbedding.recomposition_frequencies(rope, axes).long()
+
+    assert "that is Qwen3-VL's interleaved order (time, height, width, time, ...)" in str(nb10.channel_axes.check(qwen3_vl_axes))
+
+
+def test_alibi_slopes_of_any_head_count_are_bloom_s():
+    torch = pytest.importorskip("torch")
+    bloom = pytest.importorskip("transformers.models.bloom.modeling_bloom")
+    from posenc.exercises import nb12
+
+    def bloom_slopes(num_heads):  # BLOOM's bias at key position 1 is the head's slope (float32 powers of 2)
+        return bloom.build_alibi_tensor(torch.ones(1, 2), num_heads, torch.float64)[:, 0, 1]
+
+    assert nb12.alibi_slopes.check(bloom_slopes)  # 8, 12, 6 and 1 heads
+
+
+def test_the_causal_bias_comparison_names_the_mask_then_the_values():
+    from posenc.exercises import nb12
+
+    i, j = np.arange(3)[:, None], np.arange(3)[None, :]
+    bias = np.where(j > i, -np.inf, -0.5 * (i - j))[None]  # one head of slope 1/2
+    assert nb12.compare_masked(bias.tolist(), bias) is None
+    assert nb12.compare_masked(None, bias) == "your answer is None: does your function end with `return ...`?"
+    assert nb12.compare_masked(..., bias) == "your answer is still `...`: replace it with your code"
+    assert nb12.compare_masked("bias", bias) == "your answer should be an array or a number, got str"
+    assert nb12.compare_masked(bias[0], bias) == "your array has shape (3, 3), expected (1, 3, 3)"
+    assert nb12.compare_masked(np.where(j >= i, -np.inf, 0.0)[None], bias).startswith("the -inf entries are not where")
+    assert nb12.compare_masked(2 * bias, bias) == "your answer is 2 times the expected one"

@@ -104,18 +104,17 @@ def _alibi(num_heads, length, *, masked, sign=-1):
 
 def compare_masked(got, expected):
     """compare_arrays for a bias holding -inf (masked) entries: the -inf where they belong, then the other values."""
-    if got is None or got is Ellipsis:
-        return compare_arrays(got, expected)  # their own messages
-    try:
-        got_array = _as_array(got).astype(np.float64)
-    except (TypeError, ValueError):
-        return compare_arrays(got, expected)  # "should be an array"
     expected = _as_array(expected).astype(np.float64)
-    if got_array.shape != expected.shape:
-        return compare_arrays(got_array, expected)
-    if (np.isneginf(got_array) != np.isneginf(expected)).any():
-        return _("the -inf entries are not where the mask goes: key j is hidden from query i exactly when j > i")
-    return compare_arrays(np.where(np.isneginf(got_array), 0.0, got_array), np.where(np.isneginf(expected), 0.0, expected))
+    try:
+        values = _as_array(got).astype(np.float64)
+    except (TypeError, ValueError):  # ..., a string: compare_arrays names what it is
+        values = None
+    # None reads as a NaN of shape (), another shape: compare_arrays names it too
+    if values is not None and values.shape == expected.shape:
+        if (np.isneginf(values) != np.isneginf(expected)).any():
+            return _("the -inf entries are not where the mask goes: key j is hidden from query i exactly when j > i")
+        got, expected = np.where(np.isneginf(values), 0.0, values), np.where(np.isneginf(expected), 0.0, expected)
+    return compare_arrays(got, expected)
 
 
 causal_alibi = Exercise(

@@ -21,3 +21,16 @@ def test_every_convention_is_read_off_a_table():
     from posenc.sinusoidal import grid
 
     assert grids._EXPLAIN.names() == grid._PRESETS.names()
+
+
+def test_index_position_sources_explain_only_the_patch_indices():
+    """The explainers _index_positions builds (at import, for MAE, timm, ...): positions start at 0 and step by 1;
+    a source that writes 10000 in its code cannot have another temperature."""
+    from posenc.forensics import grids
+
+    takes, fixed = grids._index_positions(True), grids._index_positions(False)
+    sizes, indices = {"y": 4, "x": 6}, {"y": (0.0, 1.0), "x": (2e-5, None)}  # x: one column, no step
+    assert takes(None, indices, sizes) == {} == fixed(10000.0, indices, sizes)
+    assert takes(100.0, indices, sizes) == {"temperature": 100.0} and fixed(100.0, indices, sizes) is None
+    assert takes(None, {**indices, "y": (0.5, 1.0)}, sizes) is None  # shifted by half a patch
+    assert takes(None, {**indices, "y": (0.0, 1 / 3)}, sizes) is None  # scaled: 4 rows over [0, 1]

@@ -341,6 +341,9 @@ def test_families_without_nope_rotate_everywhere():
     (lambda: without(llama4_listed(), "num_hidden_layers"), r"config.num_hidden_layers is missing: model_type 'llama4_text'"),
     (lambda: without(llama4_listed(), "no_rope_layers", "no_rope_layer_interval"),
      r"config.no_rope_layer_interval is missing: model_type 'llama4_text' reads which layers skip RoPE from it"),
+    # transformers' SmolLM3Config and Llama4TextConfig divide by it: ZeroDivisionError (test below)
+    (lambda: {**without(smollm3(), "no_rope_layers"), "no_rope_layer_interval": 0},
+     r"config.no_rope_layer_interval must be an int >= 1, got 0"),
     (lambda: {**llama4_listed().to_dict(), "no_rope_layers": [1, 0, 1]},
      r"config.no_rope_layers has 3 entries; model_type 'llama4_text' needs one per layer \(num_hidden_layers=4\)"),
     (lambda: {**smollm3().to_dict(), "no_rope_layers": []}, r"config.no_rope_layers has 0 entries; model_type 'smollm3'"),
@@ -359,6 +362,12 @@ def test_families_without_nope_rotate_everywhere():
 def test_bad_configs_name_the_field_and_the_family(config, message):
     with pytest.raises(ValueError, match=message):
         layer_plan(config())
+
+
+def test_transformers_divides_by_the_no_rope_layer_interval():
+    for family in (transformers.SmolLM3Config, transformers.Llama4TextConfig):
+        with pytest.raises(ZeroDivisionError):
+            family(num_hidden_layers=4, no_rope_layer_interval=0)
 
 
 def test_layer_type_of_nope_layers_is_an_error():
