@@ -440,6 +440,17 @@ def test_cli_reads_a_tensor_saved_on_a_gpu(tmp_path, capsys, monkeypatch):
     done = _cli(capsys, tmp_path / "cuda.pt")
     assert done.returncode == 0 and "the paper's table" in done.stdout
 
+class _RunsCode:
+    def __reduce__(self):  # unpickling calls print: what a hostile .pt file could do instead
+        return print, ("unpickling ran code",)
+
+
+def test_cli_reads_a_pt_file_without_running_its_code(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    torch.save(_RunsCode(), tmp_path / "hostile.pt")
+    done = _cli(capsys, tmp_path / "hostile.pt")
+    assert done.returncode == 2 and "unpickling ran code" not in done.stdout and "weights_only" in done.stderr.lower()
+
 def test_cli_help_says_what_each_argument_takes(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "500")  # argparse wraps to the terminal's width (and breaks at hyphens)
     helps = []
