@@ -139,9 +139,10 @@ def main(argv=None):
         return subprocess.call(mutmut)
     names = generate_mutants(args.max_children)
     if args.modules:
-        unknown = set(args.modules) - {module_of(name) for name in names}
+        known = {module_of(name) for name in names}
+        unknown = set(args.modules) - known
         if unknown:
-            parser.error(f"--modules: no mutants in {', '.join(sorted(unknown))}; see only_mutate in pyproject.toml")
+            parser.error(f"--modules: no mutants in {', '.join(sorted(unknown))}; the modules are {', '.join(sorted(known))}")
         names = [name for name in names if module_of(name) in args.modules]
     if args.sample is not None:
         if args.sample < 1:
