@@ -5,7 +5,9 @@ import contextlib
 import gettext
 import importlib
 import io
+import math
 import pkgutil
+import re
 import string
 import types
 
@@ -242,6 +244,225 @@ def test_every_known_mistake_of_notebook_01_in_the_language_set(language):
             with using_language(language):
                 feedback = str(exercise.check(wrong))
             assert feedback.startswith(frame) and feedback.endswith(catalog[message][0]), feedback
+
+
+# Notebooks 01-06, each exercise three ways: every message of its comparison read word for word, its
+# reference solution against an independent computation (posenc's library, NumPy, the documented
+# formula), and each known mistake written by another route than the exercise's mistake maker.
+
+def _columns(angles, even=np.sin, odd=np.cos):
+    """A table from per-column angles (length, d): ``even`` at the even columns, ``odd`` at the odd ones."""
+    return np.where(np.arange(angles.shape[-1]) % 2 == 0, even(angles), odd(angles))
+
+
+def _pair_angles(length, d_model, base=10000.0, first=0):
+    """Each column's angle in the paper's table, pair i's angle in columns 2i and 2i + 1."""
+    return np.repeat(posenc.angles(np.arange(first, first + length), d_model, base), 2, axis=-1)[:, :d_model]
+
+
+def _says_mistake(feedback, exercise, number):
+    """Whether ``feedback`` is "Not yet (for <a case>): <the message of mistake ``number``>" ("Not yet: ..." without cases)."""
+    return re.fullmatch(r"Not yet( \(for .*?\))?: " + re.escape(exercise.mistakes[number][0]), str(feedback)) is not None
+
+
+TOY = Exercise("double", lambda n, x: 2 * x, "twice x", cases=[(3, np.ones(2))], praise="Twice.",
+               mistakes=[("not doubled", lambda n, x: x), ("raises", lambda n, x: 1 / 0), ("right anyway", lambda n, x: x + x)])
+
+
+@pytest.mark.parametrize("answer, message", [
+    (lambda n, x: 2 * x, "Correct! Twice."),
+    (lambda n, x: x, "Not yet (for argument 0=3, argument 1=an array of shape (2,)): not doubled"),
+    (lambda n, x: -2 * x, "Not yet (for argument 0=3, argument 1=an array of shape (2,)): every entry has the wrong sign"),
+    ("x", "Not yet: double asks for a function, got str"),
+])
+def test_an_exercise_names_unnamed_arguments_by_number_and_skips_mistakes_that_raise_or_are_right(answer, message):
+    assert str(TOY.check(answer)) == message
+
+
+def test_an_exercise_without_cases_checks_a_value_and_praises_plainly(capsys):
+    def solution():
+        return 1.5
+
+    exercise = Exercise("value", solution, "one and a half")
+    assert (str(exercise.check(1.5)), str(exercise.check(3.0))) == ("Correct!", "Not yet: your answer is 2 times the expected one")
+    exercise.hint()
+    exercise.solution()
+    assert capsys.readouterr().out == "Hint: one and a half\ndef solution():\n    return 1.5\n"
+
+
+def test_rows_that_start_earlier_are_named_with_a_minus():
+    assert compare_arrays(posenc.encode(np.arange(-2, 8), 6, dtype=np.float64), TABLE) == \
+        "your row p holds the expected row p - 2: do your positions start at 0?"
+
+
+def test_notebook_01_solutions_are_posenc_s_denominators_and_table():
+    assert nb01.denominators.check(posenc.denominators)
+    assert nb01.table.check(lambda n, d: posenc.positional_encoding(n, d, dtype=np.float64))
+
+
+@pytest.mark.parametrize("exercise, number, answer", [
+    (nb01.denominators, 0, lambda d: posenc.denominators(2 * d)[:d]),  # 10000^(k/d) for each column k
+    (nb01.denominators, 1, posenc.frequencies),
+    (nb01.denominators, 2, lambda d: posenc.denominators(2 * d)[: (d + 1) // 2]),
+    (nb01.table, 0, lambda n, d: _columns(_pair_angles(n, d), np.cos, np.sin)),
+    (nb01.table, 1, lambda n, d: _columns(posenc.angles(np.arange(n), 2 * d)[:, :d])),  # column k turns at 10000^(-k/d)
+    (nb01.table, 2, lambda n, d: _columns(np.arange(n)[:, None] * 10000.0 ** (-2 * np.arange(d) / d))),
+    (nb01.table, 3, lambda n, d: posenc.encode(np.arange(1, n + 1), d, dtype=np.float64)),
+    (nb01.table, 4, lambda n, d: posenc.positional_encoding(n, d, base=1000.0, dtype=np.float64)),
+])
+def test_notebook_01_mistakes_written_another_way_get_their_message(exercise, number, answer):
+    assert _says_mistake(exercise.check(answer), exercise, number)
+
+
+def test_notebook_04_solutions_are_posenc_s_wavelengths_and_shift_matrix():
+    assert nb04.wavelength.check(lambda i, d, b: posenc.wavelengths(d, b)[i])
+    assert nb04.rotation.check(lambda k, i, d: posenc.shift_matrix(k, d)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2])
+
+
+def _first_alias(d_model, base):
+    """The first offset k >= 2 whose row of posenc's table is closer to row 0 than row 1 is."""
+    table = posenc.positional_encoding(2000, d_model, base=base, dtype=np.float64)
+    far = np.linalg.norm(table - table[0], axis=1)
+    return 2 + int(np.argmax(far[2:] < far[1]))
+
+
+def test_notebook_04_first_alias_is_the_offset_measured_on_posenc_s_table():
+    assert [_first_alias(*case) for case in nb04.first_alias.cases] == [377, 101, 50, 19]
+    assert nb04.first_alias.check(_first_alias)
+
+
+def _block(k, i, d_model):
+    return posenc.shift_matrix(k, d_model)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
+
+
+@pytest.mark.parametrize("exercise, number, answer", [
+    (nb04.wavelength, 0, lambda i, d, b: posenc.wavelengths(2 * d, b)[i]),  # 2π b^(i/d)
+    (nb04.wavelength, 1, lambda i, d, b: posenc.frequencies(d, b)[i]),
+    (nb04.wavelength, 2, lambda i, d, b: posenc.denominators(d, b)[i]),
+    (nb04.rotation, 0, lambda k, i, d: _block(-k, i, d)),
+    (nb04.rotation, 1, lambda k, i, d: _block(k, i, d) * [[1, 1], [-1, 1]]),
+    (nb04.rotation, 2, lambda k, i, d: _block(k, 0, 2)),  # pair 0 of d_model = 2 turns by 1 radian per position
+    (nb04.first_alias, 0, lambda d, b: _first_alias(d, b) - 2),
+    (nb04.first_alias, 1, lambda d, b: _first_alias(d, b) - 1),
+    (nb04.first_alias, 2, lambda d, b: round(posenc.wavelengths(d, b)[-1])),
+])
+def test_notebook_04_mistakes_written_another_way_get_their_message(exercise, number, answer):
+    assert _says_mistake(exercise.check(answer), exercise, number)
+
+
+@pytest.mark.parametrize("got, message", [
+    (377, None),
+    (377.0, None),
+    (None, "your answer is still `...` or None: return a whole number, the offset k"),
+    (..., "your answer is still `...` or None: return a whole number, the offset k"),
+    ("k", "your answer should be a whole number (an offset k), got str"),
+    ([377], "your answer should be a whole number (an offset k), got list"),
+    (376, "k = 376 is too small: at that offset the row is still farther from PE(p) than the neighbour PE(p + 1)"),
+    (378, "k = 378 is too large: a smaller offset already comes closer to PE(p) than the neighbour does"),
+])
+def test_the_offset_comparison_of_notebook_04(got, message):
+    assert nb04._compare_offset(got, 377) == message
+
+
+def _whisper(length, channels):
+    """Whisper's ``sinusoids``: h = channels // 2 timescales from 1 to 10000, sines then cosines."""
+    angles = np.arange(length)[:, None] * np.geomspace(1, 1e-4, channels // 2)
+    return np.sin(angles), np.cos(angles)
+
+
+def test_notebook_05_solutions_against_whisper_s_formula_geomspace_and_the_named_preset():
+    sines, cosines = _whisper(6, 8)
+    np.testing.assert_allclose(nb05.theirs, np.hstack([sines, cosines]), atol=1e-12)
+    assert nb05.to_paper_layout.check(posenc.interleave(sines, cosines))
+    assert nb05.convention.check("fairseq")
+    assert nb05.h1_frequencies.check(lambda d: np.geomspace(1, 1e-4, d // 2))
+
+
+@pytest.mark.parametrize("exercise, number, answer", [
+    (nb05.to_paper_layout, 0, nb05.theirs[:, [0, 2, 4, 6, 1, 3, 5, 7]]),  # interleaved -> sin_cos, applied to sin_cos
+    (nb05.to_paper_layout, 1, nb05.theirs[:, [4, 0, 5, 1, 6, 2, 7, 3]]),  # cos_sin -> interleaved
+    (nb05.convention, 0, "tensor2tensor"),
+    (nb05.convention, 1, "paper"),
+    (nb05.h1_frequencies, 0, lambda d: posenc.frequencies(d)),
+    (nb05.h1_frequencies, 1, lambda d: np.geomspace(1, np.exp(-4), d // 2)),  # exp(-j log10(10000) / (h - 1))
+    (nb05.h1_frequencies, 2, lambda d: np.geomspace(1, 1e-4, d)),
+])
+def test_notebook_05_mistakes_written_another_way_get_their_message(exercise, number, answer):
+    assert _says_mistake(exercise.check(answer), exercise, number)
+
+
+PAPER_ORDER = "(s0, c0, s1, c1, ...)"
+
+
+@pytest.mark.parametrize("got, message", [
+    (nb05.to_paper_layout_solution(), None),
+    (nb05.theirs[:, [0, 4, 1, 5, 2, 6, 7, 3]],
+     f"the right columns in another order: your column k is column [0, 1, 2, 3, 4, 5, 7, 6][k] of the paper's layout {PAPER_ORDER}"),
+    (nb05.theirs[:, [4, 0, 5, 1, 6, 2, 7, 3]], "the two columns of every pair are swapped (sine where the cosine belongs?)"),
+    (nb05.theirs,
+     f"the right columns in another order: your column k is column [0, 2, 4, 6, 1, 3, 5, 7][k] of the paper's layout {PAPER_ORDER}"),
+    (nb05.theirs[:, :4], "your array has shape (6, 4), expected (6, 8)"),
+])
+def test_the_layout_comparison_of_notebook_05(got, message):
+    assert nb05._compare_layout(got, nb05.to_paper_layout_solution()) == message
+
+
+ROW_0 = "read row 0 of the table: the sines are 0 there and the cosines 1, so their order gives the layout"
+
+
+@pytest.mark.parametrize("got, message", [
+    ("fairseq", None),
+    (1, "answer with a preset's name, a string such as 'paper' (posenc.CONVENTIONS lists them)"),
+    ("Fairseq", "'Fairseq' is not a preset; posenc.CONVENTIONS lists them: " + ", ".join(posenc.CONVENTIONS)),
+    ("keras-hub", f"'keras-hub' writes the interleaved layout; {ROW_0}"),
+    ("hf-marian", "'hf-marian' has the layout right but other frequencies ('paper'); compare the table's slowest sine "
+                  "with the paper's 10000^(-2j/d) and the 'h-1' rule"),
+    ("whisper", "'whisper' has the layout and the frequencies right, but its table differs in rows [1]: look at them"),
+])
+def test_the_convention_comparison_of_notebook_05(got, message):
+    assert nb05._compare_convention(got, "fairseq") == message
+
+
+def _float32_step(x):
+    return 2.0 ** (np.floor(np.log2(abs(x))) - 23)  # float32 has 23 bits after the leading one
+
+
+def _steps(step):
+    return step, step / 2
+
+
+def _angle(position, pair, d_model):
+    return posenc.angles([position], d_model)[0, pair]
+
+
+def test_notebook_06_solutions_against_the_float32_format_and_posenc_s_accurate_table():
+    from posenc.exercises import nb06
+
+    assert nb06.angle_step.check(lambda p, i, d: _steps(_float32_step(_angle(p, i, d))))
+    assert nb06.accurate_sine.check(lambda p, i, d: posenc.encode([p], d)[0, 2 * i])
+
+
+def _nb06(name):
+    from posenc.exercises import nb06
+
+    return getattr(nb06, name)
+
+
+@pytest.mark.parametrize("name, number, answer", [
+    ("angle_step", 0, lambda p, i, d: _steps(2.0 ** (np.floor(np.log2(_angle(p, i, d))) - 52))),  # float64: 52 bits
+    ("angle_step", 1, lambda p, i, d: (_float32_step(_angle(p, i, d)),) * 2),
+    ("angle_step", 2, lambda p, i, d: (2.0**-23, 2.0**-24)),
+    ("angle_step", 3, lambda p, i, d: _steps(_float32_step(np.sin(_angle(p, i, d))))),
+    ("angle_step", 4, lambda p, i, d: _steps(_float32_step(_angle(p, i, 2 * d)))),  # pair i of twice the width: 10000^(-i/d)
+    ("accurate_sine", 0, lambda p, i, d: np.sin(np.float32(_angle(p, i, d)))),
+    ("accurate_sine", 1, lambda p, i, d: np.sin(np.float32(p) / np.float32(posenc.denominators(d)[i]))),
+    ("accurate_sine", 2, lambda p, i, d: np.sin(np.float32(math.fmod(_angle(p, i, d), float(np.float32(math.tau)))))),
+    ("accurate_sine", 3, lambda p, i, d: posenc.encode([p], d)[0, 2 * i + 1]),
+    ("accurate_sine", 4, lambda p, i, d: posenc.encode([p], 2 * d)[0, 2 * i]),  # pair i of twice the width: 10000^(-i/d)
+])
+def test_notebook_06_mistakes_written_another_way_get_their_message(name, number, answer):
+    exercise = _nb06(name)
+    assert _says_mistake(exercise.check(answer), exercise, number)
 
 
 # Answers written independently of the exercises' own mistake makers (which also build some case
