@@ -2,6 +2,7 @@
 gets its own message, and the generic comparison names what a wrong array shows."""
 
 import contextlib
+import functools
 import gettext
 import importlib
 import io
@@ -463,6 +464,244 @@ def _nb06(name):
 def test_notebook_06_mistakes_written_another_way_get_their_message(name, number, answer):
     exercise = _nb06(name)
     assert _says_mistake(exercise.check(answer), exercise, number)
+
+
+def test_notebook_02_solutions_against_posenc_s_table_and_the_measured_ratio():
+    torch = pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    for length, d_model in nb02.table.cases:  # float32 angles up to 99: off by at most their float32 step, 7.6e-6
+        np.testing.assert_allclose(nb02.table_solution(length, d_model), posenc.positional_encoding(length, d_model, dtype=np.float64),
+                                   atol=1e-5)
+    assert nb02.forward.check(lambda d, n: _torch_module(torch, d, n, lambda pe, x: x + pe[: x.shape[1]]))
+    assert nb02.buffer.check(lambda d, n: _torch_module(torch, d, n, lambda pe, x: x + pe[: x.shape[1]]))
+    assert nb02.scale.check(_norms(768)[0] / np.mean(_norms(768)[1]))
+
+
+def _norms(d_model):
+    """Row norms of posenc's table and of embeddings of variance 1 / d_model scaled by sqrt(d_model), 300 rows each."""
+    table = posenc.positional_encoding(300, d_model, dtype=np.float64)
+    embeddings = np.random.default_rng(0).normal(0, d_model**-0.5, (300, d_model)) * d_model**0.5
+    return np.linalg.norm(table, axis=1)[0], np.linalg.norm(embeddings, axis=1)
+
+
+def _torch_module(torch, d_model, max_len, forward, store="buffer"):
+    """A module holding posenc's table as ``store`` says, its forward ``forward(table, x)``."""
+
+    class Answer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            table = torch.from_numpy(posenc.positional_encoding(max_len, d_model))
+            if store == "parameter":
+                self.pe = torch.nn.Parameter(table)
+            elif store == "attribute":
+                self.pe = table
+            else:
+                self.register_buffer("pe", table, persistent=store == "saved buffer")
+
+        def forward(self, x):
+            return forward(self.pe, x)
+
+    return Answer()
+
+
+def _grow(length, d_model):
+    """The table whose pair i turns at 10000^(+2i / d_model): the exponent's minus sign lost."""
+    angles = np.arange(length)[:, None] * posenc.denominators(d_model)
+    return posenc.interleave(np.sin(angles), np.cos(angles))[:, :d_model]
+
+
+@pytest.mark.parametrize("name, number, answer", [
+    ("table", 0, lambda n, d: posenc.encode(np.arange(1, n + 1), d)),
+    ("table", 2, lambda n, d: _columns(np.repeat(np.arange(n)[:, None], d, axis=1))),  # every pair turns at 1 radian per position
+    ("table", 3, lambda n, d: _columns(_pair_angles(n, d), np.cos, np.sin)),
+    ("forward", 0, "table"),
+    ("forward", 1, "rows"),
+    ("forward", 2, "shifted"),
+    ("buffer", 0, "attribute"),
+    ("buffer", 1, "parameter"),
+    ("buffer", 2, "saved buffer"),
+    ("scale", 0, lambda: _norms(768)[0] / np.mean(_norms(768)[1] / 768**0.5)),  # the embedding's norm before the scale
+    ("scale", 1, lambda: np.mean(_norms(768)[1]) / _norms(768)[0]),
+    ("scale", 2, lambda: 768**0.5 / np.mean(_norms(768)[1])),  # sqrt(d_model) for the table's row norm
+])
+def test_notebook_02_mistakes_written_another_way_get_their_message(name, number, answer):
+    torch = pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    forwards = {
+        "table": lambda pe, x: pe,
+        "rows": lambda pe, x: pe[: x.shape[1]],
+        "shifted": lambda pe, x: x + torch.from_numpy(posenc.encode(np.arange(1, x.shape[1] + 1), x.shape[2])),
+    }
+    if name == "forward":
+        answer = functools.partial(_torch_module, torch, forward=forwards[answer])
+    elif name == "buffer":
+        answer = functools.partial(_torch_module, torch, forward=lambda pe, x: x + pe[: x.shape[1]], store=answer)
+    exercise = getattr(nb02, name)
+    assert _says_mistake(exercise.check(answer if exercise.cases else answer()), exercise, number)
+
+
+def test_notebook_02_sign_mistake_is_the_growing_table():
+    """The lost minus sign makes float32 angles up to 4177 (step 4.9e-4 there) at length 10, d_model 6 or 7, and 740000
+    at d_model 64: no float64 answer matches them to 1e-5, so compare the maker itself on the small cases."""
+    pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    for length, d_model in [(10, 6), (10, 7)]:
+        np.testing.assert_allclose(nb02._table(length, d_model, sign=1.0), _grow(length, d_model), atol=3e-3)
+
+
+RATIO = math.sqrt(0.5)
+SQUARES = "write each norm as a square root of a sum of squares"
+
+
+@pytest.mark.parametrize("got, message", [
+    (RATIO, None),
+    (np.float32(0.6935), None),  # 1.9% below
+    (0.6920, f"0.692 is less than the ratio: {SQUARES}"),  # 2.1% below
+    (0.7212, None),
+    (0.7228, f"0.723 is more than the ratio: {SQUARES}"),
+    (1.0, f"1 is more than the ratio: {SQUARES}"),
+    ([RATIO], "your answer should be one number, got list"),
+    (None, "your answer should be one number, got NoneType"),
+    (0.0, "a ratio of two norms is a positive number, got 0.0"),
+    (-0.5, "a ratio of two norms is a positive number, got -0.5"),
+    (math.inf, "a ratio of two norms is a positive number, got inf"),
+])
+def test_the_ratio_comparison_of_notebook_02(got, message):
+    pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    assert nb02.compare_ratio(got, RATIO) == message
+
+
+PLACES = {
+    "parameter": "the table is an nn.Parameter: the optimizer would train it and state_dict saves it; "
+                 "register it with self.register_buffer(name, table, persistent=False)",
+    "attribute": "the table is a plain attribute: module.to(device) moves parameters and buffers, not it, so forward would mix "
+                 "devices on a GPU (module.to('meta') shows it on a CPU); register it with self.register_buffer",
+    "saved buffer": "the table is a buffer that state_dict saves: every checkpoint stores max_len x d_model numbers that d_model "
+                    "alone defines, and loads only into a model with the same max_len; pass persistent=False",
+}
+
+
+def _raise(pe, x):
+    raise ValueError("no table")
+
+
+@pytest.mark.parametrize("forward, store, message", [
+    (lambda pe, x: x + pe[: x.shape[1]], "buffer", None),
+    (lambda pe, x: x + pe[: x.shape[1]], "parameter", PLACES["parameter"]),
+    (lambda pe, x: x + pe[: x.shape[1]], "attribute", PLACES["attribute"]),
+    (lambda pe, x: x + pe[: x.shape[1]], "saved buffer", PLACES["saved buffer"]),
+    (lambda pe, x: -x - pe[: x.shape[1]], "buffer", "forward(x) for x of shape (2, 7, 16): every entry has the wrong sign"),
+    (lambda pe, x: pe, "parameter", "forward(x) for x of shape (2, 7, 16): your array has shape (50, 16), expected (2, 7, 16)"),
+    (_raise, "buffer", "forward(x) for x of shape (2, 7, 16) raised ValueError: no table"),
+    (None, "", "your class should build an nn.Module, got int"),
+])
+def test_the_module_comparison_of_notebook_02(forward, store, message):
+    torch = pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    got = 16 if forward is None else _torch_module(torch, 16, 50, forward, store)
+    assert nb02.compare_modules(got, nb02.module_solution(16, 50)) == message
+
+
+def test_the_module_comparison_runs_forward_in_eval_mode():
+    torch = pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    module = _torch_module(torch, 16, 50, lambda pe, x: module.dropout(x + pe[: x.shape[1]]))
+    module.dropout = torch.nn.Dropout(0.5)  # a model's dropout after the sum: the identity in eval mode
+    assert nb02.compare_modules(module, nb02.module_solution(16, 50)) is None
+
+
+def _float32_exp(d_model):
+    """The denominators' reciprocals of a float32 exp, as a learner writes them with tf.range in float32."""
+    tf = pytest.importorskip("tensorflow")
+    return tf.exp(np.arange(0, d_model, 2, dtype=np.float32) * np.float32(-math.log(10000.0) / d_model)).numpy()
+
+
+def _tables(angles):
+    return posenc.interleave(np.sin(angles), np.cos(angles)).astype(np.float32)
+
+
+def test_notebook_03_solutions_against_posenc_s_table():
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    assert nb03.interleaved.check(lambda x: x + posenc.positional_encoding(x.shape[1], x.shape[2]))
+    assert nb03.accurate.check(lambda n, d: posenc.positional_encoding(n, d, dtype=np.float64).astype(np.float32))
+    for length, d_model in nb03.odd_width.cases:  # float32 angles up to 99: off by at most their float32 step, 7.6e-6
+        np.testing.assert_allclose(nb03.odd_width_solution(length, d_model), posenc.positional_encoding(length, d_model, dtype=np.float64),
+                                   atol=1e-5)
+
+
+def _uncut(length, d_model):
+    angles = posenc.angles(np.arange(length), d_model)
+    return posenc.interleave(np.sin(angles), np.cos(angles))  # ceil(d_model / 2) pairs: one column too many for an odd d_model
+
+
+@pytest.mark.parametrize("name, number, answer", [
+    ("interleaved", 0, lambda x: x + posenc.positional_encoding(x.shape[1], x.shape[2], layout="cos_sin")),
+    ("interleaved", 1, lambda x: x + _columns(_pair_angles(x.shape[1], x.shape[2]), np.cos, np.sin)),
+    ("interleaved", 2, lambda x: np.broadcast_to(posenc.positional_encoding(x.shape[1], x.shape[2]), x.shape)),
+    ("accurate", 0, lambda n, d: _tables(np.arange(n)[:, None] * _float32_exp(d).astype(np.float64))),
+    ("accurate", 1, lambda n, d: _tables(np.arange(n, dtype=np.float32)[:, None] * _float32_exp(d))),
+    ("odd_width", 0, lambda n, d: _columns(_pair_angles(n, d), np.cos, np.sin)),
+])
+def test_notebook_03_mistakes_written_another_way_get_their_message(name, number, answer):
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    exercise = getattr(nb03, name)
+    assert _says_mistake(exercise.check(answer), exercise, number)
+
+
+def test_notebook_03_uncut_odd_width_is_one_cosine_too_many():
+    """The float32 table of a width-64 case differs from a float64 one by 5e-6: compare the maker itself."""
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    for length, d_model in nb03.odd_width.cases:
+        np.testing.assert_allclose(nb03._pairs(length, d_model, cut=False), _uncut(length, d_model), atol=1e-5)
+
+
+PAPER_COLUMNS = "in the paper's table column 2i is the sine of pair i and column 2i + 1 its cosine"
+TABLE_3D = np.stack([TABLE, TABLE + 1])  # a batch of two: the comparison reads columns across batch and positions
+
+
+@pytest.mark.parametrize("got, message", [
+    (TABLE_3D, None),
+    (TABLE_3D[..., [0, 2, 4, 1, 3, 5]],
+     f"the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns [0, 2, 4, 1, 3, 5]; {PAPER_COLUMNS}"),
+    (TABLE_3D[..., [1, 0, 3, 2, 5, 4]],
+     f"the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns [1, 0, 3, 2, 5, 4]; {PAPER_COLUMNS}"),
+    (-TABLE_3D, "every entry has the wrong sign"),
+    (TABLE_3D[0], "your array has shape (10, 6), expected (2, 10, 6)"),
+])
+def test_the_layout_comparison_of_notebook_03(got, message):
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    assert nb03.compare_layouts(got, TABLE_3D) == message
+
+
+@pytest.mark.parametrize("got, message", [
+    (np.float32(TABLE), None),  # rounded once: within 6e-8
+    (TABLE + 0.9e-7, None),
+    (TABLE + np.where(np.arange(60).reshape(10, 6) == 19, 1.5e-7, 0),
+     "your table is off by up to 1.5e-07, at row 3, column 1: more than one rounding happened"),
+    ({"table": TABLE}, "your answer should be an array or a number, got dict"),
+    (TABLE[:, :5], "your array has shape (10, 5), expected (10, 6)"),
+    (np.where(TABLE == 0, np.inf, TABLE), "your array has 3 NaN or infinite entries, the first at [0, 0]"),
+])
+def test_the_within_comparison_of_notebook_03(got, message):
+    pytest.importorskip("tensorflow")
+    from posenc.exercises import nb03
+
+    assert nb03.compare_within(got, TABLE) == message
 
 
 # Answers written independently of the exercises' own mistake makers (which also build some case
