@@ -291,6 +291,13 @@ def test_an_exercise_without_cases_checks_a_value_and_praises_plainly(capsys):
     assert capsys.readouterr().out == "Hint: one and a half\ndef solution():\n    return 1.5\n"
 
 
+def test_compare_arrays_allows_1e_6_absolute_and_1e_5_relative_by_default():
+    assert compare_arrays(TABLE + 9e-7, TABLE) is None  # the zeros of row 0 too
+    off = int((2e-6 > 1e-6 + 1e-5 * np.abs(TABLE)).sum())  # the entries below 0.1 in size
+    assert off == 14 and compare_arrays(TABLE + 2e-6, TABLE).startswith(f"{off} of 60 entries differ")
+    assert compare_arrays(TABLE + 2e-6, TABLE, atol=3e-6) is None
+
+
 def test_rows_that_start_earlier_are_named_with_a_minus():
     assert compare_arrays(posenc.encode(np.arange(-2, 8), 6, dtype=np.float64), TABLE) == \
         "your row p holds the expected row p - 2: do your positions start at 0?"
@@ -399,7 +406,8 @@ PAPER_ORDER = "(s0, c0, s1, c1, ...)"
     (nb05.to_paper_layout_solution(), None),
     (nb05.theirs[:, [0, 4, 1, 5, 2, 6, 7, 3]],
      f"the right columns in another order: your column k is column [0, 1, 2, 3, 4, 5, 7, 6][k] of the paper's layout {PAPER_ORDER}"),
-    (nb05.theirs[:, [4, 0, 5, 1, 6, 2, 7, 3]], "the two columns of every pair are swapped (sine where the cosine belongs?)"),
+    (nb05.theirs[:, [4, 0, 5, 1, 6, 2, 7, 3]],
+     f"the right columns in another order: your column k is column [1, 0, 3, 2, 5, 4, 7, 6][k] of the paper's layout {PAPER_ORDER}"),
     (nb05.theirs,
      f"the right columns in another order: your column k is column [0, 2, 4, 6, 1, 3, 5, 7][k] of the paper's layout {PAPER_ORDER}"),
     (nb05.theirs[:, :4], "your array has shape (6, 4), expected (6, 8)"),
@@ -441,6 +449,15 @@ def test_notebook_06_solutions_against_the_float32_format_and_posenc_s_accurate_
 
     assert nb06.angle_step.check(lambda p, i, d: _steps(_float32_step(_angle(p, i, d))))
     assert nb06.accurate_sine.check(lambda p, i, d: posenc.encode([p], d)[0, 2 * i])
+
+
+def test_notebook_06_mistakes_take_the_lecture_s_angle():
+    """Only np.spacing of it reaches the checks, which hides a small change of the angle: read it directly."""
+    from posenc.exercises import nb06
+
+    for position, pair, d_model in nb06.angle_step.cases:
+        assert nb06._angle(position, pair, d_model) == pytest.approx(_angle(position, pair, d_model), rel=1e-15)
+        assert nb06._angle(position, pair, d_model, per_column=True) == pytest.approx(_angle(position, pair, 2 * d_model), rel=1e-15)
 
 
 def _nb06(name):

@@ -103,45 +103,55 @@ def compare_arrays(got: Any, expected: Any, *, rtol: float = 1e-5, atol: float =
     The message is in the language of :func:`posenc.set_language`.
     """
     found = _difference(got, expected, rtol, atol)
-    return None if found is None else found[1]
+    return None if found is None else found[0]
 
 
-def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6) -> tuple[str, str] | None:
-    """compare_arrays's finding as (kind, message): the kind ("columns", "pairs", "shape", ...) lets a
-    module's own comparison tell a column order from the rest whatever the message's language."""
+def _compare_order(got: Any, expected: Any, named: str) -> str | None:
+    """:func:`compare_arrays`, except that the right columns in another order get ``named`` (English, marked
+    ``N_``, translated here) with ``{order}`` the whole order: ``got[..., k]`` is ``expected[..., order[k]]``."""
+    found = _difference(got, expected)
+    if found is None:
+        return None
+    problem, order = found
+    return problem if order is None else _(named).format(order=order)
+
+
+def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6) -> tuple[str, list[int] | None] | None:
+    """compare_arrays's finding as (message, order): ``order`` is the column permutation when the right columns
+    in another order explain the difference, else None."""
     if got is None:
-        return "none", _("your answer is None: does your function end with `return ...`?")
+        return _("your answer is None: does your function end with `return ...`?"), None
     if got is Ellipsis:
-        return "ellipsis", _("your answer is still `...`: replace it with your code")
+        return _("your answer is still `...`: replace it with your code"), None
     try:
         got = _as_array(got).astype(np.float64)
     except (TypeError, ValueError):
         # Translators: {type} is a Python type name (str, dict, ...).
-        return "type", _("your answer should be an array or a number, got {type}").format(type=type(got).__name__)
+        return _("your answer should be an array or a number, got {type}").format(type=type(got).__name__), None
     expected = _as_array(expected).astype(np.float64)
     if got.shape != expected.shape:
         if got.ndim == 2 and got.shape == expected.shape[::-1]:
-            return "transpose", _("your array has shape {got}, the transpose of the expected {expected}").format(
-                got=got.shape, expected=expected.shape)
-        return "shape", _("your array has shape {got}, expected {expected}").format(got=got.shape, expected=expected.shape)
+            return _("your array has shape {got}, the transpose of the expected {expected}").format(
+                got=got.shape, expected=expected.shape), None
+        return _("your array has shape {got}, expected {expected}").format(got=got.shape, expected=expected.shape), None
     if not np.isfinite(got).all():
         bad = np.argwhere(~np.isfinite(got))[0]
         # Translators: {index} is a list of indices such as [0, 1].
-        return "nonfinite", _("your array has {count} NaN or infinite entries, the first at {index}").format(
-            count=int((~np.isfinite(got)).sum()), index=list(map(int, bad)))
+        return _("your array has {count} NaN or infinite entries, the first at {index}").format(
+            count=int((~np.isfinite(got)).sum()), index=list(map(int, bad))), None
     if np.allclose(got, expected, rtol=rtol, atol=atol):
         return None
     if np.allclose(-got, expected, rtol=rtol, atol=atol):
-        return "sign", _("every entry has the wrong sign")
+        return _("every entry has the wrong sign"), None
     if got.ndim >= 1 and got.shape[-1] > 1:
         perm = _column_permutation(got, expected, rtol, atol)
         if perm is not None:
             pairs = len(perm) // 2
             if pairs and perm[: 2 * pairs] == [k ^ 1 for k in range(2 * pairs)]:
-                return "pairs", _("the two columns of every pair are swapped (sine where the cosine belongs?)")
+                return _("the two columns of every pair are swapped (sine where the cosine belongs?)"), perm
             moved = [k for k, j in enumerate(perm) if j != k]
-            return "columns", _("the right columns in another order: your column {yours} is column {theirs} of the expected").format(
-                yours=moved[0], theirs=perm[moved[0]])
+            return _("the right columns in another order: your column {yours} is column {theirs} of the expected").format(
+                yours=moved[0], theirs=perm[moved[0]]), perm
     if got.ndim >= 1 and got.shape[0] > 1:
         # Positions that start a few rows off are the mistake; a search over every shift costs rows^2.
         for shift in range(1, min(got.shape[0], MAX_ROW_SHIFT + 1)):
@@ -149,12 +159,12 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
                 ours, theirs = (got[:-shift], expected[shift:]) if sign > 0 else (got[shift:], expected[:-shift])
                 if np.allclose(ours, theirs, rtol=rtol, atol=atol):
                     # Translators: "row p" is a formula: {sign} is + or -, {shift} a number ("row p + 1").
-                    return "rows", _("your row p holds the expected row p {sign} {shift}: do your positions start at 0?").format(
-                        sign="+" if sign > 0 else "-", shift=shift)
+                    return _("your row p holds the expected row p {sign} {shift}: do your positions start at 0?").format(
+                        sign="+" if sign > 0 else "-", shift=shift), None
     scale = float(np.vdot(got, expected) / np.vdot(expected, expected)) if np.any(expected) else 0.0
     if scale and not np.isclose(scale, 1.0) and np.allclose(got, scale * expected, rtol=rtol, atol=atol):
-        return "scale", _("your answer is {factor} times the expected one").format(factor=f"{scale:.6g}")
-    return "values", _describe_difference(got, expected, rtol, atol)
+        return _("your answer is {factor} times the expected one").format(factor=f"{scale:.6g}"), None
+    return _describe_difference(got, expected, rtol, atol), None
 
 
 def _describe(value: Any) -> str:

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..language import N_
-from . import Exercise, _, _difference, compare_arrays
+from . import Exercise, _, compare_arrays, _compare_order
 
 __all__ = ["accurate", "accurate_solution", "compare_layouts", "interleaved", "odd_width"]
 
@@ -41,32 +41,12 @@ def _rows_by_position(batch, seq, d_model):
     return tf.constant(np.repeat(values, d_model, axis=-1))
 
 
-def _column_order(got, expected):
-    """order with got[..., k] == expected[..., order[k]], or None."""
-    got, expected = got.reshape(-1, got.shape[-1]), expected.reshape(-1, expected.shape[-1])
-    order: list[int] = []
-    for k in range(got.shape[-1]):
-        same = [j for j in range(got.shape[-1]) if j not in order and np.allclose(got[:, k], expected[:, j], rtol=1e-5, atol=1e-6)]
-        if not same:
-            return None
-        order.append(same[0])
-    return order
-
-
 def compare_layouts(got, expected):
     """compare_arrays, except that columns in another order are named by the whole order."""
-    found = _difference(got, expected)
-    if found is None:
-        return None
-    kind, problem = found
-    if kind not in ("columns", "pairs"):
-        return problem
-    order = _column_order(np.asarray(got), np.asarray(expected))
     # Translators: {order} is a list of column numbers, [1, 0, 3, 2, ...].
-    return _(
+    return _compare_order(got, expected, N_(
         "the right columns in another order: your columns 0, 1, 2, ... hold the paper's columns {order}; "
-        "in the paper's table column 2i is the sine of pair i and column 2i + 1 its cosine"
-    ).format(order=order)
+        "in the paper's table column 2i is the sine of pair i and column 2i + 1 its cosine"))
 
 
 interleaved = Exercise(

@@ -5,7 +5,7 @@ import numpy as np
 import posenc
 
 from ..language import N_
-from . import Exercise, _, _difference
+from . import Exercise, _, _compare_order
 
 __all__ = ["convention", "h1_frequencies", "to_paper_layout", "theirs", "mystery"]
 
@@ -21,18 +21,9 @@ def to_paper_layout_solution():
 
 
 def _compare_layout(got, expected):
-    found = _difference(got, expected)
-    if found is None:
-        return None
-    kind, problem = found
-    if kind == "columns":
-        got_, expected_ = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-        order = [next(j for j in range(expected_.shape[1]) if np.allclose(got_[:, k], expected_[:, j]))
-                 for k in range(got_.shape[1])]
-        # Translators: {order} is a list of column numbers; "{order}[k]" is its entry k.
-        return _("the right columns in another order: your column k is column {order}[k] of the "
-                 "paper's layout (s0, c0, s1, c1, ...)").format(order=order)
-    return problem
+    # Translators: {order} is a list of column numbers; "{order}[k]" is its entry k.
+    return _compare_order(got, expected, N_("the right columns in another order: your column k is column {order}[k] of the "
+                                           "paper's layout (s0, c0, s1, c1, ...)"))
 
 
 to_paper_layout = Exercise(
