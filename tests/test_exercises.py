@@ -2,6 +2,7 @@
 gets its own message, and the generic comparison names what a wrong array shows."""
 
 import contextlib
+import dataclasses
 import functools
 import gettext
 import importlib
@@ -261,9 +262,15 @@ def _pair_angles(length, d_model, base=10000.0, first=0):
     return np.repeat(posenc.angles(np.arange(first, first + length), d_model, base), 2, axis=-1)[:, :d_model]
 
 
-def _says_mistake(feedback, exercise, number):
-    """Whether ``feedback`` is "Not yet (for <a case>): <the message of mistake ``number``>" ("Not yet: ..." without cases)."""
-    return re.fullmatch(r"Not yet( \(for .*?\))?: " + re.escape(exercise.mistakes[number][0]), str(feedback)) is not None
+def _gets_mistake(exercise, number, answer, cases=None):
+    """Whether ``answer`` gets the message of mistake ``number`` on some case and a known mistake's on every case where
+    it is wrong, each case checked alone: check() stops at the first case a mistake explains, which would hide a maker
+    that is wrong on the other cases (where two makers agree, the first listed speaks)."""
+    alone = [dataclasses.replace(exercise, cases=[case]) for case in cases or exercise.cases] or [exercise]
+    wrong = [str(feedback) for feedback in (one.check(answer) for one in alone) if not feedback]
+    said = [re.fullmatch(r"Not yet(?: \(for .*?\))?: (.*)", feedback, re.DOTALL) for feedback in wrong]
+    known = [message for message, _ in exercise.mistakes]
+    return all(found and found[1] in known for found in said) and exercise.mistakes[number][0] in [found[1] for found in said]
 
 
 TOY = Exercise("double", lambda n, x: 2 * x, "twice x", cases=[(3, np.ones(2))], praise="Twice.",
@@ -319,7 +326,7 @@ def test_notebook_01_solutions_are_posenc_s_denominators_and_table():
     (nb01.table, 4, lambda n, d: posenc.positional_encoding(n, d, base=1000.0, dtype=np.float64)),
 ])
 def test_notebook_01_mistakes_written_another_way_get_their_message(exercise, number, answer):
-    assert _says_mistake(exercise.check(answer), exercise, number)
+    assert _gets_mistake(exercise, number, answer)
 
 
 def test_notebook_04_solutions_are_posenc_s_wavelengths_and_shift_matrix():
@@ -355,7 +362,7 @@ def _block(k, i, d_model):
     (nb04.first_alias, 2, lambda d, b: round(posenc.wavelengths(d, b)[-1])),
 ])
 def test_notebook_04_mistakes_written_another_way_get_their_message(exercise, number, answer):
-    assert _says_mistake(exercise.check(answer), exercise, number)
+    assert _gets_mistake(exercise, number, answer)
 
 
 @pytest.mark.parametrize("got, message", [
@@ -396,7 +403,7 @@ def test_notebook_05_solutions_against_whisper_s_formula_geomspace_and_the_named
     (nb05.h1_frequencies, 2, lambda d: np.geomspace(1, 1e-4, d)),
 ])
 def test_notebook_05_mistakes_written_another_way_get_their_message(exercise, number, answer):
-    assert _says_mistake(exercise.check(answer), exercise, number)
+    assert _gets_mistake(exercise, number, answer)
 
 
 PAPER_ORDER = "(s0, c0, s1, c1, ...)"
@@ -480,7 +487,7 @@ def _nb06(name):
 ])
 def test_notebook_06_mistakes_written_another_way_get_their_message(name, number, answer):
     exercise = _nb06(name)
-    assert _says_mistake(exercise.check(answer), exercise, number)
+    assert _gets_mistake(exercise, number, answer)
 
 
 def test_notebook_02_solutions_against_posenc_s_table_and_the_measured_ratio():
@@ -556,7 +563,8 @@ def test_notebook_02_mistakes_written_another_way_get_their_message(name, number
     elif name == "buffer":
         answer = functools.partial(_torch_module, torch, forward=lambda pe, x: x + pe[: x.shape[1]], store=answer)
     exercise = getattr(nb02, name)
-    assert _says_mistake(exercise.check(answer if exercise.cases else answer()), exercise, number)
+    small = [(10, 6), (10, 7)] if name == "table" else None  # float32 angles up to 9: within 1e-6 of float64 ones
+    assert _gets_mistake(exercise, number, answer if exercise.cases else answer(), small)
 
 
 def test_notebook_02_sign_mistake_is_the_growing_table():
@@ -673,7 +681,9 @@ def test_notebook_03_mistakes_written_another_way_get_their_message(name, number
     from posenc.exercises import nb03
 
     exercise = getattr(nb03, name)
-    assert _says_mistake(exercise.check(answer), exercise, number)
+    # the float32 routes a NumPy answer follows within the tolerance only at the small cases
+    small = {"accurate": [(20, 200)], "odd_width": [(10, 6), (10, 7)]}.get(name)
+    assert _gets_mistake(exercise, number, answer, small)
 
 
 def test_notebook_03_uncut_odd_width_is_one_cosine_too_many():
