@@ -393,3 +393,46 @@ def test_grid_of_offsets_zero_lines_are_thinner_than_the_curves():
     for panel in posenc.plot.grid(30, [8, 16], [100], kind="offset").axes:
         curve, zero = panel.lines
         assert list(zero.get_ydata()) == [0, 0] and zero.get_linewidth() < curve.get_linewidth()
+
+
+# --- Bad input: an error naming the argument, never matplotlib's or NumPy's own ---
+
+TABLE = posenc.positional_encoding(10, 8)
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda: posenc.plot.heatmap([[1, "a"]]), TypeError, "table must hold real numbers"),
+    (lambda: posenc.plot.similarity(TABLE + 1j), TypeError, "table must hold real numbers"),
+    (lambda: posenc.plot.heatmap(TABLE, ax="left"), TypeError, "ax must be a matplotlib Axes or None"),
+    (lambda: posenc.plot.heatmap(TABLE, colorbar="no"), TypeError, "colorbar must be True or False"),
+    (lambda: posenc.plot.similarity(TABLE, colorbar=0), TypeError, "colorbar must be True or False"),
+    (lambda: posenc.plot.columns(TABLE, [8]), ValueError, r"cols must be columns of the table \(0 .. 7\), got 8"),
+    (lambda: posenc.plot.columns(TABLE, [-1]), ValueError, "cols must be an int >= 0, got -1"),
+    (lambda: posenc.plot.columns(TABLE, [1.5]), TypeError, "cols must be an int >= 0, got 1.5"),
+    (lambda: posenc.plot.columns(TABLE, 3), TypeError, "cols must be a sequence of columns"),
+    (lambda: posenc.plot.columns(TABLE, [1], positions=range(5)), ValueError,
+     r"positions must be one value per row of the table, shape \(10,\); got shape \(5,\)"),
+    (lambda: posenc.plot.dot_by_offset(TABLE, positions=(10,)), ValueError,
+     r"positions must be rows of the table \(0 .. 9\), got 10"),
+    (lambda: posenc.plot.dot_by_offset(TABLE, positions=(True,)), TypeError, "positions must be an int >= 0"),
+    (lambda: posenc.plot.dot_by_offset(TABLE, positions=2), TypeError, "positions must be a sequence of rows"),
+    (lambda: posenc.plot.wavelengths(8, layout="paper"), ValueError, "layout must be one of"),
+    (lambda: posenc.plot.grid(10, [8], [100], kind="heat"), ValueError, "kind must be one of 'table', 'offset'"),
+    (lambda: posenc.plot.grid(10, [8], [100], kind="offset", max_offset=-1), ValueError,
+     "max_offset must be a non-negative int, got -1"),
+    (lambda: posenc.plot.grid(10, [8], [100], kind="offset", max_offset=2.5), TypeError,
+     "max_offset must be a non-negative int"),
+    (lambda: posenc.plot.grid(10, [8], [100], max_offset=5), ValueError, "max_offset is for kind='offset' only"),
+    (lambda: posenc.plot.grid(10, 8, [100]), TypeError, "d_models must be a sequence, got 8"),
+    (lambda: posenc.plot.grid(10, [8], []), ValueError, "bases must name at least one panel"),
+    (lambda: posenc.plot.grid(10, [0], [100]), ValueError, "d_model must be an int >= 1"),
+    (lambda: posenc.plot.grid(10, [8], [1.0], kind="offset"), ValueError, "base must be a finite real number > 1"),
+], ids=lambda value: "" if callable(value) or isinstance(value, type) else value[:40])
+def test_bad_arguments_are_named(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_similarity_pixels_are_square_whatever_the_style_says():
+    with matplotlib.rc_context({"image.aspect": "auto"}):
+        assert posenc.plot.similarity(TABLE).get_aspect() == 1.0
