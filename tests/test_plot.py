@@ -230,7 +230,7 @@ def expected_columns(table, cols, *, positions=None, title=None):
 
 
 # Lines rising to the upper right: a legend placed "best" would not go there.
-RISING = np.outer(np.arange(30.0), [1.0, 2.0, 3.0])
+RISING = np.outer(np.arange(1.0, 31.0), [1.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize(("table", "cols", "options"), [
@@ -319,7 +319,7 @@ def expected_dot_by_offset(table, *, positions=(0,), title=None):
 @pytest.mark.parametrize(("table", "options"), [
     (posenc.positional_encoding(50, 16, dtype=np.float64), {}),
     (posenc.positional_encoding(50, 16, dtype=np.float64), {"positions": (7,), "title": "one row"}),
-    (RISING, {"positions": (0, 10)}),
+    (RISING, {"positions": (0, 1)}),  # both lines end high at the right: "best" would move the legend
     (RISING, {"positions": (3, 12, 29)}),
 ], ids=["defaults", "one position", "two", "three"])
 def test_dot_by_offset_draws_the_documented_picture(same_picture, table, options):
