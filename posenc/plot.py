@@ -29,14 +29,28 @@ DIVERGING = "RdBu_r"
 def _axes(ax, figsize):
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    elif not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {checks.shown(ax)}")
     return ax
 
 
 def _table(table):
-    table = np.asarray(table)
+    table = checks.as_array(table, "table", "a 2-D array of real numbers")
+    if table.dtype.kind not in "biuf":
+        raise TypeError(f"table must hold real numbers, got an array of {table.dtype}")
     if table.ndim != 2:
         raise ValueError(f"table must be 2-D (positions, d_model), got shape {table.shape}")
     return table
+
+
+def _rows(values, name, count, what):
+    """``values`` as a list of ints in ``0 .. count - 1`` (``what`` names them in the message)."""
+    if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
+        raise TypeError(f"{name} must be a sequence of {what}, got {checks.shown(values)}")
+    for value in values:
+        if checks.check_int_at_least(value, name, 0) >= count:
+            raise ValueError(f"{name} must be {what} (0 .. {count - 1}), got {value!r}")
+    return [int(value) for value in values]
 
 
 def heatmap(table: Any, ax: Axes | None = None, *, cmap: str = DIVERGING, vmin: float | None = None,
@@ -50,19 +64,20 @@ def heatmap(table: Any, ax: Axes | None = None, *, cmap: str = DIVERGING, vmin: 
     the image is ``ax.images[0]`` and the colorbar, if any, ``ax.images[0].colorbar``.
     """
     table = _table(table)
+    colorbar = checks.check_bool(colorbar, "colorbar")
     ax = _axes(ax, (8, 4))
     if vmin is None or vmax is None:
         largest = max(float(np.max(np.abs(table))) if table.size else 1.0, 1e-12)
         vmin = -largest if vmin is None else vmin
         vmax = largest if vmax is None else vmax
     image = ax.imshow(table, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
-                      interpolation="nearest")
+                      interpolation="nearest")  # pragma: no mutate (matplotlib reads "NEAREST" too)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title is not None:
         ax.set_title(title)
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, label=clabel)
+        ax.figure.colorbar(image, label=clabel)
     return ax
 
 
@@ -73,8 +88,12 @@ def columns(table: Any, cols: Sequence[int], ax: Axes | None = None, *, position
     ``positions`` (default ``0 .. len(table) - 1``) is the x value of each row.
     """
     table = _table(table)
-    ax = _axes(ax, (8, 3.5))
+    cols = _rows(cols, "cols", table.shape[1], "columns of the table")
     x = np.arange(len(table)) if positions is None else np.asarray(positions)
+    if x.shape != (len(table),):
+        raise ValueError(f"positions must be one value per row of the table, shape ({len(table)},); "
+                         f"got shape {x.shape}")
+    ax = _axes(ax, (8, 3.5))
     for col in cols:
         ax.plot(x, table[:, col], label=f"column {col}")
     ax.set_xlabel("position")
@@ -99,9 +118,9 @@ def wavelengths(d_model: int, base: float = 10000.0, ax: Axes | None = None, *, 
     col = np.arange(d_model)
     sine = order < half
     ax.plot(col[sine], lengths[order[sine] % half], "o", ms=4, label="sine columns")
-    ax.plot(col[~sine], lengths[order[~sine] % half], "s", ms=4, mfc="none", label="cosine columns")
-    ax.axhline(2 * np.pi, color="grey", ls="--", lw=1)
-    ax.axhline(2 * np.pi * base, color="grey", ls="--", lw=1)
+    ax.plot(col[~sine], lengths[order[~sine] % half], "s", ms=4, fillstyle="none", label="cosine columns")
+    ax.axhline(2 * np.pi, color="0.5", ls="--", lw=1)
+    ax.axhline(2 * np.pi * base, color="0.5", ls="--", lw=1)
     ax.set_yscale("log")
     ax.set_xlabel("dimension (column)")
     ax.set_ylabel("wavelength (positions)")
@@ -118,13 +137,15 @@ def similarity(table: Any, ax: Axes | None = None, *, cmap: str = "viridis", col
     the diagonal.
     """
     table = _table(table)
+    colorbar = checks.check_bool(colorbar, "colorbar")
     ax = _axes(ax, (5, 4.2))
     dots = table @ table.T
-    image = ax.imshow(dots, cmap=cmap, aspect="equal", interpolation="nearest")
+    image = ax.imshow(dots, cmap=cmap, aspect="equal",
+                      interpolation="nearest")  # pragma: no mutate (matplotlib reads "NEAREST" too)
     ax.set_xlabel("position q")
     ax.set_ylabel("position p")
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, label="PE(p) · PE(q)")
+        ax.figure.colorbar(image, label="PE(p) · PE(q)")
     if title is not None:
         ax.set_title(title)
     return ax
@@ -138,13 +159,12 @@ def dot_by_offset(table: Any, ax: Axes | None = None, *, positions: Sequence[int
     for the sinusoidal table the lines lie on top of each other.
     """
     table = _table(table)
+    positions = _rows(positions, "positions", len(table), "rows of the table")
     ax = _axes(ax, (8, 3.5))
     for p in positions:
-        if not 0 <= p < len(table):
-            raise ValueError(f"positions must be rows of the table (0 .. {len(table) - 1}), got {p!r}")
         offsets = np.arange(len(table)) - p
         ax.plot(offsets, table @ table[p], lw=1, label=f"p = {p}")
-    ax.axhline(0, color="grey", lw=0.5)
+    ax.axhline(0, color="0.5", lw=0.5)
     ax.set_xlabel("offset k")
     ax.set_ylabel("PE(p) · PE(p + k)")
     if len(positions) > 1:
@@ -165,10 +185,20 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
     """
     checks.check_choice(kind, ("table", "offset"), "kind")
     length = checks.check_length(length)
+    if max_offset is not None:
+        if kind == "table":
+            raise ValueError(f"max_offset is for kind='offset' only, got max_offset={max_offset!r} "
+                             "with kind='table'")
+        max_offset = checks.check_length(max_offset, "max_offset")
+    for name, values in (("d_models", d_models), ("bases", bases)):
+        if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
+            raise TypeError(f"{name} must be a sequence, got {checks.shown(values)}")
+        if not len(values):
+            raise ValueError(f"{name} must name at least one panel, got {checks.shown(values)}")
     rows, cols = len(bases), len(d_models)
     figsize = figsize or (2.6 * cols + 1, 2.1 * rows + 0.4)
-    fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, layout="constrained",
-                             sharex=True, sharey=True)
+    fig, axes = plt.subplots(rows, cols, figsize=figsize, layout="constrained", sharex=True, sharey=True,
+                             squeeze=False)  # pragma: no mutate (squeeze=None is as false)
     image = None
     for r, base in enumerate(bases):
         for c, d_model in enumerate(d_models):
@@ -182,7 +212,7 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
                 k = np.arange(length if max_offset is None else max_offset + 1)
                 pe = encode(k, d_model, base=base, dtype=np.float64)
                 ax.plot(k, pe @ pe[0] / (pe[0] @ pe[0]), lw=1)
-                ax.axhline(0, color="grey", lw=0.5)
+                ax.axhline(0, color="0.5", lw=0.5)
             ax.set_title(f"d={d_model}, base={base:g}", fontsize="small")
             if c == 0:
                 ax.set_ylabel("position" if kind == "table" else "PE(0)·PE(k) / PE(0)·PE(0)",
