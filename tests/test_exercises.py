@@ -512,11 +512,12 @@ WRONG_ANSWERS = [
     ("nb09.rescaled_table", 1, lambda m: lambda old, new, d: _mae(new, d, positions=[np.arange(n) * (o / n) for o, n in zip(old, new)])),
     ("nb09.rescaled_table", 2, lambda m: lambda old, new, d: _mae(new, d, positions=[np.linspace(0, o - 1, n) for o, n in zip(old, new)])),
     ("nb09.rescaled_table", 3, lambda m: lambda old, new, d: _mae(new, d, positions=_centres([n * n / o for o, n in zip(old, new)], new))),
-    ("nb09.rescaled_table", 4, lambda m: lambda old, new, d: _mae(
-        new, d, positions=[(2 * np.arange(new[0]) + 1) * old[1] / (2 * new[1]) - 0.5, (2 * np.arange(new[1]) + 1) * old[0] / (2 * new[0]) - 0.5])),
+    ("nb09.rescaled_table", 4, lambda m: lambda old, new, d: _mae(  # each axis stepped by the other's ratio
+        new, d, positions=[_centres([o * n / other], [n])[0] for o, n, other in zip(old[::-1], new, new[::-1])])),
     ("nb10.mrope_rows", 0, lambda m: _mrope_rows(after=8)),
     ("nb10.mrope_rows", 1, lambda m: _mrope_rows()[[0, 2, 1]]),
-    ("nb10.mrope_rows", 2, lambda m: posenc.rope.mrope_position_ids([2, (1, 6, 4), 2])[[0, 2, 1]]),  # a 3 x 2 grid row by row, read as columns
+    # a 3 x 2 grid row by row, read as the 2 x 3 grid column by column
+    ("nb10.mrope_rows", 2, lambda m: posenc.rope.mrope_position_ids([2, (1, 6, 4), 2])[[0, 2, 1]]),
     ("nb10.mrope_rows", 3, lambda m: _mrope_rows() - np.r_[0, 0, 2, 2, 2, 2, 2, 2, 0, 0] * [[0], [1], [1]]),
     ("nb10.mrope_rows", 4, lambda m: _mrope_rows(time=range(2, 8))),
     ("nb10.channel_axes", 0, lambda m: posenc.rope.mrope_axes),
@@ -528,7 +529,7 @@ WRONG_ANSWERS = [
     ("nb10.flux_ids", 0, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w)[:, ::-1][:, [2, 0, 1]]),
     ("nb10.flux_ids", 1, lambda m: lambda t, h, w: np.transpose(posenc.rope.flux_position_ids(t, h, w))),
     ("nb10.flux_ids", 2, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, w, h)[:, [0, 2, 1]]),
-    ("nb10.flux_ids", 3, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w) + np.r_[np.arange(t), np.zeros(h * w)][:, None] * [1, 0, 0]),
+    ("nb10.flux_ids", 3, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w) + np.pad(np.arange(t)[:, None], ((0, h * w), (0, 2)))),
     ("nb10.flux_ids", 4, lambda m: lambda t, h, w: np.r_[posenc.rope.flux_position_ids(0, h, w), np.zeros((t, 3))]),
     ("nb10.axis_similarity", 0, lambda m: lambda o, a, x, b: _axis_turned(o, a, x, b, b ** -(np.arange(0, a[x], 2) / sum(a)))),
     ("nb10.axis_similarity", 1, lambda m: lambda o, a, x, b: np.cos(np.outer(o, b ** -(np.arange(0, a[x], 2) / a[x]))).mean(axis=-1)),
@@ -553,9 +554,10 @@ WRONG_ANSWERS = [
     ("nb11.compilations", 4, lambda m: 1),
     ("nb11.chunks", 0, lambda m: np.stack([posenc.encode(np.arange(4), 8)] * 3)),
     ("nb11.chunks", 1, lambda m: np.stack([posenc.encode(start + np.arange(1, 5), 8) for start in (0, 100, 7)])),
-    ("nb12.alibi_slopes", 0, lambda m: lambda n: posenc.biases.alibi_slopes(n) * np.where(np.arange(n) < _power_below(n), 2 ** (8 / _power_below(n)), 1)),
+    ("nb12.alibi_slopes", 0, lambda m: _slopes_from_h_0),
     ("nb12.alibi_slopes", 1, lambda m: lambda n: 0.5 ** (8 * np.arange(1, n + 1) / n)),
-    ("nb12.alibi_slopes", 2, lambda m: lambda n: np.resize(posenc.biases.alibi_slopes(_power_below(n)), n)),  # the even h of 2n heads: the first slopes again
+    # the even h of 2n heads give the first n slopes again
+    ("nb12.alibi_slopes", 2, lambda m: lambda n: np.resize(posenc.biases.alibi_slopes(_power_below(n)), n)),
     ("nb12.alibi_slopes", 3, lambda m: lambda n: np.flip(posenc.biases.alibi_slopes(n))),
     ("nb12.both_ways", 0, lambda m: lambda r, b, d: _t5_buckets(-np.abs(r), False, b // 2, d)),
     ("nb12.both_ways", 1, lambda m: lambda r, b, d: _t5_buckets(r, True, b, d) + b // 2 * (r > 0)),
@@ -575,6 +577,12 @@ def _inverse_permutation(order):
 
 def _power_below(n):
     return 1 << (n.bit_length() - 1)
+
+
+def _slopes_from_h_0(num_heads):
+    """ALiBi's slopes with h = 0 .. n - 1 for the n = 2^k first heads: each 2^(8/n) times the right one."""
+    n = _power_below(num_heads)
+    return posenc.biases.alibi_slopes(num_heads) * np.where(np.arange(num_heads) < n, 2 ** (8 / n), 1)
 
 
 def _llama3_blended_wavelengths():
