@@ -529,7 +529,8 @@ WRONG_ANSWERS = [
     ("nb10.flux_ids", 0, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w)[:, ::-1][:, [2, 0, 1]]),
     ("nb10.flux_ids", 1, lambda m: lambda t, h, w: np.transpose(posenc.rope.flux_position_ids(t, h, w))),
     ("nb10.flux_ids", 2, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, w, h)[:, [0, 2, 1]]),
-    ("nb10.flux_ids", 3, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w) + np.pad(np.arange(t)[:, None], ((0, h * w), (0, 2)))),
+    ("nb10.flux_ids", 3, lambda m: lambda t, h, w: (  # text token k at (k, 0, 0)
+        posenc.rope.flux_position_ids(t, h, w) + np.pad(np.arange(t)[:, None], ((0, h * w), (0, 2))))),
     ("nb10.flux_ids", 4, lambda m: lambda t, h, w: np.r_[posenc.rope.flux_position_ids(0, h, w), np.zeros((t, 3))]),
     ("nb10.axis_similarity", 0, lambda m: lambda o, a, x, b: _axis_turned(o, a, x, b, b ** -(np.arange(0, a[x], 2) / sum(a)))),
     ("nb10.axis_similarity", 1, lambda m: lambda o, a, x, b: np.cos(np.outer(o, b ** -(np.arange(0, a[x], 2) / a[x]))).mean(axis=-1)),
