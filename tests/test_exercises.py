@@ -606,3 +606,95 @@ def test_every_mistake_of_notebooks_07_to_12_is_written_independently():
     assert {(name, index) for name, index, _ in WRONG_ANSWERS} == {
         (name, k) for name in names for k in range(len(getattr(_exercise_module(name[:4]), name[5:]).mistakes))
     }
+
+
+HALF_8 = np.array([0, 2, 4, 6, 1, 3, 5, 7])  # one head of 8 rows: Meta's pair members, firsts then seconds
+MROPE_ROWS = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 5, 6], [0, 1, 2, 2, 2, 3, 3, 3, 5, 6], [0, 1, 2, 3, 4, 2, 3, 4, 5, 6]])
+SIDES = (np.ones((2, 3)), np.arange(6.0).reshape(2, 3))
+CAUSAL = np.where(np.triu(np.ones((3, 3)), 1) == 1, -np.inf, -0.5 * np.subtract.outer(np.arange(3), np.arange(3)))[None]
+
+
+def _changed(array, index, value):
+    changed = np.array(array, dtype=np.float64)
+    changed[index] = value
+    return changed
+
+
+# (module, comparison, answer, right answer, message: None when the answer is right)
+COMPARISONS = [
+    ("nb07", "_compare_sides", SIDES, SIDES, None),
+    ("nb07", "_compare_sides", list(SIDES), SIDES, None),
+    ("nb07", "_compare_sides", SIDES[0], SIDES, "return two tensors: (layer of the shuffled x, layer(x) shuffled)"),
+    ("nb07", "_compare_sides", SIDES * 2, SIDES, "return two tensors: (layer of the shuffled x, layer(x) shuffled)"),
+    ("nb07", "_compare_sides", (-SIDES[0], SIDES[1]), SIDES,
+     "your first tensor (the layer of the shuffled x): every entry has the wrong sign"),
+    ("nb07", "_compare_sides", (SIDES[0], 2 * SIDES[1]), SIDES,
+     "your second tensor (layer(x), shuffled): your answer is 2 times the expected one"),
+    ("nb08", "compare_rows", HALF_8, HALF_8, None),
+    ("nb08", "compare_rows", list(HALF_8), HALF_8, None),
+    ("nb08", "compare_rows", None, HALF_8, "your answer is None: does your function end with `return ...`?"),
+    ("nb08", "compare_rows", ..., HALF_8, "your answer is still `...`: replace it with your code"),
+    ("nb08", "compare_rows", HALF_8[:7], HALF_8, "your order has shape (7,), expected (8,): one index per row of W_q (heads * head_dim)"),
+    ("nb08", "compare_rows", HALF_8 + 0.0, HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", np.r_[HALF_8[:7], 0], HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", HALF_8 + 1, HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", HALF_8[[0, 4, 2, 3, 1, 5, 6, 7]], HALF_8,
+     "row 1 of the half layout should be Meta's row 2; yours takes row 1"),
+    ("nb08", "compare_rows", HALF_8[[0, 1, 2, 3, 4, 5, 7, 6]], HALF_8,
+     "row 6 of the half layout should be Meta's row 5; yours takes row 7"),
+    ("nb08", "compare_number", 100.00005, 100.0, None),
+    ("nb08", "compare_number", np.float32(100.0), 100.0, None),
+    ("nb08", "compare_number", None, 100.0, "your answer is None: does your function end with `return ...`?"),
+    ("nb08", "compare_number", ..., 100.0, "your answer is still `...`: replace it with your code"),
+    ("nb08", "compare_number", "100", 100.0, None),  # float("100") reads it
+    ("nb08", "compare_number", "a hundred", 100.0, "your answer should be one number, got str"),
+    ("nb08", "compare_number", [100.0, 1.0], 100.0, "your answer should be one number, got list"),
+    ("nb08", "compare_number", {}, 100.0, "your answer should be one number, got dict"),
+    ("nb08", "compare_number", 100.0002, 100.0,
+     "100 is not it (the check allows a relative difference of 1e-06); the hint gives the rule"),
+    ("nb08", "compare_number", 1234.5678, 100.0,
+     "1234.57 is not it (the check allows a relative difference of 1e-06); the hint gives the rule"),
+    ("nb10", "compare_rows", MROPE_ROWS, MROPE_ROWS, None),
+    ("nb10", "compare_rows", MROPE_ROWS.tolist(), MROPE_ROWS, None),
+    ("nb10", "compare_rows", "rows", MROPE_ROWS, "your answer should be a (3, 10) array of ints"),
+    ("nb10", "compare_rows", [[0, 1], [2]], MROPE_ROWS, "your answer should be a (3, 10) array of ints"),
+    ("nb10", "compare_rows", np.zeros((3, 28)), MROPE_ROWS,
+     "your image has 24 tokens: the merger joins each 2 x 2 block of patches (spatial_merge_size=2), 2 x 3 tokens"),
+    ("nb10", "compare_rows", MROPE_ROWS.T, MROPE_ROWS,
+     "your array has shape (10, 3), expected (3, 10): three rows (time, height, width), one column per token"),
+    ("nb10", "compare_rows", None, MROPE_ROWS,
+     "your array has shape (), expected (3, 10): three rows (time, height, width), one column per token"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (0, 1), 7), MROPE_ROWS,
+     "row 0 (time) is wrong first at token 1 (text before the image): yours 7, expected 1"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (1, 2), 2.5), MROPE_ROWS,
+     "row 1 (height) is wrong first at token 2 (the image): yours 2.5, expected 2"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (2, 7), 0), MROPE_ROWS,
+     "row 2 (width) is wrong first at token 7 (the image): yours 0, expected 4"),
+    ("nb10", "compare_rows", _changed(_changed(MROPE_ROWS, (2, 3), 0), (1, 9), 0), MROPE_ROWS,  # the first row first
+     "row 1 (height) is wrong first at token 9 (text after the image): yours 0, expected 6"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (2, 8), -5), MROPE_ROWS,
+     "row 2 (width) is wrong first at token 8 (text after the image): yours -5, expected 5"),
+    ("nb11", "_compare_counts", 4, 4, None),
+    ("nb11", "_compare_counts", np.int64(4), 4, None),
+    ("nb11", "_compare_counts", ..., 4, "your answer is still `...`: replace it with a number"),
+    ("nb11", "_compare_counts", True, 1, "answer with a whole number of compilations, got bool"),
+    ("nb11", "_compare_counts", 4.0, 4, "answer with a whole number of compilations, got float"),
+    ("nb11", "_compare_counts", "4", 4, "answer with a whole number of compilations, got str"),
+    ("nb11", "_compare_counts", None, 4, "answer with a whole number of compilations, got NoneType"),
+    ("nb11", "_compare_counts", 5, 4, "5 is more than the number of traces: list the (shape, d_model) of each call"),
+    ("nb11", "_compare_counts", 3, 4, "3 is fewer than the number of traces: list the (shape, d_model) of each call"),
+    ("nb12", "compare_masked", CAUSAL, CAUSAL, None),
+    ("nb12", "compare_masked", np.where(np.isinf(CAUSAL), -1e30, CAUSAL), CAUSAL,
+     "the -inf entries are not where the mask goes: key j is hidden from query i exactly when j > i"),
+    ("nb12", "compare_masked", _changed(CAUSAL, (0, 2, 0), -0.75), CAUSAL,
+     "1 of 9 entries differ; the largest difference is at [0, 2, 0]: yours -0.75, expected -1"),
+    ("nb12", "compare_masked", np.where(np.isinf(CAUSAL), -np.inf, -CAUSAL), CAUSAL, "every entry has the wrong sign"),
+]
+
+
+@pytest.mark.parametrize("module, comparison, got, expected, message", COMPARISONS)
+def test_each_comparison_of_notebooks_07_to_12_says_what_is_wrong(module, comparison, got, expected, message):
+    assert getattr(_exercise_module(module), comparison)(got, expected) == message
