@@ -698,3 +698,11 @@ COMPARISONS = [
 @pytest.mark.parametrize("module, comparison, got, expected, message", COMPARISONS)
 def test_each_comparison_of_notebooks_07_to_12_says_what_is_wrong(module, comparison, got, expected, message):
     assert getattr(_exercise_module(module), comparison)(got, expected) == message
+
+
+def test_the_row_and_number_comparisons_read_a_tensor_that_requires_grad():
+    torch = pytest.importorskip("torch")
+    nb08 = _exercise_module("nb08")
+    assert nb08.compare_rows(torch.tensor(HALF_8 + 0.0, requires_grad=True), HALF_8) == \
+        "your order is not a permutation of the rows 0..7: each row must be taken exactly once"
+    assert nb08.compare_number(torch.tensor(100.0, requires_grad=True), 100.0) is None
