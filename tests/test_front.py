@@ -297,6 +297,17 @@ def test_mrope_module_attributes_are_named_alike(front):
     np.testing.assert_array_equal(module.axes, posenc.rope.axial.mrope_axes((6, 5, 5), interleaved=True))
 
 
+def test_mrope_module_reads_text_position_ids_as_three_equal_rows(front):
+    # transformers' Qwen2-VL: a (batch, seq) position_ids is text, the same position on every axis
+    module = front.make(front.api.RotaryEmbedding, 32, 1e6, mrope_section=(4, 6, 6))
+    text = np.array([[0, 1, 5, 9], [3, 4, 5, 6]])
+    x = front.tensor(np.zeros((2, 4, 32), np.float32))
+    cos, sin = front.run(module, x, front.tensor(text))
+    want_c, want_s = posenc.rope.mrope_cos_sin(np.stack([text] * 3), 32, mrope_section=(4, 6, 6), base=1e6, dtype=np.float64)
+    np.testing.assert_allclose(front.numpy(cos), want_c, rtol=0, atol=6e-8)  # one float32 rounding
+    np.testing.assert_allclose(front.numpy(sin), want_s, rtol=0, atol=6e-8)
+
+
 def test_rotary_module_matches_the_function(front):
     module = front.make(front.api.RotaryEmbedding, 64, 500000.0, compute_dtype="bfloat16", **LLAMA3)
     inv_freq, attention = posenc.rotary_frequencies(64, 500000.0, **LLAMA3)

@@ -3,7 +3,10 @@
 The behaviour the fronts share is tested once for all of them in test_front.py.
 """
 
+import numpy as np
 import pytest
+
+import posenc
 
 try:
     import torch
@@ -33,6 +36,13 @@ def test_module_table_is_a_non_persistent_buffer():
     assert "pe" in dict(module.named_buffers())
     assert list(module.state_dict()) == []
     assert module.to(torch.float64).pe.dtype == torch.float64
+
+
+def test_a_module_moved_to_float64_grows_its_table_in_float64():
+    module = pt.PositionalEncoding(8, max_len=4).double()
+    out = module(torch.zeros(1, 11, 8, dtype=torch.float64))  # past max_len: the table grows
+    assert module.pe.dtype == torch.float64 and module.max_len == 11
+    np.testing.assert_allclose(out[0].numpy(), posenc.positional_encoding(11, 8, dtype=np.float64), rtol=0, atol=1e-15)
 
 
 def test_module_repr_names_its_convention():

@@ -67,7 +67,7 @@ def _climb(wrapped, ratio=None):
     Each ``v_j`` is its angle plus the whole turns nearest to ``v_{j+1} / r``: right while that
     guess is within pi, which the slow end, far below a turn, starts. ``ratio``: ``r`` if known,
     else the ratio of the two values below each step (the two slowest taken as they are)."""
-    out = np.array(wrapped, dtype=np.float64)
+    out = np.array(wrapped)  # a copy, climbed in place; float64, as _candidates reads the table
     for j in range(len(out) - 2 - (ratio is None), -1, -1):
         r = ratio
         if r is None:
@@ -168,10 +168,11 @@ def _diffusers(temperature, fits, sizes):
         return None
     steps = {a: step for a, (_start, step) in fits.items() if step is not None}
     if "t" in fits:
+        spatial = [steps[a] for a in ("y", "x") if a in steps]  # an axis one patch long has no step
         if (not all(_near(start, 0) for start, _step in fits.values()) or not all(step > 1e-9 for step in steps.values())
-                or not _near(steps.get("y", 1), steps.get("x", 1))):
+                or not all(_near(step, spatial[0]) for step in spatial)):
             return None
-        scales = {"spatial_interpolation_scale": 1 / steps.get("y", steps.get("x", 1.0)),
+        scales = {"spatial_interpolation_scale": 1 / spatial[0] if spatial else 1.0,
                   "temporal_interpolation_scale": 1 / steps.get("t", 1.0)}
         return {name: _snap(value) for name, value in scales.items() if not _near(value, 1.0)}
     if not steps or not all(step > 1e-9 for step in steps.values()):

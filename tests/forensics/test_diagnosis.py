@@ -403,7 +403,7 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     (tmp_path / "print.txt").write_text(str(learner_paper(50, 64, np.float32)))  # print(): no shape shown
 
     done = _cli(capsys, tmp_path / "paper.npy")
-    assert done.returncode == 0 and "the paper's table" in done.stdout
+    assert done.returncode == 0 and done.stdout == f"{posenc.diagnose(learner_paper(20, 16, np.float32))}\n"  # text, not JSON
     done = _cli(capsys, tmp_path / "swapped.csv", "--json")
     assert done.returncode == 1
     report = json.loads(done.stdout)

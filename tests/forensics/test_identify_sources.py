@@ -129,6 +129,17 @@ def test_the_count():
     assert count == total, said
 
 
+@pytest.mark.parametrize(("shape", "named_as"), [
+    ((3, 4, 1), "diffusers, spatial_interpolation_scale=1.875"),
+    ((3, 1, 4), "diffusers, spatial_interpolation_scale=1.875"),
+    ((3, 1, 1), "diffusers"),  # every patch at (0, 0): no spatial scale shows, the default is named
+])
+def test_a_video_one_patch_wide_or_high_is_named_by_its_other_axis(shape, named_as):
+    table = embeddings.get_3d_sincos_pos_embed(D, (shape[2], shape[1]), shape[0], spatial_interpolation_scale=1.875,
+                                               temporal_interpolation_scale=1.0).reshape(-1, D)
+    assert posenc.identify_grid(np.asarray(table, np.float32), shape).matches == (named_as,)
+
+
 def test_positions_by_hand_when_no_option_names_them():
     # MAE's layout at the centres of the patches: posenc reproduces it with positions passed by hand
     positions = [np.arange(4) + 0.5, np.arange(6) + 0.5]

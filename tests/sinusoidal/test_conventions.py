@@ -367,6 +367,23 @@ def test_identify_reads_offset_base_layout_and_padding(name, options, fields):
     assert name in result.matches and expected_fields(result.convention) == fields
 
 
+@pytest.mark.parametrize(
+    ("name", "options", "said"),
+    [
+        ("paper", {}, "paper (same numbers: hf-xlm, keras-hub, tf-tutorial-2019): layout interleaved, frequencies paper, "
+                      "base 10000, offset 0; max deviation 0"),
+        ("fairseq", {}, "fairseq: layout sin_cos, frequencies h-1, base 10000, offset 0, padding_idx 1; max deviation 0"),
+        ("diffusers", {"flip_sin_to_cos": True, "downscale_freq_shift": 0.5},
+         "diffusers: layout cos_sin, frequencies h-1, base 10000, offset 0, shift 0.5; max deviation 0"),
+        ("diffusers", {"scale": 2.0}, "none (closest: tensor2tensor, layout cos_sin, frequencies h-1, base 10000, "
+                                      "offset 15708; max deviation 2 > 0.0079)"),
+    ],
+)
+def test_identify_says_the_name_the_fit_and_the_same_numbers(name, options, said):
+    # float64 tables: a preset rebuilds them to the last bit, so the deviation prints as 0
+    assert str(posenc.identify(posenc.positional_encoding(80, 32, convention=name, dtype=np.float64, **options))) == said
+
+
 def test_a_stable_diffusion_timestep_table_is_named_diffusers():
     # flip_sin_to_cos=True, downscale_freq_shift=0: w_j = 10000^(-j / h), the paper's
     # frequencies in cos_sin order. The paper-rule presets rebuild it with layout="cos_sin",
