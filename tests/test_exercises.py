@@ -806,3 +806,390 @@ def test_the_causal_bias_comparison_names_the_mask_then_the_values():
     assert nb12.compare_masked(bias[0], bias) == "your array has shape (3, 3), expected (1, 3, 3)"
     assert nb12.compare_masked(np.where(j >= i, -np.inf, 0.0)[None], bias).startswith("the -inf entries are not where")
     assert nb12.compare_masked(2 * bias, bias) == "your answer is 2 times the expected one"
+
+
+# Notebooks 07 to 12: each reference solution against an independent computation (posenc's library,
+# a direct NumPy formula, the reference package), each module's comparison message by message, and
+# each known mistake written the learner's way, not with the exercise's own mistake maker.
+
+def _exercise_module(name):
+    framework = {"nb07": "torch", "nb08": "torch", "nb11": "jax"}.get(name)
+    if framework:
+        pytest.importorskip(framework)
+    return importlib.import_module(f"posenc.exercises.{name}")
+
+
+def _solution_answer(exercise):
+    return exercise.solution_code if exercise.cases else exercise.solution_code()
+
+
+def _paper_table(length, d_model):
+    """The paper's table in float64, straight from the formula: sin at even columns, cos at odd."""
+    angles = np.arange(length)[:, None] / 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(length, d_model)
+
+
+def _torch_layer_sides(m, order, second=None):
+    """layer(x[:, order]) and layer(x) indexed by ``second`` (unshuffled when None), with index_select."""
+    torch = pytest.importorskip("torch")
+    with torch.no_grad():
+        out = m.layer(m.x)
+        shuffled = m.layer(m.x.index_select(1, torch.as_tensor(order)))
+    return shuffled, out if second is None else out.index_select(1, torch.as_tensor(second))
+
+
+def _rotated_by_posenc(position, *, base=10000.0, tables="half", pairs="half", swap=False):
+    """Query 1..8 rotated at ``position`` by posenc's rotary tables and apply_rotary."""
+    cos, sin = posenc.rotary_cos_sin([position], 8, base=base, layout=tables, dtype=np.float64)
+    if swap:
+        cos, sin = sin, cos
+    return posenc.apply_rotary(np.arange(1.0, 9.0)[None], cos, sin, layout=pairs)[0]
+
+
+def _llama3_frequency(base=500000.0):
+    """Pair 32's frequency as transformers' llama3 rope computes it (float32)."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_rope_utils import _compute_llama3_parameters
+
+    config = transformers.LlamaConfig(
+        head_dim=128, hidden_size=4096, num_attention_heads=32, max_position_embeddings=131072, rope_theta=base,
+        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                          original_max_position_embeddings=8192))
+    return float(_compute_llama3_parameters(config)[0][32])
+
+
+def _mae(shape, d, *, positions=None, convention="mae"):
+    return posenc.grid_encoding(shape, d, convention=convention, dtype=np.float64, positions=positions)
+
+
+def _centres(old, new):
+    """Patch i of n new patches has its centre at (2i + 1) / 2n of the image, old patch p at (2p + 1) / 2 old."""
+    return [(2 * np.arange(n) + 1) * o / (2 * n) - 0.5 for o, n in zip(old, new)]
+
+
+def _rope_2d_score(query, key, q, k):
+    """The 2-D RoPE score of query vector q at patch ``query`` with key vector k at patch ``key`` (notebook 10)."""
+    cos, sin = posenc.rope.axial_cos_sin(np.array([query, key]).T, len(q), dtype=np.float64)
+    turned_q, turned_k = (posenc.apply_rotary(np.broadcast_to(v, cos.shape), cos, sin) for v in (q, k))
+    return turned_q[0] @ turned_k[1]
+
+
+def _per_axis_similarity(offsets, axes_dim, axis, base):
+    """Mean over a head's channels of cos(angle) for ids moved by ``offsets`` along ``axis`` (posenc's per-axis RoPE)."""
+    ids = np.zeros((len(offsets), len(axes_dim)))
+    ids[:, axis] = offsets
+    return posenc.rope.per_axis_cos_sin(ids, axes_dim, base=base, dtype=np.float64)[0].mean(axis=-1)
+
+
+def _pixel_w(count, max_freq):
+    return posenc.rope.pixel_frequencies(2 * count, max_freq, ndim=1).hi
+
+
+def _sam(points, projection, height, width, **options):
+    return posenc.sinusoidal.random_fourier_features(points, projection, input_shape=(height, width), dtype=np.float64, **options)
+
+
+def _t5_buckets(relative_position, bidirectional, num_buckets, max_distance):
+    torch = pytest.importorskip("torch")
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    return t5.T5Attention._relative_position_bucket(
+        torch.as_tensor(relative_position), bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance,
+    ).numpy()
+
+
+def _alibi_by_hand(num_heads, length, *, hidden, sign=-1):
+    """sign * slope * (i - j) for query i and key j, -inf where ``hidden(i, j)``."""
+    i, j = np.indices((length, length))
+    return np.where(hidden(i, j), -np.inf, sign * posenc.biases.alibi_slopes(num_heads)[:, None, None] * (i - j))
+
+
+def _mrope_rows(time=None, height=None, width=None, after=5):
+    """The ids of the exercise (text 2, image 4 x 6 patches merged 2 x 2, text 2) from posenc, image rows replaced."""
+    ids = posenc.rope.mrope_position_ids([2, (1, 4, 6), 2]).copy()
+    for row, values in enumerate((time, height, width)):
+        if values is not None:
+            ids[row, 2:8] = values
+    ids[:, 8:] = after + np.arange(2)
+    return ids
+
+
+REFERENCES = {
+    "nb07.both_sides": lambda m: lambda order: _torch_layer_sides(m, order, second=order),
+    "nb07.model_input": lambda m: m.embeddings.numpy() * np.sqrt(32) + _paper_table(12, 32),
+    "nb08.rotated_query": lambda m: _rotated_by_posenc(3),
+    "nb08.half_rows": lambda m: lambda heads, head_dim: posenc.rotary_permutation(head_dim, "interleaved", "half", heads=heads),
+    "nb08.llama3_wavelength": lambda m: 2 * np.pi / _llama3_frequency(),
+    "nb09.mae_table": lambda m: lambda h, w, d: _mae((h, w), d),
+    "nb09.rescaled_table": lambda m: lambda old, new, d: _mae(new, d, positions=_centres(old, new)),
+    "nb10.mrope_rows": lambda m: _mrope_rows(),
+    "nb10.channel_axes": lambda m: lambda section: np.tile(posenc.rope.mrope_axes(section), 2),
+    "nb10.flux_ids": lambda m: posenc.rope.flux_position_ids,
+    "nb10.axis_similarity": lambda m: _per_axis_similarity,
+    "nb10.pixel_angles": lambda m: lambda n, count, max_freq: np.outer(-1 + 2 * np.arange(n) / (n - 1), _pixel_w(count, max_freq)),
+    "nb10.sam_features": lambda m: _sam,
+    "nb11.at_table": lambda m: posenc.positional_encoding,
+    "nb11.compilations": lambda m: 4,  # distinct (length, d_model) among CALLS: (10, 6), (12, 6), (10, 8), (16, 8)
+    "nb11.chunks": lambda m: np.stack([posenc.encode(start + np.arange(4), 8) for start in (0, 100, 7)]),
+    "nb12.alibi_slopes": lambda m: posenc.biases.alibi_slopes,
+    "nb12.both_ways": lambda m: lambda r, b, d: _t5_buckets(r, True, b, d),
+    "nb12.causal_alibi": lambda m: lambda n, length: posenc.biases.alibi_bias(n, length, length, dtype=np.float64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_the_solution_matches_an_independent_computation(name):
+    module, exercise = name.split(".")
+    m = _exercise_module(module)
+    feedback = getattr(m, exercise).check(REFERENCES[name](m))
+    assert feedback.ok, feedback
+
+
+def test_the_same_offset_solution_keeps_the_2d_rope_score():
+    q, k = np.random.default_rng(10).standard_normal((2, 16))
+    for query_a, key_a, query_b in nb10.same_offset.cases:
+        key_b = nb10.same_offset_solution(query_a, key_a, query_b)
+        assert _rope_2d_score(query_b, key_b, q, k) == pytest.approx(_rope_2d_score(query_a, key_a, q, k), rel=1e-12)
+
+
+def _axis_turned(offsets, axes_dim, axis, base, w):
+    """Mean over all pairs: cos(offset * w) for the axis' pairs ``w``, cos 0 = 1 for the other pairs."""
+    pairs = sum(axes_dim) // 2
+    return (np.cos(np.outer(offsets, w)).sum(axis=-1) + pairs - len(w)) / pairs
+
+
+def _interleave_halves(d):
+    """Column order [sin 0, cos 0, sin 1, cos 1, ...] of each half of MAE's [sin x, cos x, sin y, cos y]."""
+    quarter = np.arange(d // 4)
+    half = np.stack([quarter, quarter + d // 4], axis=-1).ravel()
+    return np.concatenate([half, half + d // 2])
+
+
+# (exercise, index of the mistake, the learner's wrong answer made from the exercise's module)
+WRONG_ANSWERS = [
+    ("nb07.both_sides", 0, lambda m: lambda order: _torch_layer_sides(m, order)),
+    ("nb07.both_sides", 1, lambda m: lambda order: _torch_layer_sides(m, order, second=_inverse_permutation(order))),
+    ("nb07.both_sides", 2, lambda m: lambda order: (_torch_layer_sides(m, order)[1],) * 2),
+    ("nb07.model_input", 0, lambda m: m.embeddings.numpy() + _paper_table(12, 32)),
+    ("nb07.model_input", 1, lambda m: np.sqrt(32) * (m.embeddings.numpy() + _paper_table(12, 32))),
+    ("nb07.model_input", 2, lambda m: 32 * m.embeddings.numpy() + _paper_table(12, 32)),
+    ("nb07.model_input", 3, lambda m: m.embeddings.numpy() / np.sqrt(32) + _paper_table(12, 32)),
+    ("nb07.model_input", 4, lambda m: np.sqrt(32) * m.embeddings.numpy() + _paper_table(4, 32)[:, None]),
+    ("nb08.rotated_query", 0, lambda m: _rotated_by_posenc(-3)),
+    ("nb08.rotated_query", 1, lambda m: _rotated_by_posenc(3, tables="interleaved", pairs="interleaved")),
+    ("nb08.rotated_query", 2, lambda m: _rotated_by_posenc(3, tables="interleaved")),
+    ("nb08.rotated_query", 3, lambda m: _rotated_by_posenc(3, pairs="interleaved")),
+    ("nb08.rotated_query", 4, lambda m: _rotated_by_posenc(3, base=100.0)),  # 10000^(-j/8) = 100^(-2j/8)
+    ("nb08.rotated_query", 5, lambda m: _rotated_by_posenc(3, swap=True)),
+    ("nb08.half_rows", 0, lambda m: lambda heads, head_dim: posenc.rotary_permutation(head_dim, "half", "interleaved", heads=heads)),
+    ("nb08.half_rows", 1, lambda m: lambda heads, head_dim: posenc.rotary_permutation(heads * head_dim, "interleaved", "half")),
+    ("nb08.half_rows", 2, lambda m: lambda heads, head_dim: list(range(heads * head_dim))),
+    ("nb08.llama3_wavelength", 0, lambda m: 2 * np.pi * 500000.0 ** 0.5),
+    ("nb08.llama3_wavelength", 1, lambda m: 8 * 2 * np.pi * 500000.0 ** 0.5),
+    ("nb08.llama3_wavelength", 2, lambda m: _llama3_blended_wavelengths()),
+    ("nb08.llama3_wavelength", 3, lambda m: 2 * np.pi / (500000.0 ** -0.5 * (1 + 1 / 8) - _llama3_frequency())),
+    ("nb08.llama3_wavelength", 4, lambda m: _llama3_frequency()),
+    ("nb08.llama3_wavelength", 5, lambda m: 2 * np.pi / _llama3_frequency(base=10000.0)),
+    ("nb09.mae_table", 0, lambda m: lambda h, w, d: _mae((h, w), d).reshape(h, w, d).transpose(1, 0, 2).reshape(h * w, d)),
+    ("nb09.mae_table", 1, lambda m: lambda h, w, d: _mae((w, h), d)),
+    ("nb09.mae_table", 2, lambda m: lambda h, w, d: np.roll(_mae((h, w), d), d // 2, axis=1)),
+    ("nb09.mae_table", 3, lambda m: lambda h, w, d: _mae((h, w), d)[:, _interleave_halves(d)]),
+    ("nb09.mae_table", 4, lambda m: lambda h, w, d: _mae((h, w), d, convention="big_vision")),
+    ("nb09.rescaled_table", 0, lambda m: lambda old, new, d: _mae(new, d)),
+    ("nb09.rescaled_table", 1, lambda m: lambda old, new, d: _mae(new, d, positions=[np.arange(n) * (o / n) for o, n in zip(old, new)])),
+    ("nb09.rescaled_table", 2, lambda m: lambda old, new, d: _mae(new, d, positions=[np.linspace(0, o - 1, n) for o, n in zip(old, new)])),
+    ("nb09.rescaled_table", 3, lambda m: lambda old, new, d: _mae(new, d, positions=_centres([n * n / o for o, n in zip(old, new)], new))),
+    ("nb09.rescaled_table", 4, lambda m: lambda old, new, d: _mae(  # each axis stepped by the other's ratio
+        new, d, positions=[_centres([o * n / other], [n])[0] for o, n, other in zip(old[::-1], new, new[::-1])])),
+    ("nb10.mrope_rows", 0, lambda m: _mrope_rows(after=8)),
+    ("nb10.mrope_rows", 1, lambda m: _mrope_rows()[[0, 2, 1]]),
+    # a 3 x 2 grid row by row, read as the 2 x 3 grid column by column
+    ("nb10.mrope_rows", 2, lambda m: posenc.rope.mrope_position_ids([2, (1, 6, 4), 2])[[0, 2, 1]]),
+    ("nb10.mrope_rows", 3, lambda m: _mrope_rows() - np.r_[0, 0, 2, 2, 2, 2, 2, 2, 0, 0] * [[0], [1], [1]]),
+    ("nb10.mrope_rows", 4, lambda m: _mrope_rows(time=range(2, 8))),
+    ("nb10.channel_axes", 0, lambda m: posenc.rope.mrope_axes),
+    ("nb10.channel_axes", 1, lambda m: lambda section: np.concatenate([np.full(2 * n, axis) for axis, n in enumerate(section)])),
+    ("nb10.channel_axes", 2, lambda m: lambda section: np.tile(posenc.rope.mrope_axes(section, interleaved=True), 2)),
+    ("nb10.same_offset", 0, lambda m: lambda qa, ka, qb: tuple(np.subtract(qb, np.subtract(ka, qa)))),
+    ("nb10.same_offset", 1, lambda m: lambda qa, ka, qb: tuple(np.add(qb, np.subtract(ka, qa)[::-1]))),
+    ("nb10.same_offset", 2, lambda m: lambda qa, ka, qb: ka),
+    ("nb10.flux_ids", 0, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, h, w)[:, ::-1][:, [2, 0, 1]]),
+    ("nb10.flux_ids", 1, lambda m: lambda t, h, w: np.transpose(posenc.rope.flux_position_ids(t, h, w))),
+    ("nb10.flux_ids", 2, lambda m: lambda t, h, w: posenc.rope.flux_position_ids(t, w, h)[:, [0, 2, 1]]),
+    ("nb10.flux_ids", 3, lambda m: lambda t, h, w: (  # text token k at (k, 0, 0)
+        posenc.rope.flux_position_ids(t, h, w) + np.pad(np.arange(t)[:, None], ((0, h * w), (0, 2))))),
+    ("nb10.flux_ids", 4, lambda m: lambda t, h, w: np.r_[posenc.rope.flux_position_ids(0, h, w), np.zeros((t, 3))]),
+    ("nb10.axis_similarity", 0, lambda m: lambda o, a, x, b: _axis_turned(o, a, x, b, b ** -(np.arange(0, a[x], 2) / sum(a)))),
+    ("nb10.axis_similarity", 1, lambda m: lambda o, a, x, b: np.cos(np.outer(o, b ** -(np.arange(0, a[x], 2) / a[x]))).mean(axis=-1)),
+    ("nb10.axis_similarity", 2, lambda m: lambda o, a, x, b: _axis_turned(o, 2 * np.asarray(a), x, b, b ** -(np.arange(a[x]) / a[x]))),
+    ("nb10.pixel_angles", 0, lambda m: lambda n, c, f: np.outer(np.arange(n), _pixel_w(c, f))),
+    ("nb10.pixel_angles", 1, lambda m: lambda n, c, f: np.outer(np.arange(n) / (n - 1), _pixel_w(c, f))),
+    ("nb10.pixel_angles", 2, lambda m: lambda n, c, f: np.outer((2 * np.arange(n) + 1 - n) / n, _pixel_w(c, f))),
+    ("nb10.pixel_angles", 3, lambda m: lambda n, c, f: np.outer(-1 + 2 * np.arange(n) / (n - 1), _pixel_w(c, f) / np.pi)),
+    ("nb10.pixel_angles", 4, lambda m: lambda n, c, f: np.outer(-1 + 2 * np.arange(n) / (n - 1), _pixel_w(c, 2 * f))),
+    ("nb10.sam_features", 0, lambda m: lambda p, g, h, w: _sam(p, g / (2 * np.pi), h, w)),
+    ("nb10.sam_features", 1, lambda m: lambda p, g, h, w: _sam((p + [w, h]) / 2, g, h, w)),  # 2 c' - 1 = c: the [0, 1] coordinates
+    ("nb10.sam_features", 2, lambda m: lambda p, g, h, w: _sam(p, g, w, h)),
+    ("nb10.sam_features", 3, lambda m: lambda p, g, h, w: np.roll(_sam(p, g, h, w), g.shape[1], axis=-1)),
+    ("nb11.at_table", 0, lambda m: lambda n, d: np.zeros((n, d))),
+    ("nb11.at_table", 1, lambda m: lambda n, d: posenc.positional_encoding(n, d) * (np.arange(d) % 2)),
+    ("nb11.at_table", 2, lambda m: lambda n, d: posenc.positional_encoding(n, d) * (1 - np.arange(d) % 2)),
+    ("nb11.at_table", 3, lambda m: lambda n, d: posenc.positional_encoding(n, d)[:, np.arange(d) ^ 1]),
+    ("nb11.compilations", 0, lambda m: 7),  # every call
+    ("nb11.compilations", 1, lambda m: 6),  # every distinct call: (0, 10, 6) comes twice
+    ("nb11.compilations", 2, lambda m: 3),  # lengths 10, 12, 16
+    ("nb11.compilations", 3, lambda m: 2),  # d_model 6, 8
+    ("nb11.compilations", 4, lambda m: 1),
+    ("nb11.chunks", 0, lambda m: np.stack([posenc.encode(np.arange(4), 8)] * 3)),
+    ("nb11.chunks", 1, lambda m: np.stack([posenc.encode(start + np.arange(1, 5), 8) for start in (0, 100, 7)])),
+    ("nb12.alibi_slopes", 0, lambda m: _slopes_from_h_0),
+    ("nb12.alibi_slopes", 1, lambda m: lambda n: 0.5 ** (8 * np.arange(1, n + 1) / n)),
+    # the even h of 2n heads give the first n slopes again
+    ("nb12.alibi_slopes", 2, lambda m: lambda n: np.resize(posenc.biases.alibi_slopes(_power_below(n)), n)),
+    ("nb12.alibi_slopes", 3, lambda m: lambda n: np.flip(posenc.biases.alibi_slopes(n))),
+    ("nb12.both_ways", 0, lambda m: lambda r, b, d: _t5_buckets(-np.abs(r), False, b // 2, d)),
+    ("nb12.both_ways", 1, lambda m: lambda r, b, d: _t5_buckets(r, True, b, d) + b // 2 * (r > 0)),
+    ("nb12.both_ways", 2, lambda m: lambda r, b, d: _t5_buckets(-r, True, b, d)),
+    ("nb12.both_ways", 3, lambda m: lambda r, b, d: _t5_buckets(r, True, b, d) + b // 2 * (r == 0)),
+    ("nb12.causal_alibi", 0, lambda m: lambda n, length: _alibi_by_hand(n, length, hidden=lambda i, j: j < i)),
+    ("nb12.causal_alibi", 1, lambda m: lambda n, length: _alibi_by_hand(n, length, hidden=lambda i, j: j >= i)),
+    ("nb12.causal_alibi", 2, lambda m: lambda n, length: _alibi_by_hand(n, length, hidden=lambda i, j: j > i, sign=1)),
+]
+
+
+def _inverse_permutation(order):
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order))
+    return inverse
+
+
+def _power_below(n):
+    return 1 << (n.bit_length() - 1)
+
+
+def _slopes_from_h_0(num_heads):
+    """ALiBi's slopes with h = 0 .. n - 1 for the n = 2^k first heads: each 2^(8/n) times the right one."""
+    n = _power_below(num_heads)
+    return posenc.biases.alibi_slopes(num_heads) * np.where(np.arange(num_heads) < n, 2 ** (8 / n), 1)
+
+
+def _llama3_blended_wavelengths():
+    wavelength = 2 * np.pi * 500000.0 ** 0.5
+    smooth = (8192 / wavelength - 1) / 3
+    return (1 - smooth) * 8 * wavelength + smooth * wavelength
+
+
+@pytest.mark.parametrize("name, index, wrong", WRONG_ANSWERS, ids=[f"{name}-{index}" for name, index, _ in WRONG_ANSWERS])
+def test_a_mistake_written_independently_gets_its_message(name, index, wrong):
+    module, exercise_name = name.split(".")
+    m = _exercise_module(module)
+    exercise = getattr(m, exercise_name)
+    feedback = exercise.check(wrong(m))
+    assert not feedback.ok and str(feedback).endswith(exercise.mistakes[index][0]), feedback
+
+
+def test_every_mistake_of_notebooks_07_to_12_is_written_independently():
+    names = {name for name, _, _ in WRONG_ANSWERS}
+    assert {(name, index) for name, index, _ in WRONG_ANSWERS} == {
+        (name, k) for name in names for k in range(len(getattr(_exercise_module(name[:4]), name[5:]).mistakes))
+    }
+
+
+HALF_8 = np.array([0, 2, 4, 6, 1, 3, 5, 7])  # one head of 8 rows: Meta's pair members, firsts then seconds
+MROPE_ROWS = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 5, 6], [0, 1, 2, 2, 2, 3, 3, 3, 5, 6], [0, 1, 2, 3, 4, 2, 3, 4, 5, 6]])
+SIDES = (np.ones((2, 3)), np.arange(6.0).reshape(2, 3))
+CAUSAL = np.where(np.triu(np.ones((3, 3)), 1) == 1, -np.inf, -0.5 * np.subtract.outer(np.arange(3), np.arange(3)))[None]
+
+
+def _changed(array, index, value):
+    changed = np.array(array, dtype=np.float64)
+    changed[index] = value
+    return changed
+
+
+# (module, comparison, answer, right answer, message: None when the answer is right)
+COMPARISONS = [
+    ("nb07", "_compare_sides", SIDES, SIDES, None),
+    ("nb07", "_compare_sides", list(SIDES), SIDES, None),
+    ("nb07", "_compare_sides", SIDES[0], SIDES, "return two tensors: (layer of the shuffled x, layer(x) shuffled)"),
+    ("nb07", "_compare_sides", SIDES * 2, SIDES, "return two tensors: (layer of the shuffled x, layer(x) shuffled)"),
+    ("nb07", "_compare_sides", (-SIDES[0], SIDES[1]), SIDES,
+     "your first tensor (the layer of the shuffled x): every entry has the wrong sign"),
+    ("nb07", "_compare_sides", (SIDES[0], 2 * SIDES[1]), SIDES,
+     "your second tensor (layer(x), shuffled): your answer is 2 times the expected one"),
+    ("nb08", "compare_rows", HALF_8, HALF_8, None),
+    ("nb08", "compare_rows", list(HALF_8), HALF_8, None),
+    ("nb08", "compare_rows", None, HALF_8, "your answer is None: does your function end with `return ...`?"),
+    ("nb08", "compare_rows", ..., HALF_8, "your answer is still `...`: replace it with your code"),
+    ("nb08", "compare_rows", HALF_8[:7], HALF_8, "your order has shape (7,), expected (8,): one index per row of W_q (heads * head_dim)"),
+    ("nb08", "compare_rows", HALF_8 + 0.0, HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", np.r_[HALF_8[:7], 0], HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", HALF_8 + 1, HALF_8,
+     "your order is not a permutation of the rows 0..7: each row must be taken exactly once"),
+    ("nb08", "compare_rows", HALF_8[[0, 4, 2, 3, 1, 5, 6, 7]], HALF_8,
+     "row 1 of the half layout should be Meta's row 2; yours takes row 1"),
+    ("nb08", "compare_rows", HALF_8[[0, 1, 2, 3, 4, 5, 7, 6]], HALF_8,
+     "row 6 of the half layout should be Meta's row 5; yours takes row 7"),
+    ("nb08", "compare_number", 100.00005, 100.0, None),
+    ("nb08", "compare_number", np.float32(100.0), 100.0, None),
+    ("nb08", "compare_number", None, 100.0, "your answer is None: does your function end with `return ...`?"),
+    ("nb08", "compare_number", ..., 100.0, "your answer is still `...`: replace it with your code"),
+    ("nb08", "compare_number", "100", 100.0, None),  # float("100") reads it
+    ("nb08", "compare_number", "a hundred", 100.0, "your answer should be one number, got str"),
+    ("nb08", "compare_number", [100.0, 1.0], 100.0, "your answer should be one number, got list"),
+    ("nb08", "compare_number", {}, 100.0, "your answer should be one number, got dict"),
+    ("nb08", "compare_number", 100.0002, 100.0,
+     "100 is not it (the check allows a relative difference of 1e-06); the hint gives the rule"),
+    ("nb08", "compare_number", 1234.5678, 100.0,
+     "1234.57 is not it (the check allows a relative difference of 1e-06); the hint gives the rule"),
+    ("nb10", "compare_rows", MROPE_ROWS, MROPE_ROWS, None),
+    ("nb10", "compare_rows", MROPE_ROWS.tolist(), MROPE_ROWS, None),
+    ("nb10", "compare_rows", "rows", MROPE_ROWS, "your answer should be a (3, 10) array of ints"),
+    ("nb10", "compare_rows", [[0, 1], [2]], MROPE_ROWS, "your answer should be a (3, 10) array of ints"),
+    ("nb10", "compare_rows", np.zeros((3, 28)), MROPE_ROWS,
+     "your image has 24 tokens: the merger joins each 2 x 2 block of patches (spatial_merge_size=2), 2 x 3 tokens"),
+    ("nb10", "compare_rows", MROPE_ROWS.T, MROPE_ROWS,
+     "your array has shape (10, 3), expected (3, 10): three rows (time, height, width), one column per token"),
+    ("nb10", "compare_rows", None, MROPE_ROWS,
+     "your array has shape (), expected (3, 10): three rows (time, height, width), one column per token"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (0, 1), 7), MROPE_ROWS,
+     "row 0 (time) is wrong first at token 1 (text before the image): yours 7, expected 1"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (1, 2), 2.5), MROPE_ROWS,
+     "row 1 (height) is wrong first at token 2 (the image): yours 2.5, expected 2"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (2, 7), 0), MROPE_ROWS,
+     "row 2 (width) is wrong first at token 7 (the image): yours 0, expected 4"),
+    ("nb10", "compare_rows", _changed(_changed(MROPE_ROWS, (2, 3), 0), (1, 9), 0), MROPE_ROWS,  # the first row first
+     "row 1 (height) is wrong first at token 9 (text after the image): yours 0, expected 6"),
+    ("nb10", "compare_rows", _changed(MROPE_ROWS, (2, 8), -5), MROPE_ROWS,
+     "row 2 (width) is wrong first at token 8 (text after the image): yours -5, expected 5"),
+    ("nb11", "_compare_counts", 4, 4, None),
+    ("nb11", "_compare_counts", np.int64(4), 4, None),
+    ("nb11", "_compare_counts", ..., 4, "your answer is still `...`: replace it with a number"),
+    ("nb11", "_compare_counts", True, 1, "answer with a whole number of compilations, got bool"),
+    ("nb11", "_compare_counts", 4.0, 4, "answer with a whole number of compilations, got float"),
+    ("nb11", "_compare_counts", "4", 4, "answer with a whole number of compilations, got str"),
+    ("nb11", "_compare_counts", None, 4, "answer with a whole number of compilations, got NoneType"),
+    ("nb11", "_compare_counts", 5, 4, "5 is more than the number of traces: list the (shape, d_model) of each call"),
+    ("nb11", "_compare_counts", 3, 4, "3 is fewer than the number of traces: list the (shape, d_model) of each call"),
+    ("nb12", "compare_masked", CAUSAL, CAUSAL, None),
+    ("nb12", "compare_masked", np.where(np.isinf(CAUSAL), -1e30, CAUSAL), CAUSAL,
+     "the -inf entries are not where the mask goes: key j is hidden from query i exactly when j > i"),
+    ("nb12", "compare_masked", _changed(CAUSAL, (0, 2, 0), -0.75), CAUSAL,
+     "1 of 9 entries differ; the largest difference is at [0, 2, 0]: yours -0.75, expected -1"),
+    ("nb12", "compare_masked", np.where(np.isinf(CAUSAL), -np.inf, -CAUSAL), CAUSAL, "every entry has the wrong sign"),
+]
+
+
+@pytest.mark.parametrize("module, comparison, got, expected, message", COMPARISONS)
+def test_each_comparison_of_notebooks_07_to_12_says_what_is_wrong(module, comparison, got, expected, message):
+    assert getattr(_exercise_module(module), comparison)(got, expected) == message
+
+
+def test_the_row_and_number_comparisons_read_a_tensor_that_requires_grad():
+    torch = pytest.importorskip("torch")
+    nb08 = _exercise_module("nb08")
+    assert nb08.compare_rows(torch.tensor(HALF_8 + 0.0, requires_grad=True), HALF_8) == \
+        "your order is not a permutation of the rows 0..7: each row must be taken exactly once"
+    assert nb08.compare_number(torch.tensor(100.0, requires_grad=True), 100.0) is None
