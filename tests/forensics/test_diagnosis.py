@@ -572,6 +572,16 @@ def test_messages_in_plain_words(code):
     assert finding.to_dict() == {"code": code, "message": finding.message, **finding.details}
 
 
+def test_the_zero_column_message_whole():
+    # guided_diffusion pads d_model = 6 to 7 columns: the sentence names both widths and the call.
+    finding = posenc.diagnose(_by_name("guided_diffusion", 10, 7)).findings[-1]
+    assert finding.code == "zero_column" and finding.details == {"columns": [6]}
+    assert finding.message == (
+        "column 6 is all zeros: the odd width 7 was padded with a zero column after the 6 columns of d_model = 6 "
+        "described here (tensor2tensor, fairseq and diffusers pad so); the paper's formula fills it with "
+        "sin(pos / 10000^(6/7)): posenc.positional_encoding(length, 7)")
+
+
 def test_other_exponent_slips_are_named():
     found = posenc.diagnose(learner_column_exponent(10, 6, np.float32)).findings[0]
     assert found.details == {"exponent": "k/d"} and "k/d" in found.message
