@@ -12,7 +12,9 @@ absurd size is refused before anything is allocated. The regression tests at the
 messages of the escapes this test found.
 """
 
+import inspect
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -381,6 +383,130 @@ def test_the_fronts_raise_value_or_type_errors(front, name, data):
     if front.name == "jax" and name == "RotaryEmbeddingMixed":  # its random stream, not an argument to spoil
         kwargs["rngs"] = __import__("flax").nnx.Rngs(0)
     check_answer(getattr(front.api, name), args, kwargs)
+
+
+# --- every argument, spoiled alone, is named in the message ------------------------------
+
+# Public functions of the subpackages beyond SUBPACKAGE_CALLS: what posenc.rope and
+# posenc.sinusoidal hold that posenc's namespace does not (posenc.forensics' are all there).
+SUBPACKAGE_CALLS.update({
+    "rope.axial_cos_sin": ((np.zeros((2, 5)), 16), {"base": 10000.0, "convention": "qwen2_vl", "layout": "half",
+                                                   "dtype": np.float32}),
+    "rope.axial_frequencies": ((16,), {"base": 10000.0, "convention": "qwen2_vl"}),
+    "rope.flux_position_ids": ((2, 3, 4), {}),
+    "rope.grid_position_ids": ((4, 6), {"spatial_merge_size": 2, "frames": 1}),
+    "rope.layer_plan": (({"model_type": "llama", "head_dim": 8, "num_hidden_layers": 2,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},), {}),
+    "rope.mrope_axes": (((1, 1, 2),), {"interleaved": False, "pairs": 4}),
+    "rope.mrope_cos_sin": ((np.zeros((3, 5)), 8), {"mrope_section": (1, 1, 2), "interleaved": False, "base": 10000.0,
+                                                  "rope_type": "default", "layout": "half", "dtype": np.float32}),
+    "rope.mrope_position_ids": (([2, (1, 4, 6), 2],), {"spatial_merge_size": 2, "time_interval": 1.0,
+                                                       "text_resumes": "longer_side"}),
+    "rope.per_axis_frequencies": (((8, 12, 12),), {"base": 10000.0}),
+    "rope.pixel_frequencies": ((8,), {"max_freq": 224.0, "spacing": "linear", "ndim": 2}),
+    "rope.rotary_arguments": (({"model_type": "llama", "head_dim": 8,
+                                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},), {"layer_type": None}),
+    "rope.rotary_dim": ((8,), {"rope_type": "default"}),
+    "rope.xpos_decay": ((8,), {}),
+    "sinusoidal.patch_positions": (((2, 3),), {"grid_offset": 0.0, "normalize": None, "ref_feat_shape": None,
+                                               "num_prefix_tokens": 0}),
+    "sinusoidal.resolve": (("paper",), {"base": None, "layout": None}),
+})
+# What a function returns, not something to call.
+SUBPACKAGE_RESULTS = {"rope.LayerPosition"}
+
+
+def test_every_public_function_of_the_subpackages_has_a_valid_call():
+    public = {f"{package}.{name}" for package in ("rope", "sinusoidal", "forensics", "biases")
+              for name in getattr(posenc, package).__all__ if callable(getattr(getattr(posenc, package), name))}
+    covered = {name for name in public if name.split(".")[1] in (CALLS.keys() | RESULTS | BIAS_CALLS.keys())}
+    assert public - covered - SUBPACKAGE_RESULTS == set(SUBPACKAGE_CALLS)
+
+
+class Anything:
+    """A value of no type any argument takes; its messages show ``Anything`` (its type name)."""
+
+    def __repr__(self):
+        return "<Anything>"
+
+
+def wrong_values(valid):
+    """Values to put in place of ``valid``: one of no type at all, a string (the wrong type, or
+    a choice that does not exist), and for an int 0 and -1."""
+    values = [Anything(), "nope" if not isinstance(valid, str) else "nope-nope"]
+    if isinstance(valid, int) and not isinstance(valid, bool):
+        values += [0, -1]
+    return values
+
+
+_EMPTY = "an empty output is valid"
+# (function, parameter) -> (the wrong values it accepts, why). Every other wrong value is
+# refused with a ValueError or TypeError naming the parameter and showing the value received.
+ACCEPTED = {
+    **{(name, parameter): ([0], _EMPTY) for name, parameter in [
+        ("positional_encoding", "length"), ("rope.flux_position_ids", "text_length"),
+        ("sinusoidal.patch_positions", "num_prefix_tokens"),
+        *((f"biases.{name}", length) for name in ("alibi_bias", "relative_position_bias", "relative_positions")
+          for length in ("query_length", "key_length"))]},
+    **{(f"biases.{name}", "key_offset"): ([0, -1], "any shift of the keys against the queries")
+       for name in ("alibi_bias", "relative_position_bias", "relative_positions")},
+    ("shift_matrix", "k"): ([0, -1], "a shift by any number of positions, back or forth"),
+    ("convert_layout", "axis"): ([0, -1], "the call's table has two axes"),
+    ("convert_rotary_layout", "axis"): ([0], "the call's weight has two axes"),
+}
+# Functions that take any value in every parameter, and why.
+RECORDS = {"Convention": "a record of a convention's fields; resolve() and the tables check them where they are used"}
+# (function, parameter) -> (the name the message uses, why).
+SPELLED = {("diagnose", "table"): ("text", "a string is a print of a table: parse_printed(text) reads it")}
+
+
+def named_in_error(function, args, kwargs, parameter, value):
+    """``None`` when ``function`` refuses ``value`` for ``parameter`` as the standard says, else what went wrong."""
+    try:
+        function(*args, **kwargs)
+    except ALLOWED as error:
+        message = str(error)
+        shown = "Anything" if isinstance(value, Anything) else repr(value)
+        if re.search(rf"(?<![\w.]){re.escape(parameter)}\b", message) and shown in message:
+            return None
+        return f"{type(error).__name__}: {message}"
+    except Exception as error:  # noqa: BLE001 (reported, not raised: the test lists every miss)
+        return f"{type(error).__name__}: {error}"
+    return "accepted"
+
+
+def spoiled_one_by_one(name, function, args, kwargs):
+    """The misses of ``function`` over each parameter of its signature spoiled alone."""
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    misses = []
+    for parameter, valid in bound.arguments.items():
+        if bound.signature.parameters[parameter].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        accepted = ACCEPTED.get((name, parameter), ((), ""))[0]
+        for value in wrong_values(valid):
+            if any(type(value) is type(a) and value == a for a in accepted):
+                continue
+            spoiled = inspect.BoundArguments(bound.signature, {**bound.arguments, parameter: value})
+            language = posenc.get_language()
+            try:
+                miss = named_in_error(function, spoiled.args, spoiled.kwargs, SPELLED.get((name, parameter), (parameter,))[0], value)
+            finally:
+                posenc.set_language(language)
+            if miss:
+                misses.append(f"{name}({parameter}={value!r}): {miss}")
+    return misses
+
+
+NAMED_CALLS = {**{name: (getattr(posenc, name), *CALLS[name]) for name in CALLS},
+               **{f"biases.{name}": (getattr(posenc.biases, name), *BIAS_CALLS[name]) for name in BIAS_CALLS},
+               **{name: (_subpackage_function(name), *SUBPACKAGE_CALLS[name]) for name in SUBPACKAGE_CALLS}}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_CALLS.keys() - RECORDS.keys()))
+def test_each_argument_spoiled_alone_is_named_with_the_value_received(name):
+    function, args, kwargs = NAMED_CALLS[name]
+    assert spoiled_one_by_one(name, function, args, kwargs) == []
 
 
 # --- absurd sizes answer at once --------------------------------------------------------

@@ -116,6 +116,8 @@ def _get(config, name, default=None):
 
 def _decoder(config):
     """``config``, or the ``text_config`` of a multimodal model's (Llama 4, Gemma 3 and 4, Qwen-VL)."""
+    if not isinstance(config, dict) and not hasattr(config, "model_type"):
+        raise TypeError(f"config must be a transformers config or its dict (with a model_type), got {checks.shown(config)}")
     inner = _get(config, "text_config")
     if inner is not None and not checks.is_one_of(_get(config, "model_type"), FAMILIES.names()):
         return inner
