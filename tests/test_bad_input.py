@@ -432,17 +432,20 @@ class Anything:
 
 def wrong_values(valid):
     """Values to put in place of ``valid``: one of no type at all, a string (the wrong type, or
-    a choice that does not exist), and for an int 0 and -1."""
+    a choice that does not exist), for an int 0 and -1, for a float NaN."""
     values = [Anything(), "nope" if not isinstance(valid, str) else "nope-nope"]
     if isinstance(valid, int) and not isinstance(valid, bool):
         values += [0, -1]
+    if isinstance(valid, float):
+        values.append(math.nan)
     return values
 
 
 _EMPTY = "an empty output is valid"
-# (function, parameter) -> (the wrong values it accepts, why). Every other wrong value is
-# refused with a ValueError or TypeError naming the parameter and showing the value received.
-ACCEPTED = {
+# (function, parameter) -> (the wrong values not held to the standard: valid there, or refused by
+# another library's check; why). Every other wrong value is refused with a ValueError or
+# TypeError naming the parameter and showing the value received.
+EXEMPT = {
     **{(name, parameter): ([0], _EMPTY) for name, parameter in [
         ("positional_encoding", "length"), ("rope.flux_position_ids", "text_length"),
         ("sinusoidal.patch_positions", "num_prefix_tokens"),
@@ -475,17 +478,17 @@ def named_in_error(function, args, kwargs, parameter, value):
     return "accepted"
 
 
-def spoiled_one_by_one(name, function, args, kwargs):
-    """The misses of ``function`` over each parameter of its signature spoiled alone."""
-    bound = inspect.signature(function).bind(*args, **kwargs)
+def spoiled_one_by_one(name, function, args, kwargs, signature=None, exempt_table=EXEMPT):
+    """The misses of ``function`` over each parameter of its ``signature`` spoiled alone."""
+    bound = (signature or inspect.signature(function)).bind(*args, **kwargs)
     bound.apply_defaults()
     misses = []
     for parameter, valid in bound.arguments.items():
         if bound.signature.parameters[parameter].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
-        accepted = ACCEPTED.get((name, parameter), ((), ""))[0]
+        exempt = exempt_table.get((name, parameter), ((), ""))[0]
         for value in wrong_values(valid):
-            if any(type(value) is type(a) and value == a for a in accepted):
+            if any(type(value) is type(a) and value == a for a in exempt):
                 continue
             spoiled = inspect.BoundArguments(bound.signature, {**bound.arguments, parameter: value})
             language = posenc.get_language()
@@ -506,6 +509,7 @@ NAMED_CALLS = {**{name: (getattr(posenc, name), *CALLS[name]) for name in CALLS}
 @pytest.mark.parametrize("name", sorted(NAMED_CALLS.keys() - RECORDS.keys()))
 def test_each_argument_spoiled_alone_is_named_with_the_value_received(name):
     function, args, kwargs = NAMED_CALLS[name]
+    function(*args, **kwargs)  # the call before spoiling is valid
     assert spoiled_one_by_one(name, function, args, kwargs) == []
 
 
@@ -659,3 +663,61 @@ def test_a_large_array_as_a_choice_is_shown_on_one_short_line():
     # NumPy 2 ends a summarised repr with its shape, NumPy 1 does not: the cut keeps the end either way.
     assert "\n" not in message and shown.startswith("array([[1., 1.,") and shown.endswith(("1.]]) (ndarray)", "shape=(50, 50)) (ndarray)"))
     assert len(shown) <= 80 + len(" (ndarray)")
+
+
+# --- the same in the frameworks' fronts ---------------------------------------------------
+
+def _signature(function):
+    """``function``'s signature, a class's that of its ``__init__`` without ``self`` (Flax's
+    metaclass hides it behind ``*args, **kwargs``)."""
+    if not isinstance(function, type):
+        return inspect.signature(function)
+    parameters = list(inspect.signature(function.__init__).parameters.values())
+    return inspect.Signature(parameters[1:])
+
+
+def _front_named_calls(front):
+    """``name -> (callable, args, kwargs)``: a valid call of each public callable of ``front``
+    that is not NumPy's own (those are checked above); keyword arguments the front's version
+    does not take are left out."""
+    api, nnx = front.api, (__import__("flax").nnx if front.name == "jax" else None)
+    rngs = {"rngs": nnx.Rngs(0)} if nnx else {}
+    extra = {
+        "PositionalEncoding": ((8,), {"max_len": 16, "dropout": 0.0, "convention": "paper", "base": None, "layout": None,
+                                      **rngs}),
+        "RotaryEmbeddingMixed": ((16, 2, 3), {"base": 10.0, "layout": "interleaved", **rngs}),
+        "RotaryEmbeddingPerLayerType": ((), {"modules": {"full_attention": api.RotaryEmbedding(8)}}),
+        "resample_abs_pos_embed": ((api.positional_encoding(5, 8)[None], (3, 3)), {"old_size": (2, 2), "num_prefix_tokens": 1,
+                                   "interpolation": "bicubic", "antialias": True, "align_corners": None}),
+        **{name: SUBPACKAGE_CALLS[f"rope.{name}"] for name in ("axial_cos_sin", "mrope_cos_sin")},
+    }
+    numpy_own = {id(getattr(package, name)) for package in (posenc, posenc.rope, posenc.sinusoidal, posenc.forensics,
+                                                           posenc.biases) for name in package.__all__}
+    calls = {}
+    for name in api.__all__:
+        function = getattr(api, name)
+        if not callable(function) or id(function) in numpy_own:
+            continue
+        args, kwargs = extra[name] if name in extra else _front_call(api, front.name, name)
+        parameters = _signature(function).parameters
+        calls[name] = (function, list(args), {k: v for k, v in kwargs.items() if k in parameters and k != "dtype"})
+    return calls
+
+
+# NumPy's exemptions (the fronts' functions have NumPy's names) and the fronts' own.
+FRONT_EXEMPT = {
+    **{(name.split(".")[-1], parameter): exempt for (name, parameter), exempt in EXEMPT.items()},
+    ("RotaryEmbeddingMixed", "seed"): (["nope"], "Keras' own check names seed and shows the value (its str, not its repr)"),
+    ("PositionalEncoding", "max_len"): ([0], "no rows at first: a longer input grows the table (torch, Flax) or computes "
+                                              "its rows (Keras)"),
+    ("t5_score_mod", "query_length"): ([0], _EMPTY), ("t5_score_mod", "key_length"): ([0], _EMPTY),
+    **{(name, "key_offset"): ([0, -1], "any shift of the keys against the queries") for name in ("alibi_score_mod", "t5_score_mod")},
+}
+
+
+def test_each_argument_of_a_front_spoiled_alone_is_named_with_the_value_received(front):
+    misses = []
+    for name, (function, args, kwargs) in sorted(_front_named_calls(front).items()):
+        function(*args, **kwargs)  # the call before spoiling is valid
+        misses += spoiled_one_by_one(name, function, args, kwargs, _signature(function), FRONT_EXEMPT)
+    assert misses == []

@@ -153,6 +153,13 @@ def check_layer_type(layer_type: str, types: Any) -> str:
     return checks.check_choice(layer_type, tuple(types), "layer_type")
 
 
+def check_modules(modules: Any, module: type) -> Any:
+    """``modules`` of a per-layer-type module: a dict of layer type -> ``module`` (the front's ``RotaryEmbedding``)."""
+    if not isinstance(modules, dict) or not all(isinstance(k, str) and isinstance(m, module) for k, m in modules.items()):
+        raise TypeError(f"modules must be a dict of layer type -> {module.__name__}, got {checks.shown(modules)}")
+    return modules
+
+
 def module_from_config(module: Any, per_layer_type: Any, config: Any, layer_type: str | None = None) -> Any:
     """A front's ``RotaryEmbedding.from_config``: ``module(**rotary_arguments(config))``; a config with
     rope parameters per layer type and no ``layer_type`` gives ``per_layer_type({type: module})``."""
