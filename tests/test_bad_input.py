@@ -721,3 +721,15 @@ def test_each_argument_of_a_front_spoiled_alone_is_named_with_the_value_received
         function(*args, **kwargs)  # the call before spoiling is valid
         misses += spoiled_one_by_one(name, function, args, kwargs, _signature(function), FRONT_EXEMPT)
     assert misses == []
+
+
+@only("tensorflow", "jax")
+@pytest.mark.parametrize("input_shape", [Anything(), "nope", (0, 4)])
+def test_a_traced_random_fourier_features_names_a_bad_input_shape(front, input_shape):
+    # Traced, the front computes the features itself: NumPy's function (whose check the eager
+    # calls above meet) is not called, so the front's own check is the one that answers.
+    projection = front.tensor(np.ones((2, 4)))
+    with pytest.raises(ValueError) as caught:
+        front.trace(lambda c: front.api.random_fourier_features(c, projection, input_shape=input_shape), front.tensor(np.zeros((5, 2))))
+    assert re.search(r"input_shape must be \(height, width\) of positive sizes", str(caught.value))
+    assert ("Anything" if isinstance(input_shape, Anything) else repr(input_shape)) in str(caught.value)
