@@ -517,6 +517,7 @@ MESSAGES = {
     "missing_column": (lambda: learner_floor_pairs(10, 7), ["one column missing", "the last column of an odd width is a sine"]),
     "zero_row": (lambda: _by_name("code_test_zero_row", 10, 6), ["row 0 (position 0) is all zeros", "a padding row"]),
     "zero_column": (lambda: _by_name("guided_diffusion", 10, 7), ["column 6 is all zeros", "odd width 7 was padded",
+                                                                  "after the 6 columns of d_model = 6 described here",
                                                                   "posenc.positional_encoding(length, 7)"]),
     "scaled": (lambda: _by_name("deepctr", 10, 6), ["times 2.449 = sqrt(d_model)", "apply it to the embeddings"]),
     "unknown": (lambda: _by_name("stackoverflow_power", 10, 6), [
