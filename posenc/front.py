@@ -193,15 +193,18 @@ def require(is_tensor: Callable[[Any], bool], name: str, convert: Callable[[Any]
     return as_tensor
 
 
+def _as_dtype(spec, dtype):
+    try:
+        return spec.as_dtype(dtype)
+    except (TypeError, ValueError, SyntaxError):  # NumPy's parser raises SyntaxError for "(2,3"
+        return dtype  # left as received, so the message shows what the caller passed
+
+
 def check_dtype(spec: Spec, dtype: Any) -> Any:
     """``dtype`` in the framework's spelling, one of ``spec.dtypes``; None: the framework's default."""
     if dtype is None:
         return spec.default_dtype()
-    try:
-        dtype = spec.as_dtype(dtype)
-    except (TypeError, ValueError, SyntaxError):  # NumPy's parser raises SyntaxError for "(2,3"
-        pass  # left as received, so the message shows what the caller passed
-    dtype = checks.check_dtype(dtype, spec.dtypes, spec.dtype_names)
+    dtype = checks.check_dtype(_as_dtype(spec, dtype), spec.dtypes, spec.dtype_names)
     needs = spec.float64_needs() if dtype == spec.xp.float64 else None
     if needs is not None:
         raise ValueError(f"dtype float64 needs {needs}, got dtype={dtype!r}")
@@ -457,7 +460,7 @@ def mrope_cos_sin(
     ``posenc.rope.axial.mrope_cos_sin`` (``position_ids`` ``(3, ...)``: time, height, width)."""
     frequencies = axial.mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
     dtype = check_dtype(spec, dtype)
-    return _rope(spec, _rope_entries(spec.intake(position_ids, None), head_dim), frequencies, "half", dtype)
+    return _rope(spec, _rope_entries(_taken(spec, position_ids, "position_ids"), head_dim), frequencies, "half", dtype)
 
 
 def _axis_first(spec, positions, dims):
@@ -479,7 +482,7 @@ def per_axis_cos_sin(
     dims = axial.check_axes_dim(axes_dim)
     layout = rotary.check_rotary_layout(layout)
     dtype = check_dtype(spec, dtype)
-    return _rope(spec, _axis_first(spec, spec.intake(ids, None), dims), axial.per_axis_frequencies(dims, base), layout, dtype)
+    return _rope(spec, _axis_first(spec, _taken(spec, ids, "ids"), dims), axial.per_axis_frequencies(dims, base), layout, dtype)
 
 
 def per_axis_cis(
@@ -495,9 +498,9 @@ def per_axis_cis(
         parts = check_dtype(spec, None)
     else:
         prefix = spec.dtype_names.split("float16")[0]
-        chosen = checks.check_dtype(spec.as_dtype(dtype), (xp.complex64, xp.complex128), f"{prefix}complex64, {prefix}complex128 or None")
+        chosen = checks.check_dtype(_as_dtype(spec, dtype), (xp.complex64, xp.complex128), f"{prefix}complex64, {prefix}complex128 or None")
         parts = check_dtype(spec, xp.float64 if chosen == xp.complex128 else xp.float32)
-    positions = _axis_first(spec, spec.intake(ids, None), dims)
+    positions = _axis_first(spec, _taken(spec, ids, "ids"), dims)
     return _rope(spec, positions, axial.per_axis_frequencies(dims, base), "half", parts, "complex")
 
 
@@ -517,12 +520,12 @@ def pixel_cos_sin(
     return _rope(spec, _rope_entries(taken, head_dim), frequencies, layout, dtype)
 
 
-def _projection(spec, projection, coords):
-    # The projection taken in as positions are, its errors naming it.
+def _taken(spec, value, name, like=None):
+    """``spec.intake(value, like)``: ``value`` (argument ``name``) taken in as positions are, its errors naming it."""
     try:
-        return spec.intake(projection, coords.tensor if coords.place is None else coords.place)
+        return spec.intake(value, like)
     except (TypeError, ValueError) as error:
-        raise type(error)(str(error).replace("positions", "projection", 1)) from None
+        raise type(error)(str(error).replace("positions", name, 1)) from None
 
 
 def _wide(spec, positions):
@@ -543,8 +546,8 @@ def random_fourier_features(
     ``c G`` in float64 (float32 in JAX: off by ``|c G| * 2**-23`` turns) and the kernels' sin and cos.
     """
     dtype = check_dtype(spec, dtype)
-    c = spec.intake(coords, None)
-    g = _projection(spec, projection, c)
+    c = _taken(spec, coords, "coords")
+    g = _taken(spec, projection, "projection", c.tensor if c.place is None else c.place)
     if g.shape is None or None in g.shape[:1]:
         raise ValueError(f"projection must have a known shape (k, F) (k coordinates), got shape {g.shape} in a graph")
     fourier.check_shapes((None,) if c.shape is None else c.shape, g.shape, input_shape)
@@ -734,6 +737,7 @@ class RotaryModule:
         super().__init__(**self._spec.own_keywords(params))
         self.layout = rotary.check_rotary_layout(layout)
         checks.check_choice(form, self.FORMS, "form")
+        self.mrope_interleaved = checks.check_bool(mrope_interleaved, "mrope_interleaved")
         self.axes_dim = None if axes_dim is None else axial.check_axes_dim(axes_dim)
         if self.axes_dim is not None:
             if mrope_section is not None or rope_type != "default" or params:
@@ -750,7 +754,6 @@ class RotaryModule:
         self.form, self.head_dim, self.base, self.rope_type, self.params = form, head_dim, base, rope_type, dict(params)
         self.rotary_dim = rotary.rotary_dim(head_dim, rope_type, **params)
         self.mrope_section = None if mrope_section is None else tuple(mrope_section)
-        self.mrope_interleaved = bool(mrope_interleaved)
         fixed_only = rope_type not in rotary.LENGTH_DEPENDENT or params.get("seq_len") is not None
         self._state = _RotaryState(self._spec, frequencies, self.layout, self.form, fixed_only)
         xp = self._spec.xp

@@ -64,6 +64,9 @@ def _adopt(array, dtype, place=None):
     return jnp.asarray(array, dtype) if place is None else jax.device_put(array, place).astype(dtype)
 
 
+_rngs = front.require(lambda value: isinstance(value, nnx.Rngs), "nnx.Rngs")
+
+
 def _flax_keywords(keywords):
     keywords.pop("rngs", None)  # taken as Flax modules take it (nnx.bridge.to_linen passes it): RoPE draws nothing
     return {}
@@ -101,6 +104,7 @@ class PositionalEncoding(front.SinusoidalModule, nnx.Module):
     def __init__(self, d_model: int, max_len: int = 5000, *, dropout: float = 0.0, convention: str | conventions.Convention = "paper",
                  base: float | None = None, layout: str | None = None, rngs: nnx.Rngs | None = None, **options: Any) -> None:
         max_len, dropout = self._configure(d_model, max_len, dropout, convention, base, layout, options)
+        rngs = None if rngs is None else _rngs(rngs, "rngs")
         self.dropout = nnx.Dropout(dropout, rngs=rngs if dropout else None)
         self.pe = _Table(self._table(max_len))
 
@@ -119,7 +123,7 @@ class RotaryEmbeddingPerLayerType(nnx.Module):
     attention turn at different bases); ``module[layer_type]`` is that module."""
 
     def __init__(self, modules: dict[str, "RotaryEmbedding"]) -> None:
-        self.modules = nnx.Dict(modules)
+        self.modules = nnx.Dict(configs.check_modules(modules, RotaryEmbedding))
 
     def __getitem__(self, layer_type: str) -> "RotaryEmbedding":
         return self.modules[configs.check_layer_type(layer_type, self)]
@@ -154,7 +158,7 @@ class RotaryEmbeddingMixed(front.MixedModule, nnx.Module):
 
     def __init__(self, head_dim: int, depth: int, num_heads: int, *, base: float = 10.0, layout: str = "interleaved",
                  rngs: nnx.Rngs) -> None:
-        key = rngs.params()
+        key = _rngs(rngs, "rngs").params()
         self.freqs = nnx.Param(self._configure(head_dim, depth, num_heads, base, layout, lambda shape: jax.random.uniform(key, shape)))
 
 
@@ -163,7 +167,7 @@ class RelativePositionBias(front.RelativeBiasModule, nnx.Module):
 
     def __init__(self, num_heads: int, *, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
                  rngs: nnx.Rngs) -> None:
-        rngs = front.require(lambda value: isinstance(value, nnx.Rngs), "nnx.Rngs")(rngs, "rngs")  # it initialises the table
+        rngs = _rngs(rngs, "rngs")  # it initialises the table
         self._configure(num_heads, bidirectional, num_buckets, max_distance)
         self.relative_attention_bias = nnx.Embed(self.num_buckets, self.num_heads, rngs=rngs)
 

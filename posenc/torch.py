@@ -57,18 +57,26 @@ def _intake(positions, like=None):
         elif positions.dtype == torch.bool or positions.is_complex():
             check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
     if like is not None:
-        positions = positions.to(like.device if isinstance(like, torch.Tensor) else like)
+        positions = positions.to(like.device if isinstance(like, torch.Tensor) else _device(like))
     host = None if compiling or not positions.is_cpu else _host
     return Positions(positions, positions.shape, compiling, host, positions.device, _largest)
 
 
+def _device(device):
+    """``device`` as a ``torch.device`` (None: torch's default)."""
+    try:
+        return torch.get_default_device() if device is None else torch.device(device)
+    except (RuntimeError, TypeError):
+        raise TypeError(f"device must be a torch.device or its name ('cpu', 'cuda:0'), got {checks.shown(device)}") from None
+
+
 def _adopt(array, dtype, device=None):
-    return torch.from_numpy(array).to(device=torch.get_default_device() if device is None else device, dtype=dtype)
+    return torch.from_numpy(array).to(device=_device(device), dtype=dtype)
 
 
 def _out(out, shape, dtype, device):
     if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+        raise TypeError(f"out must be a torch.Tensor, got {checks.shown(out)}")
     checks.check_out(out.shape, out.dtype, shape, dtype)
     if device is not None and out.device != torch.device(device):
         raise ValueError(f"out must be on device {device}, got out on {out.device}")
@@ -120,6 +128,9 @@ class RotaryEmbeddingPerLayerType(nn.ModuleDict):
     that type's module, as Gemma 3's rotary module is called (sliding and full attention
     turn at different bases)."""
 
+    def __init__(self, modules: dict[str, "RotaryEmbedding"] | None = None) -> None:
+        super().__init__(None if modules is None else configs.check_modules(modules, RotaryEmbedding))
+
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | npt.ArrayLike, layer_type: str
     ) -> tuple[torch.Tensor, torch.Tensor] | torch.Tensor:
@@ -160,6 +171,16 @@ class RelativePositionBias(front.RelativeBiasModule, nn.Module):
         return self._bias(self.relative_attention_bias.weight, query_length, key_length, key_offset)
 
 
+# torch.nn.functional.interpolate's modes for an image.
+_INTERPOLATIONS = ("nearest", "nearest-exact", "bilinear", "bicubic", "area")
+
+
+def _grid_size(size, name):
+    if isinstance(size, str) or not isinstance(size, Sequence) or len(size) != 2:
+        raise TypeError(f"{name} must be a (height, width) pair, got {checks.shown(size)}")
+    return tuple(checks.check_int_at_least(n, f"each size in {name}", 1) for n in size)
+
+
 def resample_abs_pos_embed(
     posemb: torch.Tensor, new_size: Sequence[int], old_size: Sequence[int] | None = None, *, num_prefix_tokens: int = 1,
     interpolation: str = "bicubic", antialias: bool = True, align_corners: bool | None = None,
@@ -181,11 +202,13 @@ def resample_abs_pos_embed(
     ``grid_encoding`` at the new grid (or at those positions) is exact.
     """
     if not isinstance(posemb, torch.Tensor):
-        raise TypeError(f"posemb must be a torch.Tensor, got {type(posemb).__name__}")
+        raise TypeError(f"posemb must be a torch.Tensor, got {checks.shown(posemb)}")
     if posemb.ndim not in (2, 3) or (posemb.ndim == 3 and posemb.shape[0] != 1):
         raise ValueError(f"posemb must have shape (1, tokens, d) or (tokens, d), got {tuple(posemb.shape)}")
-    new_size = tuple(checks.check_int_at_least(n, "each size in new_size", 1) for n in new_size)
+    new_size = _grid_size(new_size, "new_size")
     num_prefix_tokens = checks.check_int_at_least(num_prefix_tokens, "num_prefix_tokens", 0)
+    checks.check_choice(interpolation, _INTERPOLATIONS, "interpolation")
+    checks.check_bool(antialias, "antialias")
     if align_corners is not None:
         align_corners = checks.check_bool(align_corners, "align_corners")
     table = posemb if posemb.ndim == 2 else posemb[0]
@@ -197,9 +220,10 @@ def resample_abs_pos_embed(
                 f"old_size is needed: {tokens} grid tokens (after {num_prefix_tokens} prefix) are not a square grid"
             )
         old_size = (side, side)
-    old_size = tuple(checks.check_int_at_least(n, "each size in old_size", 1) for n in old_size)
+    old_size = _grid_size(old_size, "old_size")
     if old_size[0] * old_size[1] != tokens:
-        raise ValueError(f"old_size {old_size} holds {old_size[0] * old_size[1]} tokens, posemb has {tokens} after the prefix")
+        raise ValueError(f"old_size {old_size} holds {old_size[0] * old_size[1]} tokens, posemb has {tokens} after the prefix "
+                         f"of num_prefix_tokens={num_prefix_tokens}")
     if old_size == new_size:
         return posemb
     prefix, body = table[:num_prefix_tokens], table[num_prefix_tokens:]

@@ -12,7 +12,9 @@ absurd size is refused before anything is allocated. The regression tests at the
 messages of the escapes this test found.
 """
 
+import inspect
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -383,6 +385,134 @@ def test_the_fronts_raise_value_or_type_errors(front, name, data):
     check_answer(getattr(front.api, name), args, kwargs)
 
 
+# --- every argument, spoiled alone, is named in the message ------------------------------
+
+# Public functions of the subpackages beyond SUBPACKAGE_CALLS: what posenc.rope and
+# posenc.sinusoidal hold that posenc's namespace does not (posenc.forensics' are all there).
+SUBPACKAGE_CALLS.update({
+    "rope.axial_cos_sin": ((np.zeros((2, 5)), 16), {"base": 10000.0, "convention": "qwen2_vl", "layout": "half",
+                                                   "dtype": np.float32}),
+    "rope.axial_frequencies": ((16,), {"base": 10000.0, "convention": "qwen2_vl"}),
+    "rope.flux_position_ids": ((2, 3, 4), {}),
+    "rope.grid_position_ids": ((4, 6), {"spatial_merge_size": 2, "frames": 1}),
+    "rope.layer_plan": (({"model_type": "llama", "head_dim": 8, "num_hidden_layers": 2,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},), {}),
+    "rope.mrope_axes": (((1, 1, 2),), {"interleaved": False, "pairs": 4}),
+    "rope.mrope_cos_sin": ((np.zeros((3, 5)), 8), {"mrope_section": (1, 1, 2), "interleaved": False, "base": 10000.0,
+                                                  "rope_type": "default", "layout": "half", "dtype": np.float32}),
+    "rope.mrope_position_ids": (([2, (1, 4, 6), 2],), {"spatial_merge_size": 2, "time_interval": 1.0,
+                                                       "text_resumes": "longer_side"}),
+    "rope.per_axis_frequencies": (((8, 12, 12),), {"base": 10000.0}),
+    "rope.pixel_frequencies": ((8,), {"max_freq": 224.0, "spacing": "linear", "ndim": 2}),
+    "rope.rotary_arguments": (({"model_type": "llama", "head_dim": 8,
+                                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},), {"layer_type": None}),
+    "rope.rotary_dim": ((8,), {"rope_type": "default"}),
+    "rope.xpos_decay": ((8,), {}),
+    "sinusoidal.patch_positions": (((2, 3),), {"grid_offset": 0.0, "normalize": None, "ref_feat_shape": None,
+                                               "num_prefix_tokens": 0}),
+    "sinusoidal.resolve": (("paper",), {"base": None, "layout": None}),
+})
+# What a function returns, not something to call.
+SUBPACKAGE_RESULTS = {"rope.LayerPosition"}
+
+
+def test_every_public_function_of_the_subpackages_has_a_valid_call():
+    public = {f"{package}.{name}" for package in ("rope", "sinusoidal", "forensics", "biases")
+              for name in getattr(posenc, package).__all__ if callable(getattr(getattr(posenc, package), name))}
+    covered = {name for name in public if name.split(".")[1] in (CALLS.keys() | RESULTS | BIAS_CALLS.keys())}
+    assert public - covered - SUBPACKAGE_RESULTS == set(SUBPACKAGE_CALLS)
+
+
+class Anything:
+    """A value of no type any argument takes; its messages show ``Anything`` (its type name)."""
+
+    def __repr__(self):
+        return "<Anything>"
+
+
+def wrong_values(valid):
+    """Values to put in place of ``valid``: one of no type at all, a string (the wrong type, or
+    a choice that does not exist), for an int 0 and -1, for a float NaN."""
+    values = [Anything(), "nope" if not isinstance(valid, str) else "nope-nope"]
+    if isinstance(valid, int) and not isinstance(valid, bool):
+        values += [0, -1]
+    if isinstance(valid, float):
+        values.append(math.nan)
+    return values
+
+
+_EMPTY = "an empty output is valid"
+# (function, parameter) -> (the wrong values not held to the standard: valid there, or refused by
+# another library's check; why). Every other wrong value is refused with a ValueError or
+# TypeError naming the parameter and showing the value received.
+EXEMPT = {
+    **{(name, parameter): ([0], _EMPTY) for name, parameter in [
+        ("positional_encoding", "length"), ("rope.flux_position_ids", "text_length"),
+        ("sinusoidal.patch_positions", "num_prefix_tokens"),
+        *((f"biases.{name}", length) for name in ("alibi_bias", "relative_position_bias", "relative_positions")
+          for length in ("query_length", "key_length"))]},
+    **{(f"biases.{name}", "key_offset"): ([0, -1], "any shift of the keys against the queries")
+       for name in ("alibi_bias", "relative_position_bias", "relative_positions")},
+    ("shift_matrix", "k"): ([0, -1], "a shift by any number of positions, back or forth"),
+    ("convert_layout", "axis"): ([0, -1], "the call's table has two axes"),
+    ("convert_rotary_layout", "axis"): ([0], "the call's weight has two axes"),
+}
+# Functions that take any value in every parameter, and why.
+RECORDS = {"Convention": "a record of a convention's fields; resolve() and the tables check them where they are used"}
+# (function, parameter) -> (the name the message uses, why).
+SPELLED = {("diagnose", "table"): ("text", "a string is a print of a table: parse_printed(text) reads it")}
+
+
+def named_in_error(function, args, kwargs, parameter, value):
+    """``None`` when ``function`` refuses ``value`` for ``parameter`` as the standard says, else what went wrong."""
+    try:
+        function(*args, **kwargs)
+    except ALLOWED as error:
+        message = str(error)
+        shown = "Anything" if isinstance(value, Anything) else repr(value)
+        if re.search(rf"(?<![\w.]){re.escape(parameter)}\b", message) and shown in message:
+            return None
+        return f"{type(error).__name__}: {message}"
+    except Exception as error:  # noqa: BLE001 (reported, not raised: the test lists every miss)
+        return f"{type(error).__name__}: {error}"
+    return "accepted"
+
+
+def spoiled_one_by_one(name, function, args, kwargs, signature=None, exempt_table=EXEMPT):
+    """The misses of ``function`` over each parameter of its ``signature`` spoiled alone."""
+    bound = (signature or inspect.signature(function)).bind(*args, **kwargs)
+    bound.apply_defaults()
+    misses = []
+    for parameter, valid in bound.arguments.items():
+        if bound.signature.parameters[parameter].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        exempt = exempt_table.get((name, parameter), ((), ""))[0]
+        for value in wrong_values(valid):
+            if any(type(value) is type(a) and value == a for a in exempt):
+                continue
+            spoiled = inspect.BoundArguments(bound.signature, {**bound.arguments, parameter: value})
+            language = posenc.get_language()
+            try:
+                miss = named_in_error(function, spoiled.args, spoiled.kwargs, SPELLED.get((name, parameter), (parameter,))[0], value)
+            finally:
+                posenc.set_language(language)
+            if miss:
+                misses.append(f"{name}({parameter}={value!r}): {miss}")
+    return misses
+
+
+NAMED_CALLS = {**{name: (getattr(posenc, name), *CALLS[name]) for name in CALLS},
+               **{f"biases.{name}": (getattr(posenc.biases, name), *BIAS_CALLS[name]) for name in BIAS_CALLS},
+               **{name: (_subpackage_function(name), *SUBPACKAGE_CALLS[name]) for name in SUBPACKAGE_CALLS}}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED_CALLS.keys() - RECORDS.keys()))
+def test_each_argument_spoiled_alone_is_named_with_the_value_received(name):
+    function, args, kwargs = NAMED_CALLS[name]
+    function(*args, **kwargs)  # the call before spoiling is valid
+    assert spoiled_one_by_one(name, function, args, kwargs) == []
+
+
 # --- absurd sizes answer at once --------------------------------------------------------
 
 ABSURD_SIZES = [
@@ -533,3 +663,73 @@ def test_a_large_array_as_a_choice_is_shown_on_one_short_line():
     # NumPy 2 ends a summarised repr with its shape, NumPy 1 does not: the cut keeps the end either way.
     assert "\n" not in message and shown.startswith("array([[1., 1.,") and shown.endswith(("1.]]) (ndarray)", "shape=(50, 50)) (ndarray)"))
     assert len(shown) <= 80 + len(" (ndarray)")
+
+
+# --- the same in the frameworks' fronts ---------------------------------------------------
+
+def _signature(function):
+    """``function``'s signature, a class's that of its ``__init__`` without ``self`` (Flax's
+    metaclass hides it behind ``*args, **kwargs``)."""
+    if not isinstance(function, type):
+        return inspect.signature(function)
+    parameters = list(inspect.signature(function.__init__).parameters.values())
+    return inspect.Signature(parameters[1:])
+
+
+def _front_named_calls(front):
+    """``name -> (callable, args, kwargs)``: a valid call of each public callable of ``front``
+    that is not NumPy's own (those are checked above); keyword arguments the front's version
+    does not take are left out."""
+    api, nnx = front.api, (__import__("flax").nnx if front.name == "jax" else None)
+    rngs = {"rngs": nnx.Rngs(0)} if nnx else {}
+    extra = {
+        "PositionalEncoding": ((8,), {"max_len": 16, "dropout": 0.0, "convention": "paper", "base": None, "layout": None,
+                                      **rngs}),
+        "RotaryEmbeddingMixed": ((16, 2, 3), {"base": 10.0, "layout": "interleaved", **rngs}),
+        "RotaryEmbeddingPerLayerType": ((), {"modules": {"full_attention": api.RotaryEmbedding(8)}}),
+        "resample_abs_pos_embed": ((api.positional_encoding(5, 8)[None], (3, 3)), {"old_size": (2, 2), "num_prefix_tokens": 1,
+                                   "interpolation": "bicubic", "antialias": True, "align_corners": None}),
+        **{name: SUBPACKAGE_CALLS[f"rope.{name}"] for name in ("axial_cos_sin", "mrope_cos_sin")},
+    }
+    numpy_own = {id(getattr(package, name)) for package in (posenc, posenc.rope, posenc.sinusoidal, posenc.forensics,
+                                                           posenc.biases) for name in package.__all__}
+    calls = {}
+    for name in api.__all__:
+        function = getattr(api, name)
+        if not callable(function) or id(function) in numpy_own:
+            continue
+        args, kwargs = extra[name] if name in extra else _front_call(api, front.name, name)
+        parameters = _signature(function).parameters
+        calls[name] = (function, list(args), {k: v for k, v in kwargs.items() if k in parameters and k != "dtype"})
+    return calls
+
+
+# NumPy's exemptions (the fronts' functions have NumPy's names) and the fronts' own.
+FRONT_EXEMPT = {
+    **{(name.split(".")[-1], parameter): exempt for (name, parameter), exempt in EXEMPT.items()},
+    ("RotaryEmbeddingMixed", "seed"): (["nope"], "Keras' own check names seed and shows the value (its str, not its repr)"),
+    ("PositionalEncoding", "max_len"): ([0], "no rows at first: a longer input grows the table (torch, Flax) or computes "
+                                              "its rows (Keras)"),
+    ("t5_score_mod", "query_length"): ([0], _EMPTY), ("t5_score_mod", "key_length"): ([0], _EMPTY),
+    **{(name, "key_offset"): ([0, -1], "any shift of the keys against the queries") for name in ("alibi_score_mod", "t5_score_mod")},
+}
+
+
+def test_each_argument_of_a_front_spoiled_alone_is_named_with_the_value_received(front):
+    misses = []
+    for name, (function, args, kwargs) in sorted(_front_named_calls(front).items()):
+        function(*args, **kwargs)  # the call before spoiling is valid
+        misses += spoiled_one_by_one(name, function, args, kwargs, _signature(function), FRONT_EXEMPT)
+    assert misses == []
+
+
+@only("tensorflow", "jax")
+@pytest.mark.parametrize("input_shape", [Anything(), "nope", (0, 4)])
+def test_a_traced_random_fourier_features_names_a_bad_input_shape(front, input_shape):
+    # Traced, the front computes the features itself: NumPy's function (whose check the eager
+    # calls above meet) is not called, so the front's own check is the one that answers.
+    projection = front.tensor(np.ones((2, 4)))
+    with pytest.raises(ValueError) as caught:
+        front.trace(lambda c: front.api.random_fourier_features(c, projection, input_shape=input_shape), front.tensor(np.zeros((5, 2))))
+    assert re.search(r"input_shape must be \(height, width\) of positive sizes", str(caught.value))
+    assert ("Anything" if isinstance(input_shape, Anything) else repr(input_shape)) in str(caught.value)

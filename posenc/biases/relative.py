@@ -52,12 +52,13 @@ def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype: npt.
     ``out[..., i, j] = values[..., j - i + query_length - 1]``, a new array of ``dtype``
     (``values.dtype`` if None)."""
     query_length, key_length, _ = check_lengths(query_length, key_length, 0)
-    values = checks.as_array(values, "values", "an array of shape (..., query_length + key_length - 1)")
+    values = checks.check_kind(checks.as_array(values, "values", "an array of shape (..., query_length + key_length - 1)"),
+                               values, "values", "numbers", "biufc")
     diagonals = query_length + key_length - 1 if query_length and key_length else 0
     if values.ndim == 0 or values.shape[-1] != diagonals:
         raise ValueError(f"values must have shape (..., query_length + key_length - 1) = (..., {diagonals}), got shape {values.shape}")
     checks.check_entries("values.shape[:-1] * query_length * key_length", (*values.shape[:-1], query_length, key_length))
-    dtype = values.dtype if dtype is None else dtype
+    dtype = values.dtype if dtype is None else checks.as_dtype(dtype)
     out = np.empty(values.shape[:-1] + (query_length, key_length), dtype)
     if query_length and key_length:
         # Window s holds values[s : s + key_length], the row of query query_length - 1 - s.

@@ -18,6 +18,7 @@ __all__ = [
     "MAX_WIDTH",
     "MAX_ENTRIES",
     "as_array",
+    "as_numbers",
     "check_base",
     "check_bool",
     "check_choice",
@@ -25,10 +26,13 @@ __all__ = [
     "check_dropout",
     "check_dtype",
     "check_numpy_dtype",
+    "as_dtype",
     "check_real",
     "check_entries",
     "check_finite",
     "check_input_width",
+    "check_axis",
+    "check_kind",
     "check_int_at_least",
     "check_layout",
     "check_length",
@@ -110,8 +114,8 @@ def check_base(base):
     return float(base)
 
 
-def check_layout(layout):
-    return check_choice(layout, LAYOUTS, "layout")
+def check_layout(layout, name="layout"):
+    return check_choice(layout, LAYOUTS, name)
 
 
 def is_one_of(value, choices):
@@ -159,6 +163,14 @@ def check_dtype(dtype, allowed, names):
     return check_choice(dtype, allowed, "dtype", spelled=names, error=TypeError)
 
 
+def as_dtype(dtype):
+    """``numpy.dtype(dtype)``; what NumPy cannot read as one is a TypeError naming ``dtype``."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a NumPy dtype, got {shown(dtype)}") from None
+
+
 def check_numpy_dtype(dtype, allowed, names):
     """``check_dtype`` for NumPy: ``dtype`` as ``numpy.dtype`` first (what cannot be one is left as
     received, so the message shows what the caller passed)."""
@@ -177,6 +189,27 @@ def as_array(value, name, what):
         raise TypeError(f"{name} must be {what}, got {value!r}") from error
 
 
+def check_kind(array, value, name, what="real numbers", kinds="iuf"):
+    """``array`` (``value`` as NumPy holds it) if its dtype kind is one of ``kinds``, else a
+    TypeError: "NAME must hold WHAT, got VALUE: an array of DTYPE"."""
+    if array.dtype.kind not in kinds:
+        raise TypeError(f"{name} must hold {what}, got {shown(value)}: an array of {array.dtype}")
+    return array
+
+
+def as_numbers(value, name):
+    """``value`` as a NumPy array of ints or real floats (``as_array``, then ``check_kind``)."""
+    return check_kind(as_array(value, name, "an array of real numbers"), value, name)
+
+
+def check_axis(shape, axis, name):
+    """``axis`` as an int that indexes one of the axes of ``shape`` (the shape of argument ``name``)."""
+    error = TypeError if not _is_int(axis) else ValueError
+    if error is TypeError or not -len(shape) <= axis < len(shape):
+        raise error(f"axis must index one of the {len(shape)} axes of {name} (shape {shape}), got {axis!r}")
+    return int(axis)
+
+
 def check_bool(value, name):
     """``value`` as a bool: True or False only (NumPy's too), not a number or a string."""
     if not isinstance(value, bool | np.bool_):
@@ -184,17 +217,17 @@ def check_bool(value, name):
     return bool(value)
 
 
-def check_position_kind(kind, received):
+def check_position_kind(kind, received, name="positions"):
     """``kind`` is a NumPy dtype kind: only signed/unsigned ints and floats are positions."""
     if kind not in "iuf":
         raise TypeError(
-            f"positions must hold integers or real floats, got an array of {received}"
+            f"{name} must hold integers or real floats, got an array of {received}"
         )
 
 
-def check_finite(all_finite, received):
+def check_finite(all_finite, received, name="positions"):
     if not all_finite:
-        raise ValueError(f"positions must be finite, got NaN or infinity in {received}")
+        raise ValueError(f"{name} must be finite, got NaN or infinity in {received}")
 
 
 def check_dropout(dropout):

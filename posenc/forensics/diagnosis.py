@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import checks
 from ..language import N_, _, get_language, using_language
 from ..sinusoidal import conventions, layouts, tables
 from . import identification
@@ -343,8 +344,8 @@ def _entries(table, shape):
         raise ValueError(f"table must be a non-empty 2-D table (length, d_model), got shape {array.shape}")
     if not np.isfinite(array).all():
         raise ValueError("table must be finite, got NaN or infinity")
-    if shape is not None and tuple(shape) != array.shape:
-        raise ValueError(f"shape must be the table's own shape {array.shape} for an array, got {tuple(shape)}")
+    if shape is not None and (not isinstance(shape, tuple | list) or tuple(shape) != array.shape):
+        raise ValueError(f"shape must be the table's own shape {array.shape} for an array, got {checks.shown(shape)}")
     rows, columns = np.arange(array.shape[0]), np.arange(array.shape[1])
     return Entries(array, rows, columns, array.shape, half_tolerance(array, dtype), dtype)
 

@@ -70,7 +70,7 @@ def _as_table(table):
     try:
         array = np.asarray(table, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"table must be a 2-D array of real numbers, got {type(table).__name__}") from error
+        raise TypeError(f"table must be a 2-D array of real numbers, got {checks.shown(table)}") from error
     if array.ndim != 2 or 0 in array.shape:
         raise ValueError(f"table must be a non-empty 2-D array (length, d_model), got shape {array.shape}")
     if not np.isfinite(array).all():

@@ -172,7 +172,7 @@ def _largest_array(text):
                 if best is None or count > best[0]:
                     best = (count, start, match.end())
     if best is None:
-        raise ValueError("text must hold a printed array: no [...] found")
+        raise ValueError(f"text must hold a printed array: no [...] found in {checks.shown(text)}")
     return best[1], best[2]
 
 

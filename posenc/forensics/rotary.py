@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import checks
 from ..rope import axial, pixels
 from . import identification
 
@@ -156,7 +157,7 @@ def _as_rows(value, name):
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be an array of real numbers (..., head_dim), got {type(value).__name__}") from error
+        raise TypeError(f"{name} must be an array of real numbers (..., head_dim), got {checks.shown(value)}") from error
     if array.ndim < 1 or 0 in array.shape:
         raise ValueError(f"{name} must be a non-empty array (..., head_dim), got shape {array.shape}")
     if not np.isfinite(array).all():

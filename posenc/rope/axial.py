@@ -107,6 +107,7 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs
     add up to ``pairs`` (default ``sum(mrope_section)``), the remainder reads time (GenLIP: head
     72, sections (8, 12, 12)) and an extent past the last pair is cut, as both sources do.
     """
+    interleaved = checks.check_bool(interleaved, "interleaved")
     sections = list(mrope_section) if isinstance(mrope_section, (list, tuple, np.ndarray)) else None
     if not sections or not all(checks._is_int(s) and s >= 0 for s in sections) or (interleaved and len(sections) != 3):
         raise ValueError(
@@ -139,9 +140,9 @@ def check_axis_positions(shape, frequencies):
         )
 
 
-def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels"):
+def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels", name="positions"):
     dtype = tables.check_dtype(dtype)
-    positions = tables.as_positions(positions)
+    positions = tables.as_positions(positions, name)
     check_axis_positions(positions.shape, frequencies)
     return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype, form)
 
@@ -186,7 +187,7 @@ def mrope_cos_sin(position_ids: npt.ArrayLike, head_dim: int, *, mrope_section: 
     """
     layout = rotary.check_rotary_layout(layout)
     frequencies = mrope_frequencies(head_dim, mrope_section, interleaved, base, rope_type, params)
-    return _numpy_cos_sin(position_ids, frequencies, dtype, layout)
+    return _numpy_cos_sin(position_ids, frequencies, dtype, layout, name="position_ids")
 
 
 def _check_merge(name, size, merge):
@@ -202,9 +203,7 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     a block, so a block's patches are neighbours in the sequence. The grid repeats for each of
     ``frames`` (a video's temporal patches).
     """
-    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
-    if merge < 1:
-        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     _check_merge("height", height, merge)
     _check_merge("width", width, merge)
     if not checks._is_int(frames) or frames < 1:
@@ -241,13 +240,13 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     The two agree for images and for Qwen3-VL's videos, whose frames come one by one
     (``(1, h, w)`` segments between timestamp text).
     """
-    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
-    if merge < 1:
-        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")
+    if isinstance(segments, str) or not isinstance(segments, Iterable):
+        raise TypeError(f"segments must be a sequence of ints and (t, h, w) tuples, got {checks.shown(segments)}")
     start, rows = 0, []
     for segment in segments:
         if checks._is_int(segment) and segment >= 0:
@@ -312,7 +311,7 @@ def check_ids(shape, size, dims):
 
 def _per_axis_rows(ids, dims):
     """``ids`` ``(..., len(dims))`` checked, as float64 rows ``(len(dims), ...)``."""
-    ids = tables.as_positions(ids)
+    ids = tables.as_positions(ids, "ids")
     check_ids(ids.shape, ids.size, dims)
     return np.moveaxis(ids, -1, 0)
 

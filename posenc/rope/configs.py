@@ -116,6 +116,8 @@ def _get(config, name, default=None):
 
 def _decoder(config):
     """``config``, or the ``text_config`` of a multimodal model's (Llama 4, Gemma 3 and 4, Qwen-VL)."""
+    if not isinstance(config, dict) and not hasattr(config, "model_type"):
+        raise TypeError(f"config must be a transformers config or its dict (with a model_type), got {checks.shown(config)}")
     inner = _get(config, "text_config")
     if inner is not None and not checks.is_one_of(_get(config, "model_type"), FAMILIES.names()):
         return inner
@@ -149,6 +151,13 @@ def layer_types(config: Any) -> list[str] | None:
 def check_layer_type(layer_type: str, types: Any) -> str:
     """``layer_type`` if it is one of ``types`` (a per-layer-type module's keys), else a ValueError."""
     return checks.check_choice(layer_type, tuple(types), "layer_type")
+
+
+def check_modules(modules: Any, module: type) -> Any:
+    """``modules`` of a per-layer-type module: a dict of layer type -> ``module`` (the front's ``RotaryEmbedding``)."""
+    if not isinstance(modules, dict) or not all(isinstance(k, str) and isinstance(m, module) for k, m in modules.items()):
+        raise TypeError(f"modules must be a dict of layer type -> {module.__name__}, got {checks.shown(modules)}")
+    return modules
 
 
 def module_from_config(module: Any, per_layer_type: Any, config: Any, layer_type: str | None = None) -> Any:

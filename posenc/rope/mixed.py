@@ -44,7 +44,7 @@ def mixed_frequencies(head_dim: int, rotations: npt.ArrayLike, *, base: float = 
     head_dim = check_mixed_head_dim(head_dim)
     base = checks.check_base(base)
     dtype = tables.check_dtype(dtype)
-    theta = tables.as_positions(rotations)[..., None]
+    theta = tables.as_positions(rotations, "rotations")[..., None]
     quarter = head_dim // 4
     m = rotation.geometric_parts(quarter, base, head_dim / 4)[0]
     c, s = np.cos(theta), np.sin(theta)
@@ -92,8 +92,7 @@ def mixed_cos_sin(positions: npt.ArrayLike, frequencies: npt.ArrayLike, *, layou
     dtype = tables.check_dtype(dtype)
     positions = tables.as_positions(positions)
     freqs = checks.as_array(frequencies, "frequencies", "an array of numbers")
-    if freqs.dtype.kind not in "iuf":
-        raise TypeError(f"frequencies must hold real numbers, got an array of {freqs.dtype}")
+    checks.check_kind(freqs, frequencies, "frequencies")
     if not np.isfinite(freqs).all():
         raise ValueError("frequencies must be finite, got NaN or infinity")
     check_mixed(positions.shape, freqs.shape)

@@ -63,8 +63,8 @@ ROTARY_LAYOUTS = ("half", "interleaved")
 _SHARED = ("partial_rotary_factor", "max_position_embeddings")
 
 
-def check_rotary_layout(layout):
-    return checks.check_choice(layout, ROTARY_LAYOUTS, "layout")
+def check_rotary_layout(layout, name="layout"):
+    return checks.check_choice(layout, ROTARY_LAYOUTS, name)
 
 
 def check_head_dim(head_dim):
@@ -421,12 +421,12 @@ def apply_rotary(x: Any, cos: Any, sin: Any, *, layout: str = "half") -> Any:
     """
     xp = backend_of(x)
     if xp is NUMPY:
-        x = np.asarray(x)
+        x = checks.as_numbers(x, "x")
     for name, value in (("cos", cos), ("sin", sin)):
         if backend_of(value) is not xp:
             raise TypeError(f"{name} must be an array of x's kind ({type(x).__name__}), got {type(value).__name__}")
     if xp is NUMPY:
-        cos, sin = np.asarray(cos), np.asarray(sin)
+        cos, sin = checks.as_numbers(cos, "cos"), checks.as_numbers(sin, "sin")
     rotated = check_rotary_shapes(x.shape, cos.shape, sin.shape)
     layout = check_rotary_layout(layout)
     if checks.is_one_of(x.dtype, (xp.float16, xp.bfloat16, xp.float32, xp.float64)):
@@ -470,14 +470,15 @@ def rotary_permutation(head_dim: int, source: str, target: str, *, heads: int = 
     first member of each pair as the sine.
     """
     head_dim = check_head_dim(head_dim)
-    heads = checks.check_length(heads, "heads")
+    heads = checks.check_int_at_least(heads, "heads", 1)
     checks.check_entries("heads * head_dim", (heads, head_dim))
     rotated = head_dim if rotary_dim is None else rotary_dim
     if not checks._is_int(rotated) or rotated < 2 or rotated % 2 or rotated > head_dim:
         raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
     as_table = {"half": "sin_cos", "interleaved": "interleaved"}
     per_head = np.concatenate([
-        layouts.layout_permutation(rotated, as_table[check_rotary_layout(source)], as_table[check_rotary_layout(target)]),
+        layouts.layout_permutation(rotated, as_table[check_rotary_layout(source, "source")],
+                                   as_table[check_rotary_layout(target, "target")]),
         np.arange(rotated, head_dim),
     ])
     return (np.arange(heads)[:, None] * head_dim + per_head).ravel()
@@ -494,12 +495,11 @@ def convert_rotary_layout(
     result is of the same kind), as ``layouts.convert_layout``.
     """
     shape = layouts.shape_of(weight)
-    try:
-        outputs = shape[axis]
-    except IndexError:
-        raise ValueError(f"axis must index one of the {len(shape)} axes of weight (shape {shape}), got {axis}") from None
-    heads = checks.check_length(heads, "heads")
-    if heads == 0 or outputs % heads:
+    if not shape:
+        raise ValueError(f"weight must have at least one axis, got a scalar {weight!r}")
+    outputs = shape[checks.check_axis(shape, axis, "weight")]
+    heads = checks.check_int_at_least(heads, "heads", 1)
+    if outputs % heads:
         raise ValueError(f"heads must divide the {outputs} outputs along axis {axis}, got heads={heads}")
     perm = rotary_permutation(outputs // heads, source, target, heads=heads, rotary_dim=rotary_dim)
     return layouts.gather(weight, perm, axis)

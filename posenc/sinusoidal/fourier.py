@@ -14,7 +14,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import rotation
+from ..engine import checks, rotation
 from . import tables
 
 __all__ = ["random_fourier_features"]
@@ -57,8 +57,8 @@ def random_fourier_features(
     ``input_shape=(H, W)``.
     """
     dtype = tables.check_dtype(dtype)
-    c = tables.as_positions(coords)
-    g = np.asarray(projection, dtype=np.float64)
+    c = tables.as_positions(coords, "coords")
+    g = checks.as_numbers(projection, "projection").astype(np.float64)
     check_shapes(c.shape, g.shape, input_shape)
     if not np.isfinite(g).all():
         raise ValueError("projection must be finite, got NaN or infinity")

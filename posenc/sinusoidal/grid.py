@@ -205,7 +205,7 @@ def list_grid_conventions() -> dict[str, str]:
 
 
 def _check_shape(shape):
-    if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__"):
+    if isinstance(shape, numbers.Integral | str) or not hasattr(shape, "__len__"):
         raise TypeError(f"shape must be a tuple (height, width) or (time, height, width), got {shape!r}")
     if len(shape) not in (2, 3):
         raise ValueError(f"shape must be (height, width) or (time, height, width), got {tuple(shape)!r}")
@@ -308,11 +308,11 @@ def _axis_positions(conv, sizes, options):
 
 
 def _check_positions(positions, sizes):
-    if len(positions) != len(sizes):
-        raise ValueError(f"positions must hold one array per axis {tuple(sizes)}, got {len(positions)} arrays")
+    if not isinstance(positions, tuple | list) or len(positions) != len(sizes):
+        raise ValueError(f"positions must be a list of one array per axis {tuple(sizes)}, got {checks.shown(positions)}")
     out = {}
     for (axis, n), p in zip(sizes.items(), positions):
-        p = tables.as_positions(p)
+        p = tables.as_positions(p, f"positions for axis {axis!r}")
         if p.shape != (n,):
             raise ValueError(f"positions for axis {axis!r} must have shape ({n},), got {p.shape}")
         out[axis] = p
@@ -402,7 +402,7 @@ def patch_positions(
     ``num_prefix_tokens`` tokens (class, registers) come first at the origin, where RoPE does not
     turn them: as DINOv3 and EVA rotate the patches only.
     """
-    if isinstance(shape, numbers.Integral) or not hasattr(shape, "__len__") or len(shape) < 1:
+    if isinstance(shape, numbers.Integral | str) or not hasattr(shape, "__len__") or len(shape) < 1:
         raise TypeError(f"shape must be a tuple of sizes, one per axis (height, width), got {shape!r}")
     sizes = tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
     prefix = checks.check_length(num_prefix_tokens, "num_prefix_tokens")

@@ -41,7 +41,7 @@ def layout_permutation(d_model: int, source: str, target: str, *, odd: str = "si
     ``layout_permutation(d_model, target, source)``.
     """
     d_model = checks.check_d_model(d_model)
-    source, target = checks.check_layout(source), checks.check_layout(target)
+    source, target = checks.check_layout(source, "source"), checks.check_layout(target, "target")
     checks.check_choice(odd, ODD_POLICIES, "odd")
     width = d_model - d_model % 2 if odd == "zero" else d_model
     if width == 0:
@@ -68,10 +68,7 @@ def convert_layout(array: Any, source: str, target: str, *, axis: int = -1, odd:
     shape = shape_of(array)
     if not shape:
         raise ValueError(f"array must have at least one axis, got a scalar {array!r}")
-    try:
-        d_model = shape[axis]
-    except IndexError:
-        raise ValueError(f"axis must index one of the {len(shape)} axes of array (shape {shape}), got {axis}") from None
+    d_model = shape[checks.check_axis(shape, axis, "array")]
     return gather(array, layout_permutation(d_model, source, target, odd=odd), axis)
 
 

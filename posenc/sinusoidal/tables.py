@@ -78,12 +78,12 @@ def interleave(sines: npt.ArrayLike, cosines: npt.ArrayLike) -> np.ndarray:
     stack on a new last axis, then merge the last two axes.
     """
     sines, cosines = np.asarray(sines), np.asarray(cosines)
+    if sines.ndim == 0 or cosines.ndim == 0:
+        raise ValueError(f"sines and cosines must have at least one axis, got {sines!r} and {cosines!r}")
     if sines.shape != cosines.shape:
         raise ValueError(
             f"sines and cosines must have the same shape, got {sines.shape} and {cosines.shape}"
         )
-    if sines.ndim == 0:
-        raise ValueError(f"sines and cosines must have at least one axis, got {sines!r} and {cosines!r}")
     stacked = np.stack([sines, cosines], axis=-1)
     return stacked.reshape(*sines.shape[:-1], 2 * sines.shape[-1])
 
@@ -112,15 +112,16 @@ def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
     return interleave(sines, half + sines)[:d_model]
 
 
-def as_positions(positions: npt.ArrayLike) -> np.ndarray:
-    """Check ``positions`` (array-like of ints or real floats, all finite); return float64."""
-    array = checks.as_array(positions, "positions", "an array of numbers")
+def as_positions(positions: npt.ArrayLike, name: str = "positions") -> np.ndarray:
+    """Check ``positions`` (array-like of ints or real floats, all finite); return float64.
+    ``name``: the argument's, for the messages."""
+    array = checks.as_array(positions, name, "an array of numbers")
     if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
         # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
-        raise TypeError(f"positions must be numbers (integers or real floats), got {reprlib.repr(positions)}")
-    checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}")
+        raise TypeError(f"{name} must be numbers (integers or real floats), got {reprlib.repr(positions)}")
+    checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}", name)
     if array.dtype.kind == "f":
-        checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}")
+        checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}", name)
     return array.astype(np.float64)
 
 
@@ -133,7 +134,7 @@ def _output(out, shape, dtype):
     if out is None:
         return np.empty(shape, dtype)
     if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+        raise TypeError(f"out must be a numpy.ndarray, got {checks.shown(out)}")
     checks.check_out(out.shape, out.dtype, shape, dtype)
     if not out.flags.writeable:
         raise ValueError("out must be writeable, got a read-only array")

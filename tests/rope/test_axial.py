@@ -234,3 +234,12 @@ def test_per_axis_bad_input_names_the_argument():
         rg.per_axis_cis(np.zeros((3, 3)), (16, 56, 56), dtype=np.float32)
     with pytest.raises(ValueError, match="height must be an int >= 1, got 0"):
         rg.flux_position_ids(4, 0, 3)
+
+
+def test_one_position_of_two_coordinates_gives_one_row_of_cos_and_sin():
+    # positions (2,): one token, its (row, column); the same numbers as the (2, 1) column of it.
+    cos, sin = rg.axial_cos_sin(np.array([3, 5]), 16, dtype=np.float64)
+    column_cos, column_sin = rg.axial_cos_sin(np.array([[3], [5]]), 16, dtype=np.float64)
+    assert cos.shape == sin.shape == (16,)
+    np.testing.assert_array_equal(cos, column_cos[0])
+    np.testing.assert_array_equal(sin, column_sin[0])
