@@ -575,6 +575,12 @@ def test_unreadable_prints_name_what_they_could_not_read(text, message):
     assert str(caught.value) == message
 
 
+def test_exponents_up_to_330_are_read():
+    # the edge of the refusal above: three-digit exponents a float64 prints are numbers like any other
+    read = posenc.parse_printed("[[1.5e-300, 2.5e+100], [1e300, 4.9e-324]]")
+    np.testing.assert_array_equal(read.values, [[1.5e-300, 2.5e100], [1e300, 5e-324]])
+
+
 @pytest.mark.parametrize("shape", [(math.inf, 2), (2.5, 2), "12", np.array([2.0, 2.0])])
 def test_a_shape_of_non_ints_is_a_type_error(shape):
     # (inf, 2): OverflowError from int(inf); (2.5, 2) was read as (2, 2), "12" as (1, 2).
