@@ -171,6 +171,16 @@ def test_positional_encoding_takes_packed_positions_as_lm1b_does():
     assert np.abs(np.asarray(got, np.float64) - exact).max() <= BOUND + 2.0**-22
 
 
+def test_a_module_cast_to_bfloat16_grows_its_table_in_bfloat16():
+    # Flax casts a model through its state (as torch's module.to(dtype), test_torch.py): the grown table keeps that dtype.
+    module = pj.PositionalEncoding(8, 4)
+    nnx.update(module, jax.tree.map(lambda a: a.astype(jnp.bfloat16), nnx.state(module)))
+    out = module(jnp.zeros((1, 11, 8)))  # past max_len: the table grows
+    assert module.pe[...].dtype == jnp.bfloat16 and module.max_len == 11
+    want = posenc.positional_encoding(11, 8).astype(jnp.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(out[0]), want)
+
+
 def test_modules_take_rngs_and_need_no_dropout_stream_at_rate_0():
     rngs = nnx.Rngs(0)  # a default stream only, as nnx.bridge.to_linen hands over at init
     table, rotary = pj.PositionalEncoding(8, 16, rngs=rngs), pj.RotaryEmbedding(8, rngs=rngs)
