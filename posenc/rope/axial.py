@@ -202,9 +202,7 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     a block, so a block's patches are neighbours in the sequence. The grid repeats for each of
     ``frames`` (a video's temporal patches).
     """
-    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
-    if merge < 1:
-        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     _check_merge("height", height, merge)
     _check_merge("width", width, merge)
     if not checks._is_int(frames) or frames < 1:
@@ -241,9 +239,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     The two agree for images and for Qwen3-VL's videos, whose frames come one by one
     (``(1, h, w)`` segments between timestamp text).
     """
-    merge = checks.check_length(spatial_merge_size, "spatial_merge_size")
-    if merge < 1:
-        raise ValueError(f"spatial_merge_size must be an int >= 1, got {spatial_merge_size!r}")
+    merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
     interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
     if interval is None or not np.isfinite(interval) or interval < 0:

@@ -102,6 +102,8 @@ def test_bad_input_names_the_argument():
         rg.mrope_position_ids([2, (1, 4, 5)])
     with pytest.raises(ValueError, match="spatial_merge_size must be an int >= 1, got 0"):
         rg.grid_position_ids(4, 4, spatial_merge_size=0)
+    with pytest.raises(ValueError, match="spatial_merge_size must be an int >= 1, got 0"):
+        rg.mrope_position_ids([2, (1, 4, 4)], spatial_merge_size=0)
     with pytest.raises(ValueError, match=r"segments must hold ints.*got \(1, 4\)"):
         rg.mrope_position_ids([(1, 4)])
     with pytest.raises(ValueError, match="mrope_section must be a list of non-negative ints"):
