@@ -394,6 +394,8 @@ BAD_INPUT = [
     ("length 4.5", lambda f: f.api.positional_encoding(4.5, 6), TypeError, ["length", "4.5"]),
     ("d_model", lambda f: f.api.positional_encoding(4, 0), ValueError, ["d_model", "0"]),
     ("encode d_model", lambda f: f.api.encode([1, 2], 0), ValueError, ["d_model", "0"]),
+    ("absurd size", lambda f: f.api.encode(f.tensor(np.zeros(10**4)), 2**19), ValueError,
+     ["positions.size * d_model must be at most 2**31", "10000 * 524288"]),
     ("bool positions", lambda f: f.api.encode(f.tensor([True]), 4), TypeError, ["positions", "{prefix}bool"]),
     ("complex positions", lambda f: f.api.encode(f.tensor([1 + 2j]), 4), TypeError, ["positions", "complex"]),
     ("nan positions", lambda f: f.api.encode(f.tensor([1.0, np.nan]), 4), ValueError, ["positions", "finite"]),
