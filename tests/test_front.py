@@ -396,6 +396,8 @@ BAD_INPUT = [
     ("encode d_model", lambda f: f.api.encode([1, 2], 0), ValueError, ["d_model", "0"]),
     ("absurd size", lambda f: f.api.encode(f.tensor(np.zeros(10**4)), 2**19), ValueError,
      ["positions.size * d_model must be at most 2**31", "10000 * 524288"]),
+    ("absurd rotary size", lambda f: f.api.rotary_cos_sin(f.tensor(np.zeros(2**22)), 1024), ValueError,
+     ["positions.size * head_dim must be at most 2**31", "4194304 * 1024"]),
     ("bool positions", lambda f: f.api.encode(f.tensor([True]), 4), TypeError, ["positions", "{prefix}bool"]),
     ("complex positions", lambda f: f.api.encode(f.tensor([1 + 2j]), 4), TypeError, ["positions", "complex"]),
     ("nan positions", lambda f: f.api.encode(f.tensor([1.0, np.nan]), 4), ValueError, ["positions", "finite"]),

@@ -249,3 +249,9 @@ def test_eager_calls_keep_sharding_and_device_without_a_host_round_trip():
     out = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "kept"
+
+
+def test_eval_shape_of_a_table_past_the_eager_size_limit():
+    # Traced, the size is XLA's to plan: jax.eval_shape (a model's shapes, nothing allocated) is not refused.
+    got = jax.eval_shape(lambda p: pj.encode(p, 1024), jax.ShapeDtypeStruct((2**22,), jnp.int32))
+    assert (got.shape, got.dtype) == ((2**22, 1024), jnp.float32)
