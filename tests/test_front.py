@@ -404,6 +404,8 @@ BAD_INPUT = [
     ("inf positions", lambda f: f.api.encode(f.tensor([np.inf]), 4), ValueError, ["positions", "finite"]),
     ("nan list", lambda f: f.api.encode([np.nan], 8), ValueError, ["positions", "finite"]),
     ("rotary layout", lambda f: f.api.rotary_cos_sin([1], 8, layout="pairs"), ValueError, ["layout", "'pairs'"]),
+    ("apply_rotary sin", lambda f: f.api.apply_rotary(f.tensor(np.zeros((2, 8))), f.tensor(np.ones((2, 8))), None), TypeError,
+     ["sin must be", "got None"]),
     ("module d_model", lambda f: f.positional_encoding_module(0), ValueError, ["d_model", "0"]),
     ("module max_len", lambda f: f.positional_encoding_module(6, max_len=-1), ValueError, ["max_len", "-1"]),
     ("dropout 1.5", lambda f: f.positional_encoding_module(6, dropout=1.5), ValueError, ["dropout", "1.5"]),
