@@ -435,3 +435,8 @@ BAD_INPUT_TORCH_AND_JAX = [
 ], indirect=["front"])
 def test_bad_input_errors_name_the_argument(front, call, error, words):
     assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
+
+
+def test_a_module_holds_5000_rows_by_default(front):
+    # max_len=5000 as "The Annotated Transformer" and torch's tutorial (and each front's signature) say.
+    assert front.positional_encoding_module(8).max_len == 5000
