@@ -517,6 +517,7 @@ MESSAGES = {
     "missing_column": (lambda: learner_floor_pairs(10, 7), ["one column missing", "the last column of an odd width is a sine"]),
     "zero_row": (lambda: _by_name("code_test_zero_row", 10, 6), ["row 0 (position 0) is all zeros", "a padding row"]),
     "zero_column": (lambda: _by_name("guided_diffusion", 10, 7), ["column 6 is all zeros", "odd width 7 was padded",
+                                                                  "after the 6 columns of d_model = 6 described here",
                                                                   "posenc.positional_encoding(length, 7)"]),
     "scaled": (lambda: _by_name("deepctr", 10, 6), ["times 2.449 = sqrt(d_model)", "apply it to the embeddings"]),
     "unknown": (lambda: _by_name("stackoverflow_power", 10, 6), [
@@ -569,6 +570,16 @@ def test_messages_in_plain_words(code):
     missing = [word for word in words if word not in finding.message]
     assert not missing, f"{finding.message!r} lacks {missing}"
     assert finding.to_dict() == {"code": code, "message": finding.message, **finding.details}
+
+
+def test_the_zero_column_message_whole():
+    # guided_diffusion pads d_model = 6 to 7 columns: the sentence names both widths and the call.
+    finding = posenc.diagnose(_by_name("guided_diffusion", 10, 7)).findings[-1]
+    assert finding.code == "zero_column" and finding.details == {"columns": [6]}
+    assert finding.message == (
+        "column 6 is all zeros: the odd width 7 was padded with a zero column after the 6 columns of d_model = 6 "
+        "described here (tensor2tensor, fairseq and diffusers pad so); the paper's formula fills it with "
+        "sin(pos / 10000^(6/7)): posenc.positional_encoding(length, 7)")
 
 
 def test_other_exponent_slips_are_named():

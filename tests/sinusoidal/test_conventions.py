@@ -359,6 +359,8 @@ def test_identify_reads_tables_computed_by_the_source_formula_in_float32(name):
         ("tensor2tensor", {"start_index": 7}, ("sin_cos", "h-1", 10000.0, 7, None)),
         ("fairseq", {"padding_idx": 0}, ("sin_cos", "h-1", 10000.0, 0, 0)),
         ("keras-hub", {"max_wavelength": 500}, ("interleaved", "paper", 500.0, 0, None)),
+        # a base read off (rounded) with the offset read off, both as the source's options said
+        ("keras-hub", {"max_wavelength": 500, "offset": 7}, ("interleaved", "paper", 500.0, 7, None)),
         ("diffusers", {"flip_sin_to_cos": True, "downscale_freq_shift": 0.5}, ("cos_sin", "h-1", 10000.0, 0, None)),
     ],
 )
