@@ -394,12 +394,18 @@ BAD_INPUT = [
     ("length 4.5", lambda f: f.api.positional_encoding(4.5, 6), TypeError, ["length", "4.5"]),
     ("d_model", lambda f: f.api.positional_encoding(4, 0), ValueError, ["d_model", "0"]),
     ("encode d_model", lambda f: f.api.encode([1, 2], 0), ValueError, ["d_model", "0"]),
+    ("absurd size", lambda f: f.api.encode(f.tensor(np.zeros(10**4)), 2**19), ValueError,
+     ["positions.size * d_model must be at most 2**31", "10000 * 524288"]),
+    ("absurd rotary size", lambda f: f.api.rotary_cos_sin(f.tensor(np.zeros(2**22)), 1024), ValueError,
+     ["positions.size * head_dim must be at most 2**31", "4194304 * 1024"]),
     ("bool positions", lambda f: f.api.encode(f.tensor([True]), 4), TypeError, ["positions", "{prefix}bool"]),
     ("complex positions", lambda f: f.api.encode(f.tensor([1 + 2j]), 4), TypeError, ["positions", "complex"]),
     ("nan positions", lambda f: f.api.encode(f.tensor([1.0, np.nan]), 4), ValueError, ["positions", "finite"]),
     ("inf positions", lambda f: f.api.encode(f.tensor([np.inf]), 4), ValueError, ["positions", "finite"]),
     ("nan list", lambda f: f.api.encode([np.nan], 8), ValueError, ["positions", "finite"]),
     ("rotary layout", lambda f: f.api.rotary_cos_sin([1], 8, layout="pairs"), ValueError, ["layout", "'pairs'"]),
+    ("apply_rotary sin", lambda f: f.api.apply_rotary(f.tensor(np.zeros((2, 8))), f.tensor(np.ones((2, 8))), None), TypeError,
+     ["sin must be", "got None"]),
     ("module d_model", lambda f: f.positional_encoding_module(0), ValueError, ["d_model", "0"]),
     ("module max_len", lambda f: f.positional_encoding_module(6, max_len=-1), ValueError, ["max_len", "-1"]),
     ("dropout 1.5", lambda f: f.positional_encoding_module(6, dropout=1.5), ValueError, ["dropout", "1.5"]),
@@ -429,3 +435,8 @@ BAD_INPUT_TORCH_AND_JAX = [
 ], indirect=["front"])
 def test_bad_input_errors_name_the_argument(front, call, error, words):
     assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
+
+
+def test_a_module_holds_5000_rows_by_default(front):
+    # max_len=5000 as "The Annotated Transformer" and torch's tutorial (and each front's signature) say.
+    assert front.positional_encoding_module(8).max_len == 5000

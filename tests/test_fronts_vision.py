@@ -180,6 +180,13 @@ def test_random_fourier_features_traced(front):
     close(front.numpy(ours), exact, BOUND + 2 * np.pi * 4 * turns * ONE)
 
 
+
+def test_random_fourier_features_traced_checks_input_shape(front):
+    # Traced, no NumPy call checks it: a zero height would divide by zero without a word.
+    coords, projection = front.tensor(np.full((3, 2), 0.5)), front.tensor(np.ones((2, 4)))
+    features = traced(front, lambda c, g: front.api.random_fourier_features(c, g, input_shape=(0, 5)))
+    assert_raises_naming(lambda: features(coords, projection), ValueError, ["input_shape", "(0, 5)", "positive sizes"])
+
 # RotaryEmbedding(axes_dim=...).
 
 

@@ -171,6 +171,16 @@ def test_positional_encoding_takes_packed_positions_as_lm1b_does():
     assert np.abs(np.asarray(got, np.float64) - exact).max() <= BOUND + 2.0**-22
 
 
+def test_a_module_cast_to_bfloat16_grows_its_table_in_bfloat16():
+    # Flax casts a model through its state (as torch's module.to(dtype), test_torch.py): the grown table keeps that dtype.
+    module = pj.PositionalEncoding(8, 4)
+    nnx.update(module, jax.tree.map(lambda a: a.astype(jnp.bfloat16), nnx.state(module)))
+    out = module(jnp.zeros((1, 11, 8)))  # past max_len: the table grows
+    assert module.pe[...].dtype == jnp.bfloat16 and module.max_len == 11
+    want = posenc.positional_encoding(11, 8).astype(jnp.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(out[0]), want)
+
+
 def test_modules_take_rngs_and_need_no_dropout_stream_at_rate_0():
     rngs = nnx.Rngs(0)  # a default stream only, as nnx.bridge.to_linen hands over at init
     table, rotary = pj.PositionalEncoding(8, 16, rngs=rngs), pj.RotaryEmbedding(8, rngs=rngs)
@@ -239,3 +249,9 @@ def test_eager_calls_keep_sharding_and_device_without_a_host_round_trip():
     out = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "kept"
+
+
+def test_eval_shape_of_a_table_past_the_eager_size_limit():
+    # Traced, the size is XLA's to plan: jax.eval_shape (a model's shapes, nothing allocated) is not refused.
+    got = jax.eval_shape(lambda p: pj.encode(p, 1024), jax.ShapeDtypeStruct((2**22,), jnp.int32))
+    assert (got.shape, got.dtype) == ((2**22, 1024), jnp.float32)

@@ -71,3 +71,9 @@ def test_eager_calls_keep_the_positions_device():
     assert all(t.device.type == "meta" for t in module(torch.zeros(1, device="meta"), positions))
     table = pt.PositionalEncoding(8, max_len=4).to("meta")
     assert table(torch.zeros(2, 3, 8, device="meta"), positions).device.type == "meta"
+
+
+def test_out_on_another_device_than_asked_is_refused():
+    out = torch.zeros(4, 6, device="meta")
+    with pytest.raises(ValueError, match="out must be on device cpu, got out on meta"):
+        pt.positional_encoding(4, 6, device="cpu", out=out)

@@ -100,6 +100,10 @@ def test_bad_input_names_the_argument():
         rg.mrope_cos_sin(np.zeros((2, 5)), 32, mrope_section=(4, 6, 6))
     with pytest.raises(ValueError, match="w must be a positive int divisible by spatial_merge_size=2, got 5"):
         rg.mrope_position_ids([2, (1, 4, 5)])
+    with pytest.raises(ValueError, match="spatial_merge_size must be an int >= 1, got 0"):
+        rg.grid_position_ids(4, 4, spatial_merge_size=0)
+    with pytest.raises(ValueError, match="spatial_merge_size must be an int >= 1, got 0"):
+        rg.mrope_position_ids([2, (1, 4, 4)], spatial_merge_size=0)
     with pytest.raises(ValueError, match=r"segments must hold ints.*got \(1, 4\)"):
         rg.mrope_position_ids([(1, 4)])
     with pytest.raises(ValueError, match="mrope_section must be a list of non-negative ints"):
@@ -234,6 +238,8 @@ def test_per_axis_bad_input_names_the_argument():
         rg.per_axis_cis(np.zeros((3, 3)), (16, 56, 56), dtype=np.float32)
     with pytest.raises(ValueError, match="height must be an int >= 1, got 0"):
         rg.flux_position_ids(4, 0, 3)
+    with pytest.raises(ValueError, match="width must be an int >= 1, got 0"):
+        rg.flux_position_ids(4, 3, 0)
 
 
 def test_one_position_of_two_coordinates_gives_one_row_of_cos_and_sin():
