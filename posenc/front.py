@@ -183,7 +183,7 @@ def require(is_tensor: Callable[[Any], bool], name: str, convert: Callable[[Any]
 
     def as_tensor(value, argument):
         try:
-            if is_tensor(value):
+            if value is not None and is_tensor(value):  # older JAX (0.5 still) reads None as NaN
                 return convert(value)
             error = None
         except (TypeError, ValueError, OverflowError) as failed:

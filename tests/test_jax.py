@@ -174,7 +174,7 @@ def test_positional_encoding_takes_packed_positions_as_lm1b_does():
 def test_a_module_cast_to_bfloat16_grows_its_table_in_bfloat16():
     # Flax casts a model through its state (as torch's module.to(dtype), test_torch.py): the grown table keeps that dtype.
     module = pj.PositionalEncoding(8, 4)
-    nnx.update(module, jax.tree.map(lambda a: a.astype(jnp.bfloat16), nnx.state(module)))
+    nnx.update(module, jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), nnx.state(module)))
     out = module(jnp.zeros((1, 11, 8)))  # past max_len: the table grows
     assert module.pe[...].dtype == jnp.bfloat16 and module.max_len == 11
     want = posenc.positional_encoding(11, 8).astype(jnp.bfloat16).astype(np.float32)
