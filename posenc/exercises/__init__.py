@@ -167,6 +167,15 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
     return _describe_difference(got, expected, rtol, atol), None
 
 
+def _one_number(got: Any) -> tuple[float | None, str | None]:
+    """``(value, None)`` when ``got`` is one number (any framework's scalar too), else ``(None, message)``."""
+    try:
+        return float(_as_array(got)), None
+    except (TypeError, ValueError):
+        # Translators: {type} is a Python type name.
+        return None, _("your answer should be one number, got {type}").format(type=type(got).__name__)
+
+
 def _describe(value: Any) -> str:
     # An array argument is named by its shape: its values would flood the message.
     shape = getattr(value, "shape", ())

@@ -8,7 +8,7 @@ from torch import nn
 import posenc.torch
 
 from ..language import N_
-from . import Exercise, _, compare_arrays
+from . import Exercise, _, compare_arrays, _one_number
 
 __all__ = ["buffer", "compare_modules", "forward", "scale", "table"]
 
@@ -188,11 +188,9 @@ def scale_solution(d_model=768):
 
 def compare_ratio(got, expected):
     """A ratio within 2% (a measured one, from a few hundred random rows, is that close)."""
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        # Translators: {type} is a Python type name.
-        return _("your answer should be one number, got {type}").format(type=type(got).__name__)
+    value, problem = _one_number(got)
+    if value is None:
+        return problem
     if not math.isfinite(value) or value <= 0:
         return _("a ratio of two norms is a positive number, got {value}").format(value=value)
     if abs(value / expected - 1) <= 0.02:

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from ..language import N_
-from . import Exercise, _, compare_arrays
+from . import Exercise, _, compare_arrays, _one_number
 
 __all__ = ["half_rows", "llama3_wavelength", "rotated_query"]
 
@@ -173,11 +173,9 @@ def compare_number(got, expected, rtol=1e-6):
     """What is wrong with the number ``got``; None when it is within ``rtol`` of ``expected``."""
     if got is None or got is Ellipsis:
         return compare_arrays(got, expected)
-    try:
-        value = float(np.asarray(got.detach().cpu() if hasattr(got, "detach") else got))
-    except (TypeError, ValueError):
-        # Translators: {type} is a Python type name.
-        return _("your answer should be one number, got {type}").format(type=type(got).__name__)
+    value, problem = _one_number(got)
+    if value is None:
+        return problem
     if math.isclose(value, expected, rel_tol=rtol):
         return None
     return _("{value} is not it (the check allows a relative difference of {rtol}); the hint gives the rule").format(
