@@ -52,6 +52,12 @@ def test_encode_in_tf_function_with_unknown_length():
     np.testing.assert_allclose(f(tf.range(9, dtype=tf.float32)).numpy(), posenc.positional_encoding(9, 6), atol=1e-7)
 
 
+def test_a_graph_of_a_table_past_the_eager_size_limit():
+    # In a graph the size is TensorFlow's to plan: tracing a model's shapes allocates nothing and is not refused.
+    graph = tf.function(lambda p: ptf.encode(p, 1024)).get_concrete_function(tf.TensorSpec((2**22,), tf.int32))
+    assert (tuple(graph.output_shapes), graph.output_dtypes) == ((2**22, 1024), tf.float32)
+
+
 def test_layer_past_max_len_and_dynamic_length_in_a_model():
     model = keras.Sequential([keras.Input((None, 8)), ptf.PositionalEncoding(8, max_len=4)])
     for seq in (3, 4, 12):

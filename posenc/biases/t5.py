@@ -44,7 +44,7 @@ def check_bucketing(bidirectional, num_buckets, max_distance):
     fewest = 4 if bidirectional else 2
     why = f" with bidirectional={bidirectional}"
     num_buckets = checks.check_width(checks.check_int_at_least(num_buckets, "num_buckets", fewest, why), "num_buckets")
-    max_exact = num_buckets // (4 if bidirectional else 2)
+    max_exact = num_buckets // fewest  # the exact buckets of one direction
     max_distance = checks.check_int_at_least(
         max_distance, "max_distance", max_exact + 1, f" (num_buckets={num_buckets} gives exact buckets up to {max_exact - 1})"
     )

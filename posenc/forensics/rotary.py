@@ -372,7 +372,7 @@ def _per_axis(table, labels, angles):
     label = f"per-axis, axes_dim={dims}, base={base:g}, layout={layout!r}"
     call = f"posenc.rope.per_axis_cos_sin(positions.T, {dims}, base={base!r}, layout={layout!r})"
     found = [_Found(label, SOURCES["per-axis"], call, positions, build)]
-    if len(dims) == 2 and dims[0] == dims[1]:
+    if len(dims) == 2:  # Qwen2-VL's 2-D rope when the halves are equal; compared like any candidate
         head = 2 * pairs
         found.append(_Found(f"qwen2_vl, head_dim={head}, base={base:g}, layout={layout!r}", SOURCES["qwen2_vl"],
                             f"posenc.rope.axial_cos_sin(positions, {head}, base={base!r}, layout={layout!r})", positions,

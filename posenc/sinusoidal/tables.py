@@ -42,8 +42,12 @@ def denominators(d_model: int, base: float = 10000.0) -> np.ndarray:
     """
     d_model = checks.check_d_model(d_model)
     base = checks.check_base(base)
-    pair = np.arange((d_model + 1) // 2, dtype=np.float64)
-    return np.power(base, 2.0 * pair / d_model)
+    return np.power(base, _exponents(d_model))
+
+
+def _exponents(d_model):
+    # 2i / d_model for each pair i, in float64: the denominators and the frequencies are powers of the same exponents
+    return 2.0 * np.arange((d_model + 1) // 2) / d_model
 
 
 def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
@@ -54,8 +58,7 @@ def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
     """
     d_model = checks.check_d_model(d_model)
     base = checks.check_base(base)
-    pair = np.arange((d_model + 1) // 2, dtype=np.float64)
-    return np.power(base, -2.0 * pair / d_model)
+    return np.power(base, -_exponents(d_model))
 
 
 def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.ndarray:

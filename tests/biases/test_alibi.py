@@ -168,6 +168,8 @@ def test_empty_lengths_give_empty_biases():
     (lambda: relative_position_bucket([1], num_buckets=32.0), TypeError, "num_buckets"),
     (lambda: relative_position_bucket([1], max_distance=8), ValueError,
      "max_distance must be an int >= 9 \\(num_buckets=32 gives exact buckets up to 7\\), got 8"),
+    (lambda: relative_position_bucket([1], bidirectional=False, max_distance=16), ValueError,
+     "max_distance must be an int >= 17 \\(num_buckets=32 gives exact buckets up to 15\\), got 16"),
     (lambda: relative_position_bucket([1], bidirectional=1), TypeError, "bidirectional must be True or False, got 1"),
     (lambda: relative_position_bias(np.ones(32), 2, 2), ValueError, "table must have shape \\(num_buckets, heads\\), got shape \\(32,\\)"),
     (lambda: relative_position_bias(np.ones((32, 2), int), 2, 2), TypeError, "table must hold real floats"),

@@ -206,12 +206,16 @@ def test_interleaved_sections_past_the_last_pair_are_cut():
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize(("axes_dim", "shape", "base"), [((16, 56, 56), (2, 5, 7), 10000.0), ((8, 12, 20), (3, 4, 4), 256.0),
-                                                        ((32, 32, 32, 32), (2, 3, 2, 5), 2000.0), ((20, 12), (9, 4), 100.0)])
+                                                        ((32, 32, 32, 32), (2, 3, 2, 5), 2000.0), ((20, 12), (9, 4), 100.0),
+                                                        ((12, 12, 8), (2, 3, 4), 500.0), ((16, 16), (3, 5), 100.0)])
 def test_per_axis(layout, axes_dim, shape, base):
     grids = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
     ids = np.stack([g.reshape(-1) for g in grids], -1)
     cos, sin = rg.per_axis_cos_sin(ids, axes_dim, base=base, layout=layout)
-    found_as(cos, sin, f"per-axis, axes_dim={axes_dim}, base={base:g}, layout={layout!r}", ids.T)
+    found = found_as(cos, sin, f"per-axis, axes_dim={axes_dim}, base={base:g}, layout={layout!r}", ids.T)
+    # Qwen2-VL's 2-D rope is the per-axis one with two equal halves, and only then.
+    qwen = f"qwen2_vl, head_dim={sum(axes_dim)}, base={base:g}, layout={layout!r}"
+    assert found.matches[1:] == ((qwen,) if axes_dim == (16, 16) else ())
 
 
 def test_leading_axes_and_fractional_positions():
