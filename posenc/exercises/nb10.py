@@ -39,7 +39,7 @@ def mrope_rows_solution():
     start = 2  # the image starts where the text stopped
     rows, columns = np.meshgrid(np.arange(4 // 2), np.arange(6 // 2), indexing="ij")  # merged grid, row by row
     image = np.stack([np.full(rows.size, start), start + rows.ravel(), start + columns.ravel()])
-    text_after = start + max(4, 6) // 2 + np.arange(2)  # one past the image's largest position
+    text_after = start + max(rows.shape) + np.arange(2)  # start + the longer merged side: one past the image
     return np.concatenate([np.stack([text_before] * 3), image, np.stack([text_after] * 3)], axis=1)
 
 

@@ -451,6 +451,13 @@ def test_cli_reads_a_pt_file_without_running_its_code(tmp_path, capsys):
     done = _cli(capsys, tmp_path / "hostile.pt")
     assert done.returncode == 2 and "unpickling ran code" not in done.stdout and "weights_only" in done.stderr.lower()
 
+def test_cli_without_a_command_names_what_is_missing(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "python -m posenc: error: the following arguments are required: command"
+
+
 def test_cli_help_says_what_each_argument_takes(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "500")  # argparse wraps to the terminal's width (and breaks at hyphens)
     helps = []
