@@ -104,9 +104,9 @@ def _alibi(num_heads, length, *, masked, sign=-1):
 
 def compare_masked(got, expected):
     """compare_arrays for a bias holding -inf (masked) entries: the -inf where they belong, then the other values."""
-    expected = _as_array(expected).astype(np.float64)
+    expected = _as_array(expected).astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
     try:
-        values = _as_array(got).astype(np.float64)
+        values = _as_array(got).astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
     except (TypeError, ValueError):  # ..., a string: compare_arrays names what it is
         values = None
     # None reads as a NaN of shape (), another shape: compare_arrays names it too

@@ -131,7 +131,7 @@ class Explanation:
         if self.exponent == "double_column" or self.exponent == "column_floor":
             index = 2 * k
         exponent = index // d if self.exponent.endswith("floor") else index / d
-        return is_sine, exponent.astype(np.float64)
+        return is_sine, exponent.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
 
     def frequencies(self, exponent):
         return np.power(self.base, exponent if self.multiplied else -exponent)
@@ -152,7 +152,8 @@ class Explanation:
         scale = np.power(np.float32(self.base), exponent[columns].astype(np.float32))
         p = (self.offset + np.asarray(rows)).astype(np.float32)[:, None]
         theta = p * scale if self.multiplied else p / scale
-        return np.where(is_sine[columns], np.sin(theta), np.cos(theta)).astype(np.float64)
+        values = np.where(is_sine[columns], np.sin(theta), np.cos(theta))
+        return values.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
 
     def codes(self, width):
         """The catalog codes of the mistakes (and conventions) this explanation holds."""
@@ -356,7 +357,7 @@ def _as_array(table):
     if module == "torch":
         table = table.detach().cpu()
         if str(table.dtype) == "torch.bfloat16":
-            return table.float().numpy().astype(np.float64), "bfloat16"
+            return table.float().numpy().astype(np.float64), "bfloat16"  # pragma: no mutate (astype(None) is float64 too)
         table = table.numpy()
     elif module in ("tensorflow", "keras", "tf_keras") and hasattr(table, "numpy"):
         table = table.numpy()
@@ -364,7 +365,7 @@ def _as_array(table):
         array = np.asarray(table)
         dtype = str(array.dtype) if str(array.dtype) in HALF_PRECISION else None  # ml_dtypes' bfloat16 too
         if array.dtype.kind != "c":  # astype would drop imaginary parts with a mere warning
-            return array.astype(np.float64), dtype
+            return array.astype(np.float64), dtype  # pragma: no mutate (astype(None) is float64 too)
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"table must be an array, tensor, list or printed text, got {type(table).__name__}"

@@ -321,7 +321,7 @@ def _llama3(dim, base, params):
             f"rope_type='llama3' with low_freq_factor == high_freq_factor == {low!r} leaves the wavelength "
             f"{wavelength[between][0]!r}, equal to original_max_position_embeddings / low_freq_factor, undefined"
         )
-    ramp = stretched.astype(np.float64)
+    ramp = stretched.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
     ramp[between] = 1.0 - (original / wavelength[between] - low) / (high - low)
     return (*_blend(hi, lo, ramp, factor), 1.0)
 

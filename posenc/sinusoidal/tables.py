@@ -125,7 +125,7 @@ def as_positions(positions: npt.ArrayLike, name: str = "positions") -> np.ndarra
     checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}", name)
     if array.dtype.kind == "f":
         checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}", name)
-    return array.astype(np.float64)
+    return array.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
 
 
 def check_dtype(dtype):
