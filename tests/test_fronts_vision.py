@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 
 from frameworks import BOUND, ROUNDING, only  # noqa: E402
 from messages import assert_raises_naming  # noqa: E402
+import posenc.front  # noqa: E402
 from posenc.rope import axial, pixels  # noqa: E402
 from posenc.sinusoidal import fourier, grid  # noqa: E402
 
@@ -102,6 +103,15 @@ def test_per_axis_traced_within_the_contract(front, axes_dim):
     exact = axial.per_axis_cos_sin(held(front, ids), axes_dim, dtype=np.float64)
     close(front.numpy(cos), exact[0], BOUND)
     close(front.numpy(sin), exact[1], BOUND)
+
+
+def test_ids_taken_axis_first_keep_the_shape_they_hold(front):
+    # (batch, tokens, axes) ids become (axes, batch, tokens) positions; the shape said is the shape held, which
+    # the size checks and the route (a decoding step's few angles) are read from.
+    ids = np.arange(30).reshape(2, 5, 3)
+    taken = posenc.front._axis_first(front.api.SPEC, front.api.SPEC.intake(front.tensor(ids), None), (8, 8, 16))
+    assert taken.shape == taken.numpy().shape == (3, 2, 5)
+    np.testing.assert_array_equal(taken.numpy(), np.moveaxis(ids, -1, 0))
 
 
 @pytest.mark.parametrize("text, height, width", FLUX_GRIDS)

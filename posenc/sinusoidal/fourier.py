@@ -58,7 +58,8 @@ def random_fourier_features(
     """
     dtype = tables.check_dtype(dtype)
     c = tables.as_positions(coords, "coords")
-    g = checks.as_numbers(projection, "projection").astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
+    g = checks.as_numbers(projection, "projection")
+    g = g.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
     check_shapes(c.shape, g.shape, input_shape)
     if not np.isfinite(g).all():
         raise ValueError("projection must be finite, got NaN or infinity")

@@ -26,3 +26,6 @@ def test_bad_input_names_the_argument():
         random_fourier_features(np.zeros((4, 2)), np.zeros((2, 8)), input_shape=(0, 4))
     with pytest.raises(ValueError, match="projection must be finite"):
         random_fourier_features(np.zeros((4, 2)), np.full((2, 8), np.nan))
+    with pytest.raises(TypeError) as ragged:
+        random_fourier_features(np.zeros((4, 2)), [[1.0], [1.0, 2.0]])
+    assert str(ragged.value) == "projection must be an array of real numbers, got [[1.0], [1.0, 2.0]]"
