@@ -224,7 +224,10 @@ positions = jax.device_put(jnp.asarray([[0.0, 1.0], [2.5, 7.0], [1e5, 3.0], [9e6
 x = jax.device_put(jnp.zeros((4, 2, 16)), NamedSharding(mesh, P("x")))
 want = {"encode": posenc.encode(np.asarray(positions), 16), "PositionalEncoding": posenc.encode(np.asarray(positions), 16),
         "rotary_cos_sin": posenc.rotary_cos_sin(np.asarray(positions), 16)[0],
-        "RotaryEmbedding": posenc.rotary_cos_sin(np.asarray(positions).astype(np.int32), 16)[0]}
+        "RotaryEmbedding": posenc.rotary_cos_sin(np.asarray(positions).astype(np.int32), 16)[0],
+        # dynamic reads the sequence length off the sharded ids: 9e6 + 1
+        "dynamic": posenc.rotary_cos_sin(np.asarray(positions).astype(np.int32), 16, rope_type="dynamic", factor=2.0,
+                                         max_position_embeddings=8, seq_len=9e6 + 1)[0]}
 real_encode = tables.encode
 tables.encode = rotation.sin_cos = no_host
 outputs = {
@@ -232,6 +235,7 @@ outputs = {
     "rotary_cos_sin": pj.rotary_cos_sin(positions, 16)[0],
     "RotaryEmbedding": pj.RotaryEmbedding(16)(x, positions.astype(jnp.int32))[0],
     "PositionalEncoding": pj.PositionalEncoding(16, 8)(x, positions),
+    "dynamic": pj.RotaryEmbedding(16, rope_type="dynamic", factor=2.0, max_position_embeddings=8)(x, positions.astype(jnp.int32))[0],
 }
 for name, out in outputs.items():
     assert out.sharding.is_equivalent_to(NamedSharding(mesh, P("x")), out.ndim), (name, out.sharding)
