@@ -162,6 +162,10 @@ def test_details_name_what_was_found():
     np.testing.assert_array_equal(learner_concatenated(20, 8)[:, perm], learner_paper(20, 8))
     swapped = str(posenc.diagnose(learner_swapped(10, 6)))
     assert "columns 0, 2, 4 hold cosines and 1, 3, 5 sines" in swapped
+    # past three columns the list stops at "...": a learner's 16 columns
+    assert posenc.diagnose(learner_swapped(20, 16)).findings[0].message == (
+        "columns 0, 2, 4, ... hold cosines and 1, 3, 5, ... sines: sin and cos are swapped; swap the two assignments "
+        "(sin goes to the even columns 0::2, cos to 1::2)")
 
 
 def test_named_convention_outside_the_paper_family():
