@@ -78,9 +78,9 @@ def column_slices(d_model, layout):
     """
     half, n_cos = (d_model + 1) // 2, d_model // 2
     if layout == "sin_cos":
-        return slice(half), slice(half, d_model)
+        return slice(half), slice(half, None)
     if layout == "cos_sin":
-        return slice(n_cos, d_model), slice(n_cos)
+        return slice(n_cos, None), slice(n_cos)
     return slice(None, None, 2), slice(1, None, 2)
 
 
