@@ -36,6 +36,7 @@ from torch import nn
 
 from . import torch as front
 from .biases import alibi_bias, relative_position_bucket
+from .biases.t5 import check_bucketing
 from .engine.checks import check_choice, check_int_at_least
 
 __all__ = [
@@ -265,7 +266,7 @@ class TinyDecoder(nn.Module):
         self.embed = nn.Embedding(VOCAB, d_model)
         self.positions = LearnedPositions(d_model, max_len) if method == "learned" else nn.Identity()
         if method == "t5":
-            relative_position_bucket(0, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance)  # checks them
+            check_bucketing(False, num_buckets, max_distance)
             self.t5_table = nn.Parameter(torch.zeros(num_buckets, heads))
         layers = check_int_at_least(layers, "layers", 1)
         self.layers = nn.ModuleList(_DecoderLayer(d_model, heads) for _ in range(layers))

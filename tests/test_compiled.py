@@ -70,6 +70,14 @@ def test_positional_encoding_grows_inside_a_compiled_graph():
     torch.testing.assert_close(compiled, expected, rtol=0, atol=4e-7 + 2**-22)
 
 
+def test_positional_encoding_grows_on_its_device_inside_a_compiled_graph():
+    # "meta" stands for an accelerator (there is none here): the rows a graph adds are made where the table is.
+    module = pt.PositionalEncoding(16, max_len=8).to("meta")
+    torch._dynamo.reset()
+    out = torch.compile(module, backend="eager", fullgraph=True)(torch.zeros(2, 12, 16, device="meta"))
+    assert (out.device.type, tuple(out.shape), module.max_len) == ("meta", (2, 12, 16), 12)
+
+
 @pytest.mark.parametrize("rope", [{"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 8},
                                   {"rope_type": "longrope", "original_max_position_embeddings": 8, "max_position_embeddings": 32,
                                    "short_factor": [1.0] * 16, "long_factor": [4.0] * 16}],

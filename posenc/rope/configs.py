@@ -247,7 +247,7 @@ def layer_plan(config: Any) -> list[LayerPosition]:
     types, rotates = _layers(config, model_type)
     per_type = layer_types(config) is not None
     plan = []
-    for index, (kind, rotating) in enumerate(zip(types, rotates, strict=True)):
+    for index, (kind, rotating) in enumerate(zip(types, rotates)):
         arguments = None
         if rotating:
             arguments = _arguments(config, model_type, _rope_parameters(config, model_type, kind if per_type else None), index)
@@ -279,7 +279,7 @@ def _rope_parameters(config, model_type, layer_type):
             )
         types, rotates = _layers(config, model_type)
         checks.check_choice(layer_type, tuple(dict.fromkeys(types)), "layer_type")
-        if not any(rotating for kind, rotating in zip(types, rotates, strict=True) if kind == layer_type):
+        if not any(rotating for kind, rotating in zip(types, rotates) if kind == layer_type):
             raise ValueError(
                 f"layer_type={layer_type!r}: no layer of that type applies RoPE in this {model_type!r} config "
                 "(they are NoPE; see layer_plan)"

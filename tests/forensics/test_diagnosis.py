@@ -424,6 +424,14 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert exited.value.code == 2 and "--shape must look like 20,200; got '50,6x'" in capsys.readouterr().err
 
 
+def test_cli_json_in_another_language_keeps_its_letters(tmp_path, capsys):
+    np.save(tmp_path / "swapped.npy", learner_swapped(20, 16))
+    done = _cli(capsys, tmp_path / "swapped.npy", "--json", "--language", "zh_CN")
+    message = posenc.diagnose(learner_swapped(20, 16), language="zh_CN").findings[0].message
+    assert done.returncode == 1 and f'"message": {json.dumps(message, ensure_ascii=False)}' in done.stdout
+    assert "\\u" not in done.stdout and not message.isascii()
+
+
 def test_cli_reads_a_csv_with_a_header(tmp_path, capsys):
     columns = ",".join(f"c{k}" for k in range(8))
     np.savetxt(tmp_path / "header.csv", learner_from_one(12, 8), delimiter=",", header=columns, comments="")

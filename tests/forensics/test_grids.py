@@ -34,3 +34,10 @@ def test_index_position_sources_explain_only_the_patch_indices():
     assert takes(100.0, indices, sizes) == {"temperature": 100.0} and fixed(100.0, indices, sizes) is None
     assert takes(None, {**indices, "y": (0.5, 1.0)}, sizes) is None  # shifted by half a patch
     assert takes(None, {**indices, "y": (0.0, 1 / 3)}, sizes) is None  # scaled: 4 rows over [0, 1]
+
+
+@pytest.mark.parametrize("convention", ["big_vision", "rt-detr", "timm", "detr"])
+def test_the_temperature_is_read_off_three_pairs_per_axis(convention):
+    # d = 12 on a 2-D grid: three sin/cos pairs per axis, the fewest from which the ratio of the frequencies is read
+    found = posenc.identify_grid(posenc.grid_encoding((4, 5), 12, convention=convention, temperature=100.0), (4, 5))
+    assert found.matches[0] == f"{convention}, temperature=100" and found.max_deviation < 1e-7
