@@ -71,6 +71,8 @@ def test_eager_calls_keep_the_positions_device():
     assert all(t.device.type == "meta" for t in module(torch.zeros(1, device="meta"), positions))
     table = pt.PositionalEncoding(8, max_len=4).to("meta")
     assert table(torch.zeros(2, 3, 8, device="meta"), positions).device.type == "meta"
+    into = torch.empty(2, 3, 8, device="meta")
+    assert pt.encode(positions, 8, out=into) is into  # off the host route too, out= is what comes back
 
 
 def test_out_on_another_device_than_asked_is_refused():

@@ -330,3 +330,20 @@ def test_bad_input_names_the_argument():
         posenc.identify_rope(np.ones((4, 8)), np.full((4, 8), np.nan))
     with pytest.raises(TypeError, match="cos must be an array of real numbers"):
         posenc.identify_rope("cos")
+
+
+@pytest.mark.parametrize("make", [
+    lambda ids: rg.mrope_cos_sin(ids, 32, mrope_section=(4, 6, 6), base=1e6, dtype=np.float64),
+    lambda ids: rg.mrope_cos_sin(ids, 32, mrope_section=(6, 5, 5), interleaved=True, base=1e6, dtype=np.float64),
+    lambda ids: rg.axial_cos_sin(ids[1:], 32, dtype=np.float64),
+    lambda ids: rg.per_axis_cos_sin(ids.T, (8, 12, 12), dtype=np.float64),
+], ids=["mrope", "mrope-interleaved", "2-D", "per-axis"])
+def test_a_float64_table_is_rebuilt_in_float64(make):
+    # Rebuilt by the formula that wrote it, in the same precision: not a float32 rounding away.
+    found = posenc.identify_rope(*make(rg.mrope_position_ids([3, (1, 4, 6), 2])))
+    assert found.matches and found.max_deviation == 0.0
+
+
+def test_a_cos_and_sin_off_the_unit_circle_are_no_rope():
+    found = posenc.identify_rope(np.ones((4, 8)), np.ones((4, 8)))
+    assert found.matches == () and str(found) == "not a RoPE table I can reproduce: cos**2 + sin**2 is not 1"
