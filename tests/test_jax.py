@@ -240,6 +240,12 @@ outputs = {
 for name, out in outputs.items():
     assert out.sharding.is_equivalent_to(NamedSharding(mesh, P("x")), out.ndim), (name, out.sharding)
     assert np.abs(np.asarray(out, np.float64) - want[name]).max() <= 2e-7, name
+try:  # sharded float positions are checked where they are
+    pj.encode(jax.device_put(jnp.asarray([0.0, jnp.nan]), NamedSharding(mesh, P("x"))), 8)
+except ValueError as error:
+    assert str(error).startswith("positions must be finite, got NaN or infinity"), error
+else:
+    raise AssertionError("a NaN position was taken")
 second = jax.devices()[1]
 tables.encode = real_encode
 on_second = pj.encode(jax.device_put(jnp.arange(3), second), 8)  # host memory: NumPy's table, back on that device

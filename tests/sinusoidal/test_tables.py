@@ -322,6 +322,9 @@ def test_dtype_and_out_errors_in_full():
     with pytest.raises(TypeError) as caught:  # NumPy would read None as float64; the default is float32
         posenc.positional_encoding(4, 6, dtype=None)
     assert str(caught.value) == "dtype must be one of numpy.float16, numpy.float32, numpy.float64; got None"
+    with pytest.raises(TypeError) as caught:
+        posenc.positional_encoding(4, 6, base="10000")
+    assert str(caught.value) == "base must be a real number > 1, got '10000' (str)"
     out = np.zeros((4, 6), np.float32)
     out.flags.writeable = False
     with pytest.raises(ValueError) as caught:
