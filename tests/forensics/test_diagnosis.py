@@ -800,3 +800,16 @@ def test_float16_print_without_dtype_is_told_by_its_digits():
     assert parse_printed(str(half.astype(np.float32))).dtype is None
     with np.printoptions(precision=4, suppress=True):  # a rounded float32 print is not float16
         assert parse_printed(str(learner_paper(10, 6, np.float32))).dtype is None
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_half_precision_table_is_allowed_its_rounding(dtype):
+    # Half an ulp, relative: what rounding to the dtype moved each entry by, at most.
+    from posenc.forensics import printed
+
+    unit = np.float16 if dtype == "float16" else pytest.importorskip("ml_dtypes").bfloat16
+    exact = posenc.positional_encoding(50, 16, dtype=np.float64)
+    held = exact.astype(unit).astype(np.float64)
+    allowed = printed.half_tolerance(held.astype(np.float64), dtype)
+    assert np.all(np.abs(held - exact) <= allowed) and np.abs(held - exact).max() > 0
+    np.testing.assert_array_equal(printed.half_tolerance(np.array([1.0, -0.5]), None), [0.0, 0.0])
