@@ -519,3 +519,10 @@ def test_adjustable_fields_are_the_overrides_and_what_the_sources_options_set():
     assert posenc.sinusoidal.conventions.adjustable_fields("whisper") == generic  # max_timescale sets the base
     assert posenc.sinusoidal.conventions.adjustable_fields("tensor2tensor") == generic | {"factor"}
     assert posenc.sinusoidal.conventions.adjustable_fields("diffusers") == generic | {"shift", "factor"}
+
+
+def test_identify_reads_a_shift_off_a_table_printed_to_three_decimals():
+    # The shift read off a rounded print is near 1.5, not on it: rounded to 3 digits it is the one written.
+    table = np.round(posenc.positional_encoding(2000, 8, convention="diffusers", downscale_freq_shift=1.5), 3)
+    found = posenc.identify(table, atol=6e-4)
+    assert (found.name, found.convention.shift) == ("diffusers", 1.5)
