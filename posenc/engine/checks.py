@@ -175,7 +175,7 @@ def check_numpy_dtype(dtype, allowed, names):
     """``check_dtype`` for NumPy: ``dtype`` as ``numpy.dtype`` first (what cannot be one is left as
     received, so the message shows what the caller passed)."""
     if dtype is None:  # NumPy reads None as float64 (and a dtype equals None); posenc's default is float32
-        raise TypeError(f"dtype must be one of {names}; got None")
+        return check_dtype(dtype, (), names)
     try:
         dtype = np.dtype(dtype)
     except TypeError:
