@@ -170,10 +170,14 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
 def _one_number(got: Any) -> tuple[float | None, str | None]:
     """``(value, None)`` when ``got`` is one number (any framework's scalar too), else ``(None, message)``."""
     try:
-        return float(_as_array(got)), None
+        array = _as_array(got)
+        # Older NumPy's float() takes a one-element array too; a list of one number is still a list.
+        if array.ndim == 0:
+            return float(array), None
     except (TypeError, ValueError):
-        # Translators: {type} is a Python type name.
-        return None, _("your answer should be one number, got {type}").format(type=type(got).__name__)
+        pass
+    # Translators: {type} is a Python type name.
+    return None, _("your answer should be one number, got {type}").format(type=type(got).__name__)
 
 
 def _describe(value: Any) -> str:
