@@ -5,6 +5,8 @@
                                                         the modules changed since main (5-10 minutes)
     python scripts/mutants.py --sample                  150 mutants drawn with seed 21 (about 30 minutes)
     python scripts/mutants.py --sample 400 --seed 7     another size, another draw
+    python scripts/mutants.py --sample 100 --seed 3 4   two draws in one run (the tests' coverage is
+                                                        collected once), each scored on its own
     python scripts/mutants.py --sample --modules sinusoidal.tables rope.rotary   draw from these modules only
 
 What is mutated and which tests run is [tool.mutmut] in pyproject.toml. mutmut copies the
@@ -120,7 +122,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, nargs="?", const=DEFAULT_SAMPLE, metavar="N",
                         help=f"run N mutants drawn at random (default N: {DEFAULT_SAMPLE})")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the draw (default {DEFAULT_SEED})")
+    parser.add_argument("--seed", type=int, nargs="+", default=[DEFAULT_SEED],
+                        help=f"seed of the draw, or several seeds for as many draws (default {DEFAULT_SEED})")
     parser.add_argument("--modules", nargs="+", metavar="MODULE", help="draw from these modules only, e.g. sinusoidal.tables rope.rotary")
     parser.add_argument("--changed", nargs="?", const="main", metavar="BASE",
                         help=f"draw {QUICK_SAMPLE} mutants (or --sample N) from the modules that differ from BASE (default main)")
@@ -144,13 +147,20 @@ def main(argv=None):
         if unknown:
             parser.error(f"--modules: no mutants in {', '.join(sorted(unknown))}; the modules are {', '.join(sorted(known))}")
         names = [name for name in names if module_of(name) in args.modules]
-    if args.sample is not None:
-        if args.sample < 1:
-            parser.error(f"--sample must be at least 1, got {args.sample}")
-        names = stratified(names, args.sample, args.seed)
-    print(f"Testing {len(names)} mutants (seed {args.seed}).")
-    code = subprocess.call(mutmut + names)
-    summarise(names)
+    if args.sample is None:
+        draws = {None: names}
+    elif args.sample < 1:
+        parser.error(f"--sample must be at least 1, got {args.sample}")
+    else:
+        draws = {seed: stratified(names, args.sample, seed) for seed in args.seed}
+    union = sorted({name for drawn in draws.values() for name in drawn})
+    drawn_with = f" (seed {', '.join(map(str, args.seed))})" if args.sample is not None else ""
+    print(f"Testing {len(union)} mutants{drawn_with}.")
+    code = subprocess.call(mutmut + union)
+    for seed, drawn in draws.items():
+        if len(draws) > 1:
+            print(f"\nSample of seed {seed}:")
+        summarise(drawn)
     return code
 
 
