@@ -17,6 +17,7 @@ torch is the exception: only torch==2.13.0 installs without GBs of CUDA packages
 its bound is kept true by reading (see the README).
 """
 
+import concurrent.futures
 import hashlib
 import os
 import re
@@ -118,6 +119,10 @@ def problems(nb, name):
     return found
 
 
+def notebook_problems(notebook):
+    return problems(execute(notebook), notebook.name)
+
+
 def check_notebooks():
     """Inside the stack's Python: every notebook, as a reader would run it."""
     # A reader's environment has none of the Makefile's TensorFlow settings: the notebooks
@@ -128,10 +133,11 @@ def check_notebooks():
     if not notebooks:
         raise SystemExit("no notebooks found in notebooks/")
     failed = []
-    for notebook in notebooks:
-        found = problems(execute(notebook), notebook.name)
-        print(f"{notebook.name}: {'ok' if not found else f'{len(found)} problem(s)'}", flush=True)
-        failed += found
+    # Two at a time: a notebook's kernel spends much of its time starting and importing, with a core to spare.
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+        for notebook, found in zip(notebooks, pool.map(notebook_problems, notebooks)):
+            print(f"{notebook.name}: {'ok' if not found else f'{len(found)} problem(s)'}", flush=True)
+            failed += found
     for problem in failed:
         print("  " + problem)
     if failed:
