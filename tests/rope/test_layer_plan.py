@@ -358,7 +358,8 @@ def test_families_without_nope_rotate_everywhere():
     (lambda: without(gemma3(), "layer_types"), r"config.layer_types is missing: model_type 'gemma3_text' has rope parameters per layer"),
     (lambda: {**gemma3().to_dict(), "layer_types": [SLIDING, FULL]},
      r"config.layer_types must be a list of num_hidden_layers=4 layer type names for model_type 'gemma3_text'"),
-    (lambda: {**gemma4().to_dict(), "per_layer_config": {"one": {"head_dim": 32}}}, r"config.per_layer_config must map layer indices"),
+    (lambda: {**gemma4().to_dict(), "per_layer_config": {"one": {"head_dim": 32}}},
+     r"config.per_layer_config must map layer indices to dicts of fields, got \{'one': \{'head_dim': 32\}\} \(dict\)$"),
     (lambda: {**gemma4().to_dict(), "per_layer_config": {"1": {"head_dim": 31}}},
      r"config of model_type 'gemma4_text': head_dim must be an even int >= 2 \(channels rotate in pairs\), got 31"),
 ])
