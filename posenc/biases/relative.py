@@ -53,7 +53,7 @@ def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype: npt.
     (``values.dtype`` if None)."""
     query_length, key_length, _ = check_lengths(query_length, key_length, 0)
     values = checks.check_kind(checks.as_array(values, "values", "an array of shape (..., query_length + key_length - 1)"),
-                               values, "values", "numbers", "biufc")
+                               values, "values", "numbers", ("b", "i", "u", "f", "c"))
     diagonals = query_length + key_length - 1 if query_length and key_length else 0
     if values.ndim == 0 or values.shape[-1] != diagonals:
         raise ValueError(f"values must have shape (..., query_length + key_length - 1) = (..., {diagonals}), got shape {values.shape}")

@@ -56,7 +56,7 @@ def _as_relative_positions(relative_position, max_distance):
     distance from ``max_distance`` on lands in the last bucket, so clipping changes no bucket
     and keeps ``abs`` from overflowing)."""
     array = checks.as_array(relative_position, "relative_position", "an array of integers")
-    checks.check_kind(array, relative_position, "relative_position", "integers", "iu")
+    checks.check_kind(array, relative_position, "relative_position", "integers", ("i", "u"))
     # Widened before clipping: NumPy 2.0 refuses a bound its narrow dtype cannot hold (int8 and 128).
     if array.dtype.kind == "u":
         return np.minimum(array.astype(np.uint64), max_distance).astype(np.int64)
@@ -126,7 +126,7 @@ def relative_position_bias(table: npt.ArrayLike, query_length: int, key_length: 
     (key_offset + i)), h]``. ``table`` has shape ``(num_buckets, heads)``; ``num_buckets``
     (default: its rows) must match it. No causal mask (see the module)."""
     array = checks.as_array(table, "table", "an array of shape (num_buckets, heads)")
-    checks.check_kind(array, table, "table", "real floats (a checkpoint's weights)", "f")
+    checks.check_kind(array, table, "table", "real floats (a checkpoint's weights)", ("f",))
     indices = table_indices(check_table_shape(array.shape, num_buckets), query_length, key_length,
                             bidirectional=bidirectional, max_distance=max_distance, key_offset=key_offset)
     return array.reshape(-1)[indices]

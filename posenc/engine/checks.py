@@ -191,9 +191,9 @@ def as_array(value, name, what):
         raise TypeError(f"{name} must be {what}, got {value!r}") from error
 
 
-def check_kind(array, value, name, what="real numbers", kinds="iuf"):
-    """``array`` (``value`` as NumPy holds it) if its dtype kind is one of ``kinds``, else a
-    TypeError: "NAME must hold WHAT, got VALUE: an array of DTYPE"."""
+def check_kind(array, value, name, what="real numbers", kinds=("i", "u", "f")):
+    """``array`` (``value`` as NumPy holds it) if its dtype kind is one of ``kinds`` (letters, one
+    per kind), else a TypeError: "NAME must hold WHAT, got VALUE: an array of DTYPE"."""
     if array.dtype.kind not in kinds:
         raise TypeError(f"{name} must hold {what}, got {shown(value)}: an array of {array.dtype}")
     return array

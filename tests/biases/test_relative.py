@@ -15,3 +15,12 @@ def test_relative_positions_and_toeplitz():
         for j in range(5):
             assert matrix[i, j] == values[j - i + 2]
     assert toeplitz(values[None], 3, 5, np.float32).dtype == np.float32
+
+
+def test_toeplitz_spreads_any_numbers_a_mask_too():
+    """Booleans (a mask), ints, unsigned, real and complex values keep their dtype."""
+    for values in (np.array([True, False, False]), np.arange(3), np.arange(3, dtype=np.uint8),
+                   np.arange(3.0), np.arange(3) * 1j):
+        matrix = toeplitz(values, 2, 2)
+        assert matrix.dtype == values.dtype
+        np.testing.assert_array_equal(matrix, [[values[1], values[2]], [values[0], values[1]]])

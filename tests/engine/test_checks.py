@@ -1,0 +1,21 @@
+"""posenc.engine.checks: the intake every public function shares, read as its learner reads it."""
+
+import numpy as np
+import pytest
+
+from posenc.engine import checks
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint32, np.float16, np.float64])
+def test_as_numbers_takes_ints_unsigned_and_real_floats_as_they_are(dtype):
+    array = np.arange(3, dtype=dtype)
+    assert checks.as_numbers(array, "x") is array
+
+
+@pytest.mark.parametrize(("value", "held"), [
+    ([True, False], "bool"), ([1j], "complex128"), (["a"], "<U1"), ([None], "object"),
+])
+def test_as_numbers_refuses_other_kinds_naming_the_argument(value, held):
+    with pytest.raises(TypeError) as error:
+        checks.as_numbers(value, "x")
+    assert str(error.value) == f"x must hold real numbers, got {checks.shown(value)}: an array of {held}"
