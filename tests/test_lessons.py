@@ -193,6 +193,9 @@ TOKENS, TARGETS = lessons.copy_previous_task(np.random.default_rng(0), 4, 5)
     (lambda: lessons.accuracy([[1, 2]], [[lessons.IGNORE, lessons.IGNORE]]), ValueError, ["targets", "scored", "IGNORE=-100"]),
     (lambda: lessons.order_blind_ceiling(np.zeros((3, 1), dtype=int)), ValueError, ["tokens", "length >= 2", "(3, 1)"]),
     (lambda: lessons.order_blind_ceiling(np.zeros(5, dtype=int)), ValueError, ["tokens", "(n, length)", "(5,)"]),
+    # no sequence at all: refused here, not as NumPy's "zero-size array to reduction operation"
+    (lambda: lessons.order_blind_ceiling(np.zeros((0, 5), dtype=int)), ValueError,
+     ["tokens must have shape (n, length) with n >= 1 and length >= 2, got shape (0, 5)"]),
     (lambda: lessons.order_blind_ceiling(np.full((2, 3), 16)), ValueError, ["tokens", "0..15", "16"]),
     (lambda: lessons.order_blind_ceiling(np.full((2, 3), -1)), ValueError, ["tokens", "0..15", "-1"]),
     (lambda: lessons.order_blind_ceiling([[1, 2]]), TypeError, ["tokens", "NumPy array of ints", "'list'"]),

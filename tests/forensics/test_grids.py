@@ -41,3 +41,17 @@ def test_the_temperature_is_read_off_three_pairs_per_axis(convention):
     # d = 12 on a 2-D grid: three sin/cos pairs per axis, the fewest from which the ratio of the frequencies is read
     found = posenc.identify_grid(posenc.grid_encoding((4, 5), 12, convention=convention, temperature=100.0), (4, 5))
     assert found.matches[0] == f"{convention}, temperature=100" and found.max_deviation < 1e-7
+
+
+def test_the_temperature_is_read_off_a_step_of_many_radians():
+    """DETR normalised to scale=24 on 2 x 2 patches steps by 12: the two slowest angles of a step, 2.6 and 0.56 rad,
+    multiply to more than 1; their ratio, the frequency ratio, is what is checked to be below 1."""
+    table = posenc.grid_encoding((2, 2), 12, convention="detr", temperature=100.0, normalize=True, scale=24.0)
+    assert posenc.identify_grid(table, (2, 2)).matches[0] == "detr, temperature=100, normalize=True, scale=24"
+
+
+def test_a_read_option_is_rounded_to_the_digits_a_person_wrote():
+    """An offset read off float32 values comes out 4e-5 from 0.25: it is named 0.25 (four digits are within 1e-4
+    of the reading), not to six digits."""
+    table = posenc.grid_encoding((4, 5), 32, convention="detr", normalize=True, offset=0.25)
+    assert posenc.identify_grid(table, (4, 5)).matches[0] == "detr, normalize=True, offset=0.25"

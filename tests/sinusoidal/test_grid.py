@@ -368,7 +368,8 @@ def test_torch_and_tensorflow_fronts():
     (lambda: posenc.grid_encoding((3, 5), 18, convention="detr"), ValueError, "DETR's torch.stack"),
     (lambda: posenc.grid_encoding((2, 3, 5), 24, convention="diffusers"), ValueError, "multiple of 16"),
     (lambda: posenc.grid_encoding((2, 3, 5), 32), ValueError, "convention 'mae' is 2-D only"),
-    (lambda: posenc.grid_encoding((3, 5), 4, convention="big_vision"), ValueError, "needs d >= 8"),
+    (lambda: posenc.grid_encoding((3, 5), 4, convention="big_vision"), ValueError, "convention 'big_vision' needs d >= 8"),
+    (lambda: posenc.grid_encoding((3, 5), 4, convention="simple-vit"), ValueError, "convention 'simple-vit' needs d >= 8"),
     (lambda: posenc.grid_encoding(5, 16), TypeError, "shape must be a tuple (height, width)"),
     (lambda: posenc.grid_encoding((5,), 16), ValueError, "got (5,)"),
     (lambda: posenc.grid_encoding((0, 5), 16), ValueError, "each size in shape must be an int >= 1, got 0"),
@@ -383,6 +384,15 @@ def test_bad_arguments(call, error, message):
     with pytest.raises(error) as caught:
         call()
     assert message in str(caught.value)
+
+
+def test_each_convention_carries_the_name_it_is_registered_under():
+    """The name messages give (as above, "convention 'big_vision' needs d >= 8"), for 2-D and 3-D builders."""
+    from posenc.sinusoidal import grid
+
+    for name, preset in grid._PRESETS.items():
+        for build in filter(None, (preset.build, preset.build_3d)):
+            assert build()[0].name == name
 
 
 def test_diagnose_grid_names_its_mistakes_as_codes_in_every_language():
