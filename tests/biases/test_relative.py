@@ -2,6 +2,7 @@
 matrix built from them."""
 
 import numpy as np
+import pytest
 
 from posenc.biases import relative_positions, toeplitz
 
@@ -24,3 +25,12 @@ def test_toeplitz_spreads_any_numbers_a_mask_too():
         matrix = toeplitz(values, 2, 2)
         assert matrix.dtype == values.dtype
         np.testing.assert_array_equal(matrix, [[values[1], values[2]], [values[0], values[1]]])
+
+
+def test_toeplitz_names_what_values_must_be():
+    with pytest.raises(TypeError) as error:
+        toeplitz([[1.0], [1.0, 2.0]], 1, 1)
+    assert str(error.value) == "values must be an array of shape (..., query_length + key_length - 1), got [[1.0], [1.0, 2.0]]"
+    with pytest.raises(TypeError) as error:
+        toeplitz(np.array(["a"]), 1, 1)
+    assert str(error.value) == "values must hold numbers, got array(['a'], dtype='<U1') (ndarray): an array of <U1"
