@@ -478,26 +478,32 @@ def named_in_error(function, args, kwargs, parameter, value):
     return "accepted"
 
 
-def spoiled_one_by_one(name, function, args, kwargs, signature=None, exempt_table=EXEMPT):
-    """The misses of ``function`` over each parameter of its ``signature`` spoiled alone."""
+def one_by_one(function, args, kwargs, signature=None, values=wrong_values):
+    """``(parameter, value, spoiled)``: the call with each parameter of ``signature`` in turn given
+    each of ``values(valid)``, ``spoiled`` its ``inspect.BoundArguments``."""
     bound = (signature or inspect.signature(function)).bind(*args, **kwargs)
     bound.apply_defaults()
-    misses = []
     for parameter, valid in bound.arguments.items():
         if bound.signature.parameters[parameter].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
+        for value in values(valid):
+            yield parameter, value, inspect.BoundArguments(bound.signature, {**bound.arguments, parameter: value})
+
+
+def spoiled_one_by_one(name, function, args, kwargs, signature=None, exempt_table=EXEMPT):
+    """The misses of ``function`` over each parameter of its ``signature`` spoiled alone."""
+    misses = []
+    for parameter, value, spoiled in one_by_one(function, args, kwargs, signature):
         exempt = exempt_table.get((name, parameter), ((), ""))[0]
-        for value in wrong_values(valid):
-            if any(type(value) is type(a) and value == a for a in exempt):
-                continue
-            spoiled = inspect.BoundArguments(bound.signature, {**bound.arguments, parameter: value})
-            language = posenc.get_language()
-            try:
-                miss = named_in_error(function, spoiled.args, spoiled.kwargs, SPELLED.get((name, parameter), (parameter,))[0], value)
-            finally:
-                posenc.set_language(language)
-            if miss:
-                misses.append(f"{name}({parameter}={value!r}): {miss}")
+        if any(type(value) is type(a) and value == a for a in exempt):
+            continue
+        language = posenc.get_language()
+        try:
+            miss = named_in_error(function, spoiled.args, spoiled.kwargs, SPELLED.get((name, parameter), (parameter,))[0], value)
+        finally:
+            posenc.set_language(language)
+        if miss:
+            misses.append(f"{name}({parameter}={value!r}): {miss}")
     return misses
 
 

@@ -462,7 +462,9 @@ def _diagnose_grid(table, shape, convention, options):
         try:
             right = grid_encoding(shape, d, convention=name, dtype=np.float64, **opts)[-h * w :]
         except (ValueError, TypeError):
-            continue
+            if convention is not None:  # the learner's own convention and options: say what is wrong with them
+                raise
+            continue  # of every convention, those that take these options at this width
         # The wrong order: the other one than the convention's.
         if _options(name, 2, opts)[0].flatten[0] == "x":
             # Translators: how tokens were flattened: the loop over the height (rows) outside, the width

@@ -208,6 +208,7 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     _check_merge("width", width, merge)
     if not checks._is_int(frames) or frames < 1:
         raise ValueError(f"frames must be an int >= 1, got {frames!r}")
+    checks.check_entries("2 * frames * height * width", (2, frames, height, width))
     rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
     blocks = (height // merge, merge, width // merge, merge)
     ids = [g.reshape(blocks).transpose(0, 2, 1, 3).reshape(-1) for g in (rows, columns)]

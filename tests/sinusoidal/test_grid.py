@@ -379,6 +379,9 @@ def test_torch_and_tensorflow_fronts():
     (lambda: posenc.grid_encoding((3, 5), 16, convention="detr", scale=3.0), ValueError, "needs normalize=True"),
     (lambda: posenc.grid_encoding((3, 5), 16, positions=[np.arange(3)]), ValueError, "one array per axis"),
     (lambda: posenc.identify_grid(np.zeros((10, 16)), (3, 5)), ValueError, "fewer than the 15 tokens"),
+    # an option of the learner's own convention is read, not skipped as it is among every convention's
+    (lambda: posenc.diagnose_grid(posenc.grid_encoding((2, 3), 8), (2, 3), "mae", temperature=5.0), TypeError,
+     "convention 'mae' takes the options cls_token; got temperature"),
 ])
 def test_bad_arguments(call, error, message):
     with pytest.raises(error) as caught:
