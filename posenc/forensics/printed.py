@@ -177,21 +177,18 @@ def _largest_array(text):
 
 
 def _nest(tokens):
+    """The nested lists of ``tokens``: one balanced [...] group, as ``_largest_array`` cuts it."""
     stack = [[]]
     for token in tokens:
         if token == "[":
             stack.append([])
         elif token == "]":
-            if len(stack) == 1:
-                raise ValueError("text must print balanced brackets, got an extra ']'")
             done = stack.pop()
             stack[-1].append(done)
         elif token == "...":
             stack[-1].append(Ellipsis)
         else:
             stack[-1].append(token)
-    if len(stack) != 1 or len(stack[0]) != 1:
-        raise ValueError("text must print one array with balanced brackets")
     return stack[0][0]
 
 

@@ -321,6 +321,15 @@ def test_float32_precision_from_a_summarised_print():
     assert found.findings[1].details["from_row"] == 4997  # the first row shown after the '...'
 
 
+@pytest.mark.parametrize("name", ["tensor2tensor", "fairseq"])
+def test_a_summarised_float64_print_of_a_named_convention_is_compared_in_float64(name):
+    """Its deviation is float64's (1e-16); a float32 rebuild would put float32's rounding (4e-8) in it."""
+    table = posenc.positional_encoding(2000, 16, convention=name, dtype=np.float64)
+    with np.printoptions(threshold=40, precision=17):
+        found = posenc.diagnose(str(table), shape=table.shape)
+    assert found.codes[0] == "matches" and found.max_deviation < 1e-15
+
+
 def test_lecture_004_corners():
     # Seed 004 printed the shape, then its summarised (1, 20, 200) table on one line.
     def numbers(values):
