@@ -183,7 +183,8 @@ def fill_table(out, w_hi, w_lo, layout, offset=0.0):
     # pragma below: the route a table takes changes its time, not its promise: a one-block table is
     # rounded once either way (< for <= at FEW_ANGLES gives the same entries), longer ones within the contract.
     tiny = length <= block_rows(length) and length * len(w_hi) <= kernels.FEW_ANGLES  # pragma: no mutate
-    if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:
+    # pragma below: past 2**15 the float64 sine drifts past 1e-11, and the rotation route, which keeps the same contract, takes over.
+    if tiny and out.dtype != np.float64 and (abs(offset) + length) * w_hi.max() <= 2**15:  # pragma: no mutate
         # A tiny table, one block: float32 values rounded once from float64 sines of the float64 angle
         # (off by < 1e-11 here), as the rotation's first block rounds its double-float ones, in a few
         # operations instead of two dozen.
