@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from babel.messages import pofile
 
+import posenc
 import posenc.exercises
 from posenc.exercises import Exercise, compare_arrays, nb01, nb04, nb05, nb10  # NumPy and posenc only: cheap to load
 from posenc.language import LOCALE_DIR, using_language
@@ -1193,3 +1194,13 @@ def test_the_row_and_number_comparisons_read_a_tensor_that_requires_grad():
     assert nb08.compare_rows(torch.tensor(HALF_8 + 0.0, requires_grad=True), HALF_8) == \
         "your order is not a permutation of the rows 0..7: each row must be taken exactly once"
     assert nb08.compare_number(torch.tensor(100.0, requires_grad=True), 100.0) is None
+
+
+@pytest.mark.parametrize("d_model, base", [(8, 10000.0), (64, 10000.0), (16, 100.0)])
+def test_nb04_distance_by_offset_is_the_distance_between_table_rows(d_model, base):
+    """The closed form sqrt(2 sum (1 - cos k w)) against rows of posenc's table, from two starting positions."""
+    table = posenc.positional_encoding(60, d_model, base=base, dtype=np.float64)
+    k = np.arange(20)
+    for p in (0, 37):
+        np.testing.assert_allclose(nb04.distance_by_offset(k, d_model, base),
+                                   np.linalg.norm(table[p + k] - table[p], axis=-1), rtol=1e-9, atol=1e-12)

@@ -34,3 +34,11 @@ def test_toeplitz_names_what_values_must_be():
     with pytest.raises(TypeError) as error:
         toeplitz(np.array(["a"]), 1, 1)
     assert str(error.value) == "values must hold numbers, got array(['a'], dtype='<U1') (ndarray): an array of <U1"
+
+
+def test_toeplitz_counts_the_batch_axes_before_it_allocates():
+    values = np.broadcast_to(np.zeros(3), (2**31, 3))  # no memory of its own
+    with pytest.raises(ValueError) as error:
+        toeplitz(values, 2, 2)
+    assert str(error.value) == ("values.shape[:-1] * query_length * key_length must be at most 2**31 = 2147483648 entries, "
+                                "got 2147483648 * 2 * 2 = 8589934592")
