@@ -1204,3 +1204,11 @@ def test_nb04_distance_by_offset_is_the_distance_between_table_rows(d_model, bas
     for p in (0, 37):
         np.testing.assert_allclose(nb04.distance_by_offset(k, d_model, base),
                                    np.linalg.norm(table[p + k] - table[p], axis=-1), rtol=1e-9, atol=1e-12)
+
+
+def test_nb03_within_atol_includes_atol_itself():
+    from posenc.exercises import nb03
+
+    assert nb03.compare_within(np.array([[0.5, 1.0]]), np.array([[0.25, 1.0]]), atol=0.25) is None  # exactly 0.25 off
+    message = nb03.compare_within(np.array([[0.5, 1.0]]), np.array([[0.25, 1.0]]), atol=0.125)
+    assert message.startswith("your table is off by up to 2.5e-01, at row 0, column 0")
