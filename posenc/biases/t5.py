@@ -68,7 +68,7 @@ def _log_bins(distance, max_exact, max_distance, count):
     steps, for ``distance >= max_exact``."""
     ratio = distance.astype(np.float32) / np.float32(max_exact)
     # float64 log rounded to float32: the float32 log a correctly rounded library returns.
-    log = np.log(ratio.astype(np.float64)).astype(np.float32)
+    log = np.log(ratio.astype(np.float64)).astype(np.float32)  # pragma: no mutate (astype(None) is float64 too)
     return (log / np.float32(math.log(max_distance / max_exact)) * np.float32(count)).astype(np.int64)
 
 
