@@ -236,7 +236,7 @@ def _candidates(body, shape, d):
             elif options is None:
                 build = dict(layout, **_temperature(temperature))
                 if "temperature" in build and "temperature" not in inspect.signature(_PRESETS[name].build).parameters:
-                    continue
+                    continue  # pragma: no mutate (break is the same: the conventions without a temperature have one layout each)
                 build["positions"] = [start + (step or 0.0) * np.arange(sizes[a]) for a, (start, step) in fits.items()]
                 cost = _BY_HAND + len(build) - len(layout) - 1
             else:
