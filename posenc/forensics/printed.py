@@ -159,7 +159,7 @@ def _last_digit(token):
 
 def _largest_array(text):
     # (start, end) of the top-level [...] group holding the most numbers.
-    best, depth, start = None, 0, 0
+    best, depth = None, 0  # start: set by each top-level "[" before its "]" reads it
     for match in re.finditer(r"[\[\]]", text):
         if match.group() == "[":
             if depth == 0:
