@@ -30,11 +30,11 @@ NAMES = sorted(NAMED_CALLS.keys() - RECORDS.keys())
 
 
 def more_wrong_values(valid):
-    """``wrong_values``, and where they fit: a size past memory, a bool for a number, a ragged list, an empty
+    """``wrong_values``, and where they fit: a size past memory, an int past float64, a bool for a number, a ragged list, an empty
     array and one of four axes (most of the messages past the first check are about sizes and shapes)."""
     values = wrong_values(valid)
     if isinstance(valid, int | float) and not isinstance(valid, bool):
-        values += [10**30, True]
+        values += [10**30, 10**400, True]
     if isinstance(valid, list | tuple | np.ndarray):
         values += [[[1.0], [1.0, 2.0]], np.zeros((0, 4)), np.ones((1, 1, 1, 2))]
     return values

@@ -29,7 +29,6 @@ here by ``slope * (key_offset + i)`` or ``slope * (key_offset + i - L + 1)``, a 
 row, and softmax ignores a constant added to a whole row: the attention weights are the same.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -56,7 +55,7 @@ def _check_bias_max(alibi_bias_max):
         raise TypeError(
             f"alibi_bias_max must be a finite real number > 0, got {alibi_bias_max!r} ({type(alibi_bias_max).__name__})"
         )
-    if not math.isfinite(alibi_bias_max) or alibi_bias_max <= 0:
+    if not checks.is_finite(alibi_bias_max) or alibi_bias_max <= 0:
         raise ValueError(f"alibi_bias_max must be a finite real number > 0, got {alibi_bias_max!r}")
     return float(alibi_bias_max)
 

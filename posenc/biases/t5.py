@@ -129,4 +129,4 @@ def relative_position_bias(table: npt.ArrayLike, query_length: int, key_length: 
     checks.check_kind(array, table, "table", "real floats (a checkpoint's weights)", ("f",))
     indices = table_indices(check_table_shape(array.shape, num_buckets), query_length, key_length,
                             bidirectional=bidirectional, max_distance=max_distance, key_offset=key_offset)
-    return array.reshape(-1)[indices]
+    return array.ravel()[indices]

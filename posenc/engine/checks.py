@@ -39,6 +39,7 @@ __all__ = [
     "check_out",
     "check_position_kind",
     "check_width",
+    "is_finite",
     "is_one_of",
 ]
 
@@ -95,23 +96,26 @@ def check_d_model(d_model):
     return check_width(check_int_at_least(d_model, "d_model", 1), "d_model")
 
 
+def is_finite(value):
+    """``math.isfinite(value)``, and False for an int past float64's range (it has no float64)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def check_real(value, name, above=None):
     """``value`` as a float, checked finite and, when ``above`` is given, ``> above``."""
+    bound = "" if above is None else f" > {above:g}"
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not math.isfinite(value) or (above is not None and value <= above):
-        bound = "" if above is None else f" > {above:g}"
+        raise TypeError(f"{name} must be a real number{bound}, got {value!r} ({type(value).__name__})")
+    if not is_finite(value) or (above is not None and value <= above):
         raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
-    return value
+    return float(value)
 
 
 def check_base(base):
-    if not isinstance(base, numbers.Real) or isinstance(base, bool):
-        raise TypeError(f"base must be a real number > 1, got {base!r} ({type(base).__name__})")
-    if not math.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite real number > 1, got {base!r}")
-    return float(base)
+    return check_real(base, "base", 1.0)
 
 
 def check_layout(layout, name="layout"):

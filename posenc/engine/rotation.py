@@ -264,7 +264,7 @@ def sin_cos(positions, w_hi, w_lo, dtype):
     shape = (*positions.shape, len(w_hi))
     sines, cosines = np.empty(shape, dtype), np.empty(shape, dtype)
     flat = (-1, len(w_hi))
-    write_sin_cos(positions.reshape(-1), w_hi, w_lo, sines.reshape(flat), cosines.reshape(flat))
+    write_sin_cos(positions.ravel(), w_hi, w_lo, sines.reshape(flat), cosines.reshape(flat))
     return sines, cosines
 
 

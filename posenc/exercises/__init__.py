@@ -226,7 +226,7 @@ class Exercise:
         names = self.argument_names or [_("argument {number}").format(number=k) for k in range(len(case))]
         return ", ".join(f"{name}={_describe(value)}" for name, value in zip(names, case))
 
-    def _not_yet(self, where: str, problem: str) -> Feedback:
+    def _not_yet(self, problem: str, where: str = "") -> Feedback:
         if where:
             # Translators: {case} lists the arguments of the failing case, "length=10, d_model=6".
             return Feedback(False, _("Not yet (for {case}): {problem}").format(case=where, problem=problem))
@@ -237,21 +237,21 @@ class Exercise:
         if self.cases and not callable(answer):
             # Translators: {exercise} is the exercise's name in the code, {type} a Python type name.
             asks = _("{exercise} asks for a function, got {type}").format(exercise=self.name, type=type(answer).__name__)
-            return self._not_yet("", asks)
+            return self._not_yet(asks)
         for case in self.cases or [()]:
             where = self._where(case)
             got, error = _call(answer, case) if self.cases else (answer, None)
             if error:
                 # Translators: {error} is Python's, in English: "ZeroDivisionError: division by zero".
-                return self._not_yet(where, _("your function raised {error}").format(error=error))
+                return self._not_yet(_("your function raised {error}").format(error=error), where)
             expected = self.solution_code(*case)
             for message, wrong in self.mistakes:
                 wrong_value, failed = _call(wrong, case)
                 if failed is None and self.compare(got, wrong_value) is None and self.compare(wrong_value, expected):
-                    return self._not_yet(where, _shown(message))
+                    return self._not_yet(_shown(message), where)
             problem = self.compare(got, expected)
             if problem:
-                return self._not_yet(where, problem)
+                return self._not_yet(problem, where)
         if self.praise:
             return Feedback(True, _("Correct! {praise}").format(praise=_shown(self.praise)))
         return Feedback(True, _("Correct!"))

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from ..engine import checks
 from ..language import N_
 from . import Exercise, _, compare_arrays, _compare_order
 
@@ -104,7 +105,7 @@ def compare_within(got, expected, atol=1e-7):
     if values.shape != reference.shape or not np.isfinite(values).all():
         return compare_arrays(values, reference)
     error = np.abs(values - reference)
-    if error.max() <= atol:
+    if error.max() <= checks.check_real(atol, "atol"):
         return None
     row, column = np.unravel_index(int(error.argmax()), error.shape)
     return _("your table is off by up to {error}, at row {row}, column {column}: more than one rounding happened").format(

@@ -511,7 +511,7 @@ def _pixel(table):
                 ends = np.abs(p) > 1 - 1e-4
                 p = np.where(ends, 1.0, p)
                 misfit, signs = _pixel_fit(cos[first], sin[first], frequencies, p, ends)
-                axes.append((set(np.flatnonzero(misfit <= _FITS).tolist()), p, ends, signs, inverse.reshape(-1)))
+                axes.append((set(np.flatnonzero(misfit <= _FITS).tolist()), p, ends, signs, inverse.ravel()))
             if not all(fits for fits, *_ in axes):
                 continue
             # a coarse grid aliases max_freq (several give the same table): one for all axes where one fits all,

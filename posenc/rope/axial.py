@@ -211,7 +211,7 @@ def grid_position_ids(height: int, width: int, *, spatial_merge_size: int = 1, f
     checks.check_entries("2 * frames * height * width", (2, frames, height, width))
     rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
     blocks = (height // merge, merge, width // merge, merge)
-    ids = [g.reshape(blocks).transpose(0, 2, 1, 3).reshape(-1) for g in (rows, columns)]
+    ids = [g.reshape(blocks).transpose(0, 2, 1, 3).ravel() for g in (rows, columns)]
     return np.tile(np.stack(ids), (1, frames))
 
 
@@ -243,9 +243,10 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     """
     merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
-    interval = float(time_interval) if isinstance(time_interval, (int, float, np.number)) and not isinstance(time_interval, bool) else None
-    if interval is None or not np.isfinite(interval) or interval < 0:
+    if (not isinstance(time_interval, (int, float, np.number)) or isinstance(time_interval, bool)
+            or not checks.is_finite(time_interval) or time_interval < 0):
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")
+    interval = float(time_interval)
     if isinstance(segments, str) or not isinstance(segments, Iterable):
         raise TypeError(f"segments must be a sequence of ints and (t, h, w) tuples, got {checks.shown(segments)}")
     start, rows = 0, []
@@ -263,7 +264,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
         _check_merge("w", w, merge)
         frames = np.floor(np.arange(t) * interval).astype(np.int64)
         grid = np.meshgrid(frames, np.arange(h // merge), np.arange(w // merge), indexing="ij")
-        block = start + np.stack([g.reshape(-1) for g in grid])
+        block = start + np.stack([g.ravel() for g in grid])
         rows.append(block)
         start = int(block.max()) + 1 if text_resumes == "after_largest" else start + max(h, w) // merge
     if not rows:
@@ -375,5 +376,5 @@ def flux_position_ids(text_length: int, height: int, width: int) -> np.ndarray:
     checks.check_entries("(text_length + height * width) * 3", (text_length + height * width, 3))
     ids = np.zeros((text_length + height * width, 3), np.int64)
     rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
-    ids[text_length:, 1], ids[text_length:, 2] = rows.reshape(-1), columns.reshape(-1)
+    ids[text_length:, 1], ids[text_length:, 2] = rows.ravel(), columns.ravel()
     return ids

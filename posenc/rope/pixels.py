@@ -17,7 +17,6 @@ corners stay where training put them; with integer positions they grow with the 
 """
 
 import decimal
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -58,7 +57,7 @@ PIXEL_SPACINGS = _SPACINGS.names()
 def _check_max_freq(max_freq, ndim):
     values = tuple(max_freq) if isinstance(max_freq, (list, tuple, np.ndarray)) else (max_freq,) * ndim
     if len(values) != ndim or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-                                      and math.isfinite(v) and v > 0 for v in values):
+                                      and checks.is_finite(v) and v > 0 for v in values):
         raise ValueError(f"max_freq must be a positive number, or {ndim} of them (one per axis), got {max_freq!r}")
     return values
 
@@ -102,6 +101,6 @@ def pixel_cos_sin(
     (the angles reach ``pi * max_freq / 2``; float32 sources are off by ``|angle| * 6e-8``).
     """
     layout = rotary.check_rotary_layout(layout)
-    ndim = np.shape(positions)[0] if np.ndim(positions) else 0
-    frequencies = pixel_frequencies(head_dim, max_freq, spacing=spacing, ndim=max(ndim, 1))
+    # at least one axis: positions without rows (a scalar, an empty array) are refused below, by name
+    frequencies = pixel_frequencies(head_dim, max_freq, spacing=spacing, ndim=max(np.shape(positions)[:1] + (1,)))
     return axial._numpy_cos_sin(positions, frequencies, dtype, layout)

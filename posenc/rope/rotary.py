@@ -99,7 +99,7 @@ def _positive(params, name, rope_type, default=None):
             f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, "
             f"got {value!r} ({type(value).__name__})"
         )
-    if not math.isfinite(value) or value <= 0:
+    if not checks.is_finite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, got {value!r}")
     return float(value)
 

@@ -9,7 +9,6 @@ turning at ``w_i = base ** (-2i / d_model)`` radians per position; its wavelengt
     table[p + k] = table[p] @ M_k.T  (rows, as ``positional_encoding`` returns them)
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -36,7 +35,7 @@ def _check_offset(k):
     """``k``: a finite real number (int or float, NumPy scalars too); returned as float."""
     if not isinstance(k, numbers.Real) or isinstance(k, bool):
         raise TypeError(f"k must be a finite real number (an offset in positions), got {k!r} ({type(k).__name__})")
-    if not math.isfinite(k):
+    if not checks.is_finite(k):
         raise ValueError(f"k must be a finite real number (an offset in positions), got {k!r}")
     return float(k)
 

@@ -409,7 +409,7 @@ def patch_positions(
     checks.check_entries("len(shape) * (num_prefix_tokens + prod(shape))", (len(sizes), prefix + math.prod(sizes)))
     if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool):
         raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r} ({type(grid_offset).__name__})")
-    if not math.isfinite(grid_offset):
+    if not checks.is_finite(grid_offset):
         raise ValueError(f"grid_offset must be a finite real number, got {grid_offset!r}")
     if normalize is None:
         axes = [np.arange(n) + float(grid_offset) for n in sizes]
@@ -424,4 +424,4 @@ def patch_positions(
             raise ValueError(f"ref_feat_shape must hold {len(sizes)} positive ints, one per axis of shape, got {ref_feat_shape!r}")
         axes = [a / n * r for a, n, r in zip(axes, sizes, reference)]
     grids = np.meshgrid(*axes, indexing="ij")
-    return np.stack([np.concatenate([np.zeros(prefix), g.reshape(-1)]) for g in grids])
+    return np.stack([np.concatenate([np.zeros(prefix), g.ravel()]) for g in grids])

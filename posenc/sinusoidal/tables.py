@@ -171,7 +171,7 @@ def encode(
     shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
     rows = out.reshape(-1, d_model)
-    flat = shifted.reshape(-1)
+    flat = shifted.ravel()
     rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
     rows[:, width:] = 0
     if chosen.padding_idx is not None:

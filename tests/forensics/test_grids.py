@@ -55,3 +55,15 @@ def test_a_read_option_is_rounded_to_the_digits_a_person_wrote():
     of the reading), not to six digits."""
     table = posenc.grid_encoding((4, 5), 32, convention="detr", normalize=True, offset=0.25)
     assert posenc.identify_grid(table, (4, 5)).matches[0] == "detr, normalize=True, offset=0.25"
+
+
+def test_positions_by_hand_on_an_axis_of_one_patch():
+    # one row, at y = 2.5: no step is read on that axis, and its positions are shown as 2.5 + 0 k
+    positions = [np.array([2.5]), np.arange(5) + 0.5]
+    found = posenc.identify_grid(posenc.grid_encoding((1, 5), 16, convention="mae", positions=positions), (1, 5))
+    assert found.matches[0] == "mae, positions (y: 2.5 + 0 k; x: 0.5 + 1 k)"
+
+
+def test_conventions_that_write_the_same_table_are_all_named():
+    found = posenc.identify_grid(posenc.grid_encoding((3, 4), 16, convention="big_vision"), (3, 4))
+    assert found.matches == ("big_vision", "simple-vit") and str(found).startswith("big_vision = simple-vit; max deviation ")

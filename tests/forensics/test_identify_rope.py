@@ -182,6 +182,14 @@ def test_axial(layout, shape, head_dim, convention):
     found_as(cos, sin, f"{convention}, head_dim={head_dim}, base=10000, layout={layout!r}", ids)
 
 
+def test_pixtral_on_one_row_reads_a_height_of_zero():
+    # one row of patches: the height pairs stay at angle 0 (an axis at zero), the width's carry the rule
+    ids = rg.grid_position_ids(1, 6)
+    cos, sin = rg.axial_cos_sin(ids, 32, convention="pixtral")
+    found = found_as(cos, sin, "pixtral, head_dim=32, base=10000, layout='half'", ids, only=("both", "sin"))
+    assert found.matches == ("pixtral, head_dim=32, base=10000, layout='half'",)
+
+
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize(("section", "interleaved", "head_dim"), [
     ((4, 6, 6), False, 32), ((2, 3, 3), False, 16), ((6, 5, 5), True, 32), ((8, 12, 12), True, 72)])

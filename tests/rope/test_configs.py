@@ -232,6 +232,10 @@ def test_what_from_config_reads():
     assert (j["head_dim"], j["partial_rotary_factor"], j["layout"], j["form"]) == (16, 0.5, "interleaved", "pairs")
     deepseek = rope_config.rotary_arguments(deepseek_v3().config)
     assert deepseek["head_dim"] == 8 and deepseek["mscale_all_dim"] == 1.0
+    # DeepSeek-V3's config.json on the Hub has no head_dim (transformers' config object sets it): the
+    # rotated width is qk_rope_head_dim, not hidden_size // num_attention_heads (here 16)
+    published = {k: v for k, v in deepseek_v3().config.to_dict().items() if k != "head_dim"}
+    assert rope_config.rotary_arguments(published)["head_dim"] == 8
     qwen = rope_config.rotary_arguments(qwen3_vl().config.text_config)
     assert qwen["mrope_section"] == (6, 5, 5) and qwen["mrope_interleaved"] is True
     gemma = pt.RotaryEmbedding.from_config(gemma3().config)

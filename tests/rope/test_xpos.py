@@ -150,7 +150,7 @@ def test_decay_and_layouts():
     ("options", "error", "message"),
     [
         ({"scale_base": 0}, ValueError, "scale_base must be a finite real number > 0, got 0"),
-        ({"scale_base": "512"}, TypeError, "scale_base must be a real number, got '512'"),
+        ({"scale_base": "512"}, TypeError, "scale_base must be a real number > 0, got '512'"),
         ({"center": math.nan}, ValueError, "center must be a finite real number, got nan"),
         ({"center": True}, TypeError, "center must be a real number, got True"),
         ({"keys": 1}, TypeError, "keys must be True or False, got 1"),

@@ -29,3 +29,15 @@ def test_bad_input_names_the_argument():
     with pytest.raises(TypeError) as ragged:
         random_fourier_features(np.zeros((4, 2)), [[1.0], [1.0, 2.0]])
     assert str(ragged.value) == "projection must be an array of real numbers, got [[1.0], [1.0, 2.0]]"
+
+
+def test_an_input_shape_of_large_ints_divides_in_float64():
+    # SAM divides pixel coordinates by the image size; ints past int64 must not turn the division into
+    # Python objects (NumPy would make an object array of them)
+    coords, projection = np.array([[3.0, 5.0], [7.0, 1.0]]) * 2.0**68, np.array([[0.3, -1.7], [1.1, 0.2]])
+    by_ints = random_fourier_features(coords, projection, input_shape=(2**70, 2**69), dtype=np.float64)
+    by_floats = random_fourier_features(coords, projection, input_shape=(2.0**70, 2.0**69), dtype=np.float64)
+    assert by_ints.dtype == np.float64
+    np.testing.assert_array_equal(by_ints, by_floats)
+    np.testing.assert_allclose(by_ints, random_fourier_features(np.array([[3 / 2, 5 / 4], [7 / 2, 1 / 4]]), projection,
+                                                                dtype=np.float64), atol=1e-15)
