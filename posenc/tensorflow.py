@@ -109,6 +109,8 @@ def _half_turns(positions, v, layout, width):
 # date reads 0000 and the time counts seconds since 1970.
 _ABSL_LINE = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] ")
 _ABSL_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+# TF_CPP_MIN_LOG_LEVEL hides the severities below it.
+_ABSL_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
 _STDERR = threading.Lock()
 
 
@@ -150,7 +152,7 @@ def _visible_log(text):
     kept = []
     for line in text.splitlines(keepends=True):
         absl = _ABSL_LINE.match(line)
-        hidden = "IWEF".index(absl[1]) < level if absl else level >= 1 and line.rstrip() == _ABSL_NOTICE
+        hidden = _ABSL_SEVERITY[absl[1]] < level if absl else level >= 1 and line.rstrip() == _ABSL_NOTICE
         if not hidden:
             kept.append(line)
     return "".join(kept)

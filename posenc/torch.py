@@ -150,7 +150,7 @@ class RotaryEmbedding(front.RotaryModule, nn.Module):
 
     def _apply(self, fn, recurse=True):
         # .to(device), .cuda(), ...: the frequencies follow to the new device, as float64.
-        module = super()._apply(fn, recurse)
+        module = super()._apply(fn, recurse)  # pragma: no mutate (no child modules: recurse changes nothing)
         self._state.on(fn(torch.empty(0)))
         return module
 

@@ -1212,3 +1212,10 @@ def test_nb03_within_atol_includes_atol_itself():
     assert nb03.compare_within(np.array([[0.5, 1.0]]), np.array([[0.25, 1.0]]), atol=0.25) is None  # exactly 0.25 off
     message = nb03.compare_within(np.array([[0.5, 1.0]]), np.array([[0.25, 1.0]]), atol=0.125)
     assert message.startswith("your table is off by up to 2.5e-01, at row 0, column 0")
+
+
+def test_notebook_06_step_at_a_power_of_two():
+    # 102400 / 10000 ** (2 * 64 / 256) is 1024 exactly: the step above it is 2**-13 (below it, 2**-14)
+    from posenc.exercises import nb06
+
+    assert nb06.angle_step_solution(102400, 64, 256) == (2.0**-13, 2.0**-14)

@@ -79,3 +79,11 @@ def test_out_on_another_device_than_asked_is_refused():
     out = torch.zeros(4, 6, device="meta")
     with pytest.raises(ValueError, match="out must be on device cpu, got out on meta"):
         pt.positional_encoding(4, 6, device="cpu", out=out)
+
+
+def test_a_per_layer_type_module_starts_empty_like_a_module_dict():
+    per_type = pt.RotaryEmbeddingPerLayerType()
+    assert len(per_type) == 0
+    per_type["full_attention"] = pt.RotaryEmbedding(8)
+    cos, sin = per_type(torch.zeros(1, 3, 8), torch.arange(3)[None], "full_attention")
+    torch.testing.assert_close(cos, pt.RotaryEmbedding(8)(torch.zeros(1, 3, 8), torch.arange(3)[None])[0], rtol=0, atol=0)

@@ -32,7 +32,7 @@ def _rotated(*, pairs="half", tables="half", sign=1, exponent=2, swap=False):
         q1, q2 = q.chunk(2)
         turned = torch.cat((-q2, q1))
     else:  # GPT-J's rotate_every_two: (x0, x1) -> (-x1, x0) for each neighbouring pair
-        turned = torch.stack((-q[1::2], q[0::2]), dim=-1).flatten()
+        turned = torch.stack((-q[1::2], q[0::2]), dim=1).flatten()  # (4, 2): pair by pair
     if swap:
         cos, sin = sin, cos
     return q * cos + sign * turned * sin
