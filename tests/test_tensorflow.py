@@ -138,16 +138,19 @@ def test_layer_in_a_graph_around_max_len(seq):
 # XLA's start-up lines on TF 2.16-2.19 (see ptf._start_xla_quietly); quiet on every TF.
 ABSL_INFO = "I0000 00:00:1795443339.365425   30646 service.cc:145] XLA service 0x55c4c27f6380 initialized\n"
 ABSL_WARNING = "W1123 14:15:47.498750   30646 gpu.cc:12] a warning\n"
+ABSL_ERROR = "E1123 14:15:47.498751   30646 gpu.cc:13] an error\n"
+ABSL_FATAL = "F1123 14:15:47.498752   30646 gpu.cc:14] a fatal error\n"
 NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+EVERY = NOTICE + ABSL_INFO + ABSL_WARNING + ABSL_ERROR + ABSL_FATAL + "other\n"
 
 
 @pytest.mark.parametrize("level, kept", [
-    ("0", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"), ("", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"),
-    ("1", ABSL_WARNING + "other\n"), ("2", "other\n"), ("3", "other\n"), ("loud", NOTICE + ABSL_INFO + ABSL_WARNING + "other\n"),
+    ("0", EVERY), ("", EVERY), ("loud", EVERY), ("1", ABSL_WARNING + ABSL_ERROR + ABSL_FATAL + "other\n"),
+    ("2", ABSL_ERROR + ABSL_FATAL + "other\n"), ("3", ABSL_FATAL + "other\n"),  # a fatal line always shows
 ])
 def test_visible_log_applies_tf_cpp_min_log_level_to_absl_lines(monkeypatch, level, kept):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
-    assert ptf._visible_log(NOTICE + ABSL_INFO + ABSL_WARNING + "other\n") == kept
+    assert ptf._visible_log(EVERY) == kept
 
 
 def test_xla_start_passes_on_what_it_does_not_hide_and_gives_descriptor_2_back(monkeypatch, capfd):
