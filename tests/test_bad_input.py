@@ -745,3 +745,16 @@ def test_a_traced_random_fourier_features_names_a_bad_input_shape(front, input_s
         front.trace(lambda c: front.api.random_fourier_features(c, projection, input_shape=input_shape), front.tensor(np.zeros((5, 2))))
     assert re.search(r"input_shape must be \(height, width\) of positive sizes", str(caught.value))
     assert ("Anything" if isinstance(input_shape, Anything) else repr(input_shape)) in str(caught.value)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda v: posenc.rope.mrope_position_ids([2], time_interval=v), "time_interval must be a finite number >= 0, got "),
+    (lambda v: posenc.rope.pixel_cos_sin(np.zeros((2, 3)), 8, max_freq=v), "max_freq must be a positive number, or 2 of "),
+    (lambda v: posenc.sinusoidal.random_fourier_features(np.zeros((4, 2)), np.ones((2, 8)), input_shape=(v, 4)),
+     "input_shape must be (height, width) of positive sizes"),
+])
+def test_a_complex_numpy_scalar_is_not_a_real_size(call, message):
+    # np.complex128 is a np.number but not a real number: float() would drop its imaginary part with a warning
+    with pytest.raises(ValueError) as caught:
+        call(np.complex128(4))
+    assert str(caught.value).startswith(message)
