@@ -29,7 +29,6 @@ here by ``slope * (key_offset + i)`` or ``slope * (key_offset + i - L + 1)``, a 
 row, and softmax ignores a constant added to a whole row: the attention weights are the same.
 """
 
-import numbers
 
 import numpy as np
 import numpy.typing as npt
@@ -50,20 +49,10 @@ def check_dtype(dtype):
     return checks.check_numpy_dtype(dtype, _DTYPES, "numpy.float32, numpy.float64")
 
 
-def _check_bias_max(alibi_bias_max):
-    if not isinstance(alibi_bias_max, numbers.Real) or isinstance(alibi_bias_max, bool | np.bool_):
-        raise TypeError(
-            f"alibi_bias_max must be a finite real number > 0, got {alibi_bias_max!r} ({type(alibi_bias_max).__name__})"
-        )
-    if not checks.is_finite(alibi_bias_max) or alibi_bias_max <= 0:
-        raise ValueError(f"alibi_bias_max must be a finite real number > 0, got {alibi_bias_max!r}")
-    return float(alibi_bias_max)
-
-
 def alibi_slopes(num_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
     """The ``num_heads`` ALiBi slopes, float64, in head order (BLOOM's and MPT's; see the module)."""
     num_heads = check_num_heads(num_heads)
-    bias_max = _check_bias_max(alibi_bias_max)
+    bias_max = checks.check_real(alibi_bias_max, "alibi_bias_max", 0)
     block = 1 << (num_heads.bit_length() - 1)  # the largest power of two <= num_heads
     steps = np.concatenate([np.arange(1, block + 1) * 2, np.arange(1, 2 * (num_heads - block), 2)])
     # 2 ** (-m * k / n) as 2 ** (-m * (2k) / (2n)): one exponent formula for both groups; the

@@ -104,13 +104,20 @@ def is_finite(value):
         return False
 
 
-def check_real(value, name, above=None):
-    """``value`` as a float, checked finite and, when ``above`` is given, ``> above``."""
+def is_real(value):
+    """A real number, not a bool (``True`` is an int to Python, but never a size or an offset)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_real(value, name, above=None, where=""):
+    """``value`` as a float, checked finite and, when ``above`` is given, ``> above``.
+
+    ``where`` ends the requirement in the message (" for rope_type='yarn'")."""
     bound = "" if above is None else f" > {above:g}"
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number{bound}, got {value!r} ({type(value).__name__})")
+    if not is_real(value):
+        raise TypeError(f"{name} must be a real number{bound}{where}, got {value!r} ({type(value).__name__})")
     if not is_finite(value) or (above is not None and value <= above):
-        raise ValueError(f"{name} must be a finite real number{bound}, got {value!r}")
+        raise ValueError(f"{name} must be a finite real number{bound}{where}, got {value!r}")
     return float(value)
 
 
@@ -237,7 +244,7 @@ def check_finite(all_finite, received, name="positions"):
 
 
 def check_dropout(dropout):
-    if not isinstance(dropout, numbers.Real) or isinstance(dropout, bool):
+    if not is_real(dropout):
         raise TypeError(f"dropout must be a real number in [0, 1), got {dropout!r} ({type(dropout).__name__})")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be a real number in [0, 1), got {dropout!r}")

@@ -34,7 +34,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numbers
 
 import numpy as np
 import numpy.typing as npt
@@ -245,8 +244,7 @@ def mrope_position_ids(segments: Iterable[int | tuple[int, int, int]], *, spatia
     """
     merge = checks.check_int_at_least(spatial_merge_size, "spatial_merge_size", 1)
     checks.check_choice(text_resumes, RESUME_RULES, "text_resumes")
-    if (not isinstance(time_interval, numbers.Real) or isinstance(time_interval, bool)
-            or not checks.is_finite(time_interval) or time_interval < 0):
+    if not checks.is_real(time_interval) or not checks.is_finite(time_interval) or time_interval < 0:
         raise ValueError(f"time_interval must be a finite number >= 0, got {time_interval!r}")
     interval = float(time_interval)
     if isinstance(segments, str) or not isinstance(segments, Iterable):

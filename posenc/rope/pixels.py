@@ -19,7 +19,6 @@ corners stay where training put them; with integer positions they grow with the 
 import decimal
 from collections.abc import Callable, Sequence
 
-import numbers
 
 import numpy as np
 import numpy.typing as npt
@@ -58,8 +57,7 @@ PIXEL_SPACINGS = _SPACINGS.names()
 
 def _check_max_freq(max_freq, ndim):
     values = tuple(max_freq) if isinstance(max_freq, (list, tuple, np.ndarray)) else (max_freq,) * ndim
-    if len(values) != ndim or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
-                                      and checks.is_finite(v) and v > 0 for v in values):
+    if len(values) != ndim or not all(checks.is_real(v) and checks.is_finite(v) and v > 0 for v in values):
         raise ValueError(f"max_freq must be a positive number, or {ndim} of them (one per axis), got {max_freq!r}")
     return values
 

@@ -32,7 +32,6 @@ multiplied there and rounded once.
 
 import dataclasses
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -94,14 +93,7 @@ def _positive(params, name, rope_type, default=None):
     value = params.get(name)
     if value is None:
         return default
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(
-            f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, "
-            f"got {value!r} ({type(value).__name__})"
-        )
-    if not checks.is_finite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite real number > 0 for rope_type={rope_type!r}, got {value!r}")
-    return float(value)
+    return checks.check_real(value, name, 0, f" for rope_type={rope_type!r}")
 
 
 def _factor_from_lengths(params, rope_type):

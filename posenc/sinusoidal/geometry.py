@@ -9,7 +9,6 @@ turning at ``w_i = base ** (-2i / d_model)`` radians per position; its wavelengt
     table[p + k] = table[p] @ M_k.T  (rows, as ``positional_encoding`` returns them)
 """
 
-import numbers
 
 import numpy as np
 
@@ -29,15 +28,6 @@ def wavelengths(d_model: int, base: float = 10000.0) -> np.ndarray:
     ``2*pi * base ** (2 * (h - 1) / d_model)``, just short of ``2*pi * base``.
     """
     return 2.0 * np.pi * denominators(d_model, base)
-
-
-def _check_offset(k):
-    """``k``: a finite real number (int or float, NumPy scalars too); returned as float."""
-    if not isinstance(k, numbers.Real) or isinstance(k, bool):
-        raise TypeError(f"k must be a finite real number (an offset in positions), got {k!r} ({type(k).__name__})")
-    if not checks.is_finite(k):
-        raise ValueError(f"k must be a finite real number (an offset in positions), got {k!r}")
-    return float(k)
 
 
 def shift_matrix(k: float, d_model: int, *, base: float = 10000.0, layout: str = "interleaved") -> np.ndarray:
@@ -62,7 +52,7 @@ def shift_matrix(k: float, d_model: int, *, base: float = 10000.0, layout: str =
     functions of ``p`` in the other columns have different frequencies, so no matrix at all
     maps ``PE(p)`` to ``PE(p + k)`` for every ``p``; only the complete pairs shift linearly.
     """
-    k = _check_offset(k)
+    k = checks.check_real(k, "k", where=" (an offset in positions)")
     d_model = checks.check_d_model(d_model)
     checks.check_entries("d_model * d_model", (d_model, d_model))
     base = checks.check_base(base)

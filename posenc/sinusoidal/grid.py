@@ -113,14 +113,9 @@ def _detr(temperature=10000.0, normalize=False, scale=None, offset=0.0):
     return conv, 0
 
 
-def _positive(value, name):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
 def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tokens=0, pos_embed_max_size=None):
-    _positive(base_size, "base_size")
-    _positive(interpolation_scale, "interpolation_scale")
+    checks.check_real(base_size, "base_size", 0)
+    checks.check_real(interpolation_scale, "interpolation_scale", 0)
     if pos_embed_max_size is not None:
         checks.check_int_at_least(pos_embed_max_size, "pos_embed_max_size", 1)
     conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
@@ -407,10 +402,7 @@ def patch_positions(
     sizes = tuple(checks.check_int_at_least(n, "each size in shape", 1) for n in shape)
     prefix = checks.check_length(num_prefix_tokens, "num_prefix_tokens")
     checks.check_entries("len(shape) * (num_prefix_tokens + prod(shape))", (len(sizes), prefix + math.prod(sizes)))
-    if not isinstance(grid_offset, numbers.Real) or isinstance(grid_offset, bool):
-        raise TypeError(f"grid_offset must be a finite real number, got {grid_offset!r} ({type(grid_offset).__name__})")
-    if not checks.is_finite(grid_offset):
-        raise ValueError(f"grid_offset must be a finite real number, got {grid_offset!r}")
+    checks.check_real(grid_offset, "grid_offset")
     if normalize is None:
         axes = [np.arange(n) + float(grid_offset) for n in sizes]
     elif grid_offset:

@@ -418,3 +418,14 @@ def test_source_options_name_the_argument():
         patch_positions((2, 2), num_prefix_tokens=-1)
     with pytest.raises(ValueError, match="grid_offset must be a finite real number, got inf"):
         patch_positions((2, 2), grid_offset=math.inf)
+
+
+@pytest.mark.parametrize("name", ["base_size", "interpolation_scale"])
+def test_diffusers_scales_are_finite_and_positive(name):
+    # 10**400 has no float64: it once passed the check and divided the positions into NaN.
+    for bad in (0, -1.5, math.nan, math.inf, 10**400):
+        with pytest.raises(ValueError, match=f"^{name} must be a finite real number > 0, got {bad!r}$"):
+            posenc.grid_encoding((2, 3), 8, convention="diffusers", **{name: bad})
+    for bad in ("16", True, None):
+        with pytest.raises(TypeError, match=f"^{name} must be a real number > 0, got {bad!r} "):
+            posenc.grid_encoding((2, 3), 8, convention="diffusers", **{name: bad})
