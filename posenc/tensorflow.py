@@ -146,8 +146,8 @@ def _visible_log(text):
     are dropped, and from level 1 absl's notice about its own start; other lines are kept.
     """
     try:
-        level = int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0"))
-    except ValueError:
+        level = int(os.environ["TF_CPP_MIN_LOG_LEVEL"])
+    except (KeyError, ValueError):  # unset, or not a number: TF shows every line
         level = 0
     kept = []
     for line in text.splitlines(keepends=True):

@@ -145,11 +145,14 @@ EVERY = NOTICE + ABSL_INFO + ABSL_WARNING + ABSL_ERROR + ABSL_FATAL + "other\n"
 
 
 @pytest.mark.parametrize("level, kept", [
-    ("0", EVERY), ("", EVERY), ("loud", EVERY), ("1", ABSL_WARNING + ABSL_ERROR + ABSL_FATAL + "other\n"),
+    (None, EVERY), ("0", EVERY), ("", EVERY), ("loud", EVERY), ("1", ABSL_WARNING + ABSL_ERROR + ABSL_FATAL + "other\n"),
     ("2", ABSL_ERROR + ABSL_FATAL + "other\n"), ("3", ABSL_FATAL + "other\n"),  # a fatal line always shows
 ])
 def test_visible_log_applies_tf_cpp_min_log_level_to_absl_lines(monkeypatch, level, kept):
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
+    if level is None:  # unset
+        monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+    else:
+        monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", level)
     assert ptf._visible_log(EVERY) == kept
 
 

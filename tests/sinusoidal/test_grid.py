@@ -99,10 +99,10 @@ def test_diffusers_3d():
     get_3d_sincos_pos_embed = pytest.importorskip("diffusers.models.embeddings").get_3d_sincos_pos_embed
 
     t, h, w, d = 3, 4, 6, 32
-    theirs = get_3d_sincos_pos_embed(d, (w, h), t, spatial_interpolation_scale=1.5, temporal_interpolation_scale=0.5)
-    ours = posenc.grid_encoding((t, h, w), d, convention="diffusers", spatial_interpolation_scale=1.5,
-                                temporal_interpolation_scale=0.5)
-    np.testing.assert_allclose(ours, theirs.numpy().reshape(t * h * w, d), rtol=0, atol=2e-7)
+    for options in ({}, {"spatial_interpolation_scale": 1.5, "temporal_interpolation_scale": 0.5}):
+        theirs = get_3d_sincos_pos_embed(d, (w, h), t, **options)
+        ours = posenc.grid_encoding((t, h, w), d, convention="diffusers", **options)
+        np.testing.assert_allclose(ours, theirs.numpy().reshape(t * h * w, d), rtol=0, atol=2e-7)
     # the first quarter encodes the frame only: equal across the h * w tokens of a frame
     frames = ours.reshape(t, h * w, d)[..., : d // 4]
     assert np.array_equal(frames, np.broadcast_to(frames[:, :1], frames.shape))
@@ -131,7 +131,7 @@ def test_reexpressed_sources(name, shape, d):
                                rtol=0, atol=1e-14)
 
 
-@pytest.mark.parametrize("options", [{"reverse_coord": True}, {"interleave_sin_cos": True},
+@pytest.mark.parametrize("options", [{}, {"reverse_coord": True}, {"interleave_sin_cos": True},
                                      {"reverse_coord": True, "interleave_sin_cos": True}, {"temperature": 50.0}])
 @needs_torch
 def test_timm_options(options):
