@@ -416,6 +416,8 @@ TABLE = posenc.positional_encoding(10, 8)
      r"positions must be rows of the table \(0 .. 9\), got 10"),
     (lambda: posenc.plot.dot_by_offset(TABLE, positions=(True,)), TypeError, "positions must be an int >= 0"),
     (lambda: posenc.plot.dot_by_offset(TABLE, positions=2), TypeError, "positions must be a sequence of rows"),
+    (lambda: posenc.plot.heatmap([[0.5, 1.0], [2.0]]), TypeError,
+     r"table must be a 2-D array of real numbers, got \[\[0.5, 1.0\], \[2.0\]\]"),
     (lambda: posenc.plot.wavelengths(8, layout="paper"), ValueError, "layout must be one of"),
     (lambda: posenc.plot.grid(10, [8], [100], kind="heat"), ValueError, "kind must be one of 'table', 'offset'"),
     (lambda: posenc.plot.grid(10, [8], [100], kind="offset", max_offset=-1), ValueError,

@@ -19,12 +19,12 @@ def alibi_slopes_solution(num_heads):
 
 
 def _slopes(num_heads, *, first_h=1, extra_h=1):
-    """The solution's slopes, with h = first_h .. n + first_h - 1 for the power of two, and the extra ones
-    from h = extra_h, extra_h + 2, ... of 2n heads."""
+    """The solution's slopes, with h = first_h .. n + first_h - 1 for the power of two, and the
+    num_heads - n extra ones from h = extra_h, extra_h + 2, ... of 2n heads."""
     n = 2 ** int(np.log2(num_heads))
-    first = 2.0 ** (-8 * np.arange(first_h, n + first_h) / n)
-    between = 2.0 ** (-8 * np.arange(extra_h, 2 * n + extra_h, 2) / (2 * n))
-    return np.concatenate([first, between[: num_heads - n]])
+    first = 2.0 ** (-8 * (first_h + np.arange(n)) / n)
+    between = 2.0 ** (-8 * (extra_h + 2 * np.arange(num_heads - n)) / (2 * n))
+    return np.concatenate([first, between])
 
 
 alibi_slopes = Exercise(
