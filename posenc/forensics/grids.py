@@ -360,14 +360,14 @@ def _identify_grid(table, shape):
 
 
 # The grid mistakes diagnose_grid looks for: each rebuilds a convention's table the wrong way.
-def _shape_swapped(name, shape, d, options):
-    return grid_encoding(shape[::-1], d, convention=name, dtype=np.float64, **options)
-
-
 def _variant(name, shape, d, options, change):
     # The convention's table with one of its fields changed by ``change`` (no prefix rows).
     conv, _prefix, opts = _options(name, len(shape), dict(options))
     return _table(change(conv), opts, shape, d, np.float64)
+
+
+def _shape_swapped(name, shape, d, options):
+    return _variant(name, shape[::-1], d, options, lambda c: c)
 
 
 def _swap_axes(axes):
