@@ -87,3 +87,17 @@ def test_a_per_layer_type_module_starts_empty_like_a_module_dict():
     per_type["full_attention"] = pt.RotaryEmbedding(8)
     cos, sin = per_type(torch.zeros(1, 3, 8), torch.arange(3)[None], "full_attention")
     torch.testing.assert_close(cos, pt.RotaryEmbedding(8)(torch.zeros(1, 3, 8), torch.arange(3)[None])[0], rtol=0, atol=0)
+
+
+def test_while_compiling_positions_stay_in_the_graph(monkeypatch):
+    # A compiled graph cannot branch on a tensor's values: there float positions are not checked
+    # finite and no NumPy route is offered. tests/test_compiled.py compiles for real; mutmut's
+    # trampolines cannot be compiled, so this reads the same decision eagerly.
+    nan = torch.tensor([0.0, float("nan")])
+    with pytest.raises(ValueError, match="positions must be finite"):
+        pt._intake(nan)
+    assert pt._intake(torch.arange(3)).host is not None
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    taken = pt._intake(nan)
+    assert taken.traced is True and taken.host is None
+    assert pt._intake(torch.arange(3)).host is None
