@@ -284,3 +284,13 @@ def test_keras_layers_under_xla_give_the_eager_outputs():
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=0, atol=2e-7)
     expected_cos, _ = posenc.rotary_cos_sin(position_ids.numpy(), 16)
     np.testing.assert_allclose(compiled[1].numpy(), expected_cos, rtol=0, atol=2e-7)
+
+
+@pytest.mark.parametrize("view", [lambda a: a, lambda a: a[:, ::2], lambda a: a[1:]], ids=["whole", "strided", "offset"])
+def test_adopt_copies_what_dlpack_cannot_take(view):
+    # TF's DLPack takes 64-byte aligned, C-contiguous memory only ("Invalid strides array" for a
+    # strided view, an abort for a misaligned one): such arrays are copied first.
+    aligned = ptf._aligned_empty((4, 6), np.float64)
+    aligned[...] = np.arange(24).reshape(4, 6)
+    given = view(aligned)
+    np.testing.assert_array_equal(ptf._adopt(given, tf.float32).numpy(), given.astype(np.float32))
