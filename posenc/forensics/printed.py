@@ -138,8 +138,9 @@ def _half_dtype(text, shown):
         value, digit = float(token), _last_digit(token)
         if abs(value) > 65504 or abs(float(np.float16(value)) - value) > digit / 2:
             return None
-        if abs(value) >= 2.0**-14:  # float16's normal numbers: spacing 2**(e - 10) in [2**e, 2**(e+1))
-            spacing = 2.0 ** (np.floor(np.log2(abs(value))) - 10)
+        if value:  # a zero is every dtype's: no evidence
+            # float16's spacing: 2**(e - 10) in [2**e, 2**(e+1)), and 2**-24 below 2**-14 (subnormals)
+            spacing = 2.0 ** (max(np.floor(np.log2(abs(value))), -14) - 10)
             log_odds += min(0.0, np.log10(digit / spacing))
     return "float16" if log_odds < -4 else None
 

@@ -811,6 +811,19 @@ def test_float16_print_without_dtype_is_told_by_its_digits():
         assert parse_printed(str(learner_paper(10, 6, np.float32))).dtype is None
 
 
+@pytest.mark.parametrize(("ks", "dtype"), [
+    (range(600, 606), "float16"),  # subnormals, in [2**-15, 2**-14)
+    (range(1030, 1036), "float16"),  # the lowest normal binade, [2**-14, 2**-13)
+    (range(1030, 1035), None), (range(600, 605), None),
+    ([0] * 10, None),  # a zero is every dtype's
+])
+def test_float16_evidence_is_each_values_spacing(ks, dtype):
+    # k * 2**-24 printed to 1e-8 lands that close to a float16 by chance with odds 1e-8 / 2**-24,
+    # 10**-0.775 per value: six such values are evidence (odds below 1e-4), five are not.
+    text = "[" + " ".join(f"{k * 2.0**-24:.8f}" for k in ks) + "]"
+    assert parse_printed(text).dtype == dtype
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_a_half_precision_table_is_allowed_its_rounding(dtype):
     # Half an ulp, relative: what rounding to the dtype moved each entry by, at most.
