@@ -5,6 +5,7 @@ float64 NumPy (the sources compute in float32 or float64; float64 is the formula
 posenc's float32 tables must agree to float32 rounding, in NumPy and in every front (the ``framework`` fixture).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -345,6 +346,19 @@ def test_identify_names_every_preset_and_its_parameters(name):
         preset = posenc.sinusoidal.conventions.resolve(name)
         assert expected_fields(result.convention) == expected_fields(preset), (length, d_model, str(result))
         assert result.max_deviation < 1e-6
+
+
+def test_identify_rebuilds_each_table_once(monkeypatch):
+    # Presets that differ in their name only (paper, hf-xlm, keras-hub, tf-tutorial-2019 fitted to
+    # the paper's table) write the same table: identify rebuilds it once for all of them.
+    identification = posenc.forensics.identification
+    rebuilt, deviation = [], identification._deviation
+    monkeypatch.setattr(identification, "_deviation",
+                        lambda table, convention: rebuilt.append(convention) or deviation(table, convention))
+    found = posenc.identify(posenc.positional_encoding(50, 16))
+    assert len(found.matches) == 4
+    tables = [dataclasses.replace(convention, name="") for convention in rebuilt]
+    assert len(set(tables)) == len(tables)
 
 
 @pytest.mark.parametrize("name", list(SOURCES))
