@@ -314,14 +314,14 @@ def _assign(table, labels, angles, exponents, base, positions):
 
 
 def _settle(found, step):
-    """``found`` with each EITHER pair given the group of the pair ``step`` before it (or after, at the start)."""
+    """``found`` with each EITHER pair given the group of the pair ``step`` before it.
+
+    An EITHER among the first ``step`` stays: those are the fastest pairs, and for the rule that wrote
+    the table two axes predict one of them only where they agree on every token."""
     out = found.copy()
-    for j in range(len(out)):
-        if out[j] == EITHER and j >= step:
+    for j in range(step, len(out)):
+        if out[j] == EITHER:
             out[j] = out[j - step]
-    for j in range(len(out) - 1, -1, -1):
-        if out[j] == EITHER and j + step < len(out):
-            out[j] = out[j + step]
     return out
 
 
