@@ -185,6 +185,16 @@ def test_pixel_bad_input_names_the_argument():
         posenc.sinusoidal.patch_positions((2, 3), ref_feat_shape=(16,))
 
 
+def test_ref_feat_shape_takes_any_size_from_one():
+    # a reference grid of one patch per axis: each axis of n patches spans [0, 1), step 1 / n
+    y, x = posenc.sinusoidal.patch_positions((2, 4), ref_feat_shape=(1, 1))
+    np.testing.assert_array_equal(y, [0, 0, 0, 0, 0.5, 0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(x, [0, 0.25, 0.5, 0.75] * 2)
+    for bad in [(0, 4), (2, -1), (2.5, 4), (True, 4)]:
+        with pytest.raises(ValueError, match="ref_feat_shape must hold 2 positive ints"):
+            posenc.sinusoidal.patch_positions((2, 4), ref_feat_shape=bad)
+
+
 # --- 2-D RoPE and M-RoPE in the interleaved layout -------------------------------------------
 
 
