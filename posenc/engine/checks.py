@@ -109,6 +109,11 @@ def is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def is_positive(value):
+    """A finite real number > 0 (a size, a frequency), not a bool."""
+    return is_real(value) and is_finite(value) and value > 0
+
+
 def check_real(value, name, above=None, where=""):
     """``value`` as a float, checked finite and, when ``above`` is given, ``> above``.
 

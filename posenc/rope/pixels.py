@@ -57,7 +57,7 @@ PIXEL_SPACINGS = _SPACINGS.names()
 
 def _check_max_freq(max_freq, ndim):
     values = tuple(max_freq) if isinstance(max_freq, (list, tuple, np.ndarray)) else (max_freq,) * ndim
-    if len(values) != ndim or not all(checks.is_real(v) and checks.is_finite(v) and v > 0 for v in values):
+    if len(values) != ndim or not all(checks.is_positive(v) for v in values):
         raise ValueError(f"max_freq must be a positive number, or {ndim} of them (one per axis), got {max_freq!r}")
     return values
 

@@ -33,7 +33,7 @@ def check_shapes(coords_shape, projection_shape, input_shape):
         )
     if input_shape is not None and (
             projection_shape[0] != 2 or not isinstance(input_shape, (tuple, list)) or len(input_shape) != 2
-            or not all(checks.is_real(n) and checks.is_finite(n) and n > 0 for n in input_shape)):
+            or not all(checks.is_positive(n) for n in input_shape)):
         raise ValueError(
             f"input_shape must be (height, width) of positive sizes for (x, y) coords, got {input_shape!r} "
             f"with coords of shape {tuple(coords_shape)}"
