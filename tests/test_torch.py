@@ -101,3 +101,30 @@ def test_while_compiling_positions_stay_in_the_graph(monkeypatch):
     taken = pt._intake(nan)
     assert taken.traced is True and taken.host is None
     assert pt._intake(torch.arange(3)).host is None
+
+
+def test_out_lends_its_memory_to_numpy_only_where_numpy_may_write(monkeypatch):
+    # Eagerly on the CPU, in a NumPy dtype, without autograd, NumPy writes the table straight into
+    # out= (no second table); elsewhere out gets a copy. Both give the same values, so the choice is
+    # read where it is made.
+    def lent(out, dtype=torch.float32):
+        return pt._out(out, tuple(out.shape), dtype, None)[1]
+
+    out = torch.zeros(4, 6)
+    assert np.shares_memory(lent(out), out.numpy())
+    assert lent(torch.zeros(4, 6, dtype=torch.bfloat16), torch.bfloat16) is None
+    assert lent(torch.zeros(4, 6, requires_grad=True)) is None
+    assert lent(torch.zeros(4, 6, device="meta")) is None
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert lent(torch.zeros(4, 6)) is None
+
+
+def test_while_compiling_the_table_is_built_in_torch_operations(monkeypatch):
+    # In a graph positional_encoding builds encode's rows with torch's operations (NumPy's table
+    # would be a constant torch.compile cannot trace). tests/test_compiled.py compiles for real.
+    eager = pt.positional_encoding(12, 8)
+    assert pt.SPEC.traced() is False
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert pt.SPEC.traced() is True
+    monkeypatch.setattr(posenc.sinusoidal.tables, "positional_encoding", lambda *args, **kwargs: pytest.fail("NumPy's table in a graph"))
+    torch.testing.assert_close(pt.positional_encoding(12, 8), eager, rtol=0, atol=2e-7)
