@@ -128,3 +128,19 @@ def test_while_compiling_the_table_is_built_in_torch_operations(monkeypatch):
     assert pt.SPEC.traced() is True
     monkeypatch.setattr(posenc.sinusoidal.tables, "positional_encoding", lambda *args, **kwargs: pytest.fail("NumPy's table in a graph"))
     torch.testing.assert_close(pt.positional_encoding(12, 8), eager, rtol=0, atol=2e-7)
+    module = pt.PositionalEncoding(8, max_len=4)  # grown in the graph from the frequencies made at construction:
+    monkeypatch.setattr(posenc.sinusoidal.conventions.Convention, "frequency_record", lambda *args: pytest.fail("decimals in a graph"))
+    torch.testing.assert_close(module(torch.zeros(12, 8)), eager, rtol=0, atol=2e-7)
+
+
+def test_while_compiling_rotary_frequencies_are_not_kept(monkeypatch):
+    # Tensors made in a trace belong to its graph: the rotary module keeps per-device frequencies
+    # only when made eagerly (at construction on torch's default device, and in eager calls).
+    ids, x = torch.arange(5)[None], torch.zeros(1, 5, 8)
+    eager = pt.RotaryEmbedding(8)
+    assert list(eager._state.on_device) == [torch.device("cpu")]
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    traced = pt.RotaryEmbedding(8)
+    for got, want in zip(traced(x, ids), eager(x, ids), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert traced._state.on_device == {}
