@@ -25,7 +25,7 @@ def table_solution(length, d_model):
 
 
 def _table(length, d_model, *, first=0, sign=-1.0, integer=False, swap=False):
-    position = torch.arange(first, first + length, dtype=torch.float32)[:, None]
+    position = torch.arange(first, first + length)[:, None]  # integer positions: their product with the frequencies is float
     two_i = torch.arange(0, d_model, 2)
     exponent = two_i // d_model if integer else two_i / d_model
     angles = position * torch.exp(sign * exponent * math.log(10000.0))

@@ -98,7 +98,7 @@ def compare_rows(got, expected):
     if got.shape != expected.shape:
         return _("your order has shape {got}, expected {expected}: one index per row of W_q (heads * head_dim)").format(
             got=got.shape, expected=expected.shape)
-    if got.dtype.kind not in "iu" or not np.array_equal(np.sort(got), np.arange(len(expected))):
+    if not np.issubdtype(got.dtype, np.integer) or not np.array_equal(np.sort(got), np.arange(len(expected))):
         # Translators: {last} is the last row's number: "the rows 0..15".
         return _("your order is not a permutation of the rows 0..{last}: each row must be taken exactly once").format(
             last=len(expected) - 1)
