@@ -70,6 +70,7 @@ def compilations_solution():
     traces = []
 
     def encode(positions, d_model):
+        # pragma: no mutate block (the traces are counted: neither what each records nor the values matter)
         traces.append((positions.shape, d_model))  # a Python side effect: runs only while tracing
         denominators = jnp.power(10000.0, jnp.arange(0, d_model, 2, dtype=jnp.float32) / d_model)
         angles = positions[..., None].astype(jnp.float32) / denominators

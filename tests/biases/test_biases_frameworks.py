@@ -11,6 +11,8 @@ loaded from inductor's cache; so the compiled test runs at multiples of 128 and 
 ``flex_attention`` (what the score_mod computes, unfused) covers the other lengths.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -318,3 +320,10 @@ def test_compiled_flex_attention_on_the_cpu():
     for case, compiled in zip(cases, both(q, k, v), strict=True):
         reference = _sdpa(q.numpy(), k.numpy(), v.numpy(), _bias("torch", *case))
         np.testing.assert_allclose(compiled.numpy(), reference, rtol=0, atol=ATTENTION_ATOL, err_msg=case[0])
+
+
+@pytest.mark.parametrize("query_length, key_length, key_offset", [(5, 9, 4), (1, 40, 39), (6, 6, 0)])
+def test_the_t5_score_mod_keeps_one_value_per_relative_position(query_length, key_length, key_offset):
+    # Its point against relative_position_bias: (heads, q + k - 1) values, not (heads, q, k).
+    score_mod = _score_mod("t5", 3, query_length, key_length, key_offset)
+    assert tuple(inspect.getclosurevars(score_mod).nonlocals["rows"].shape) == (3, query_length + key_length - 1)

@@ -57,6 +57,21 @@ def test_a_read_option_is_rounded_to_the_digits_a_person_wrote():
     assert posenc.identify_grid(table, (4, 5)).matches[0] == "detr, normalize=True, offset=0.25"
 
 
+def test_a_normalised_detr_grid_that_starts_at_1_is_still_read_as_normalised():
+    # (k + 1 + 1) * 2 / 4 starts at 1 like DETR's plain k + 1, but steps by 0.5
+    table = posenc.grid_encoding((4, 4), 32, convention="detr", normalize=True, scale=2.0, offset=1.0)
+    assert posenc.identify_grid(table, (4, 4)).matches[0] == "detr, normalize=True, scale=2, offset=1"
+
+
+@pytest.mark.parametrize("d", [4, 8])
+def test_a_3d_table_whose_last_axis_has_no_columns_is_identified(d):
+    # positional-encodings gives each axis ceil(d / 6) pairs and cuts the table at d: at d = 4 and 8 the
+    # x axis has none left (this crashed with an IndexError), and any positions on it give the same table
+    table = posenc.grid_encoding((2, 2, 3), d, convention="positional-encodings")
+    assert posenc.identify_grid(table, (2, 2, 3)).matches == ("positional-encodings",)
+    assert posenc.identify_grid(np.random.default_rng(0).normal(size=(12, d)), (2, 2, 3)).matches == ()
+
+
 def test_positions_by_hand_on_an_axis_of_one_patch():
     # one row, at y = 2.5: no step is read on that axis, and its positions are shown as 2.5 + 0 k
     positions = [np.array([2.5]), np.arange(5) + 0.5]

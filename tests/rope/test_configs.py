@@ -240,6 +240,10 @@ def test_what_from_config_reads():
     assert qwen["mrope_section"] == (6, 5, 5) and qwen["mrope_interleaved"] is True
     gemma = pt.RotaryEmbedding.from_config(gemma3().config)
     assert set(gemma) == {"sliding_attention", "full_attention"} and gemma["full_attention"].params == {"factor": 8.0}
+    # rope_parameters without a rope_type (the default's) hold values, not one dict per layer type
+    plain = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_parameters": {"rope_theta": 1e6}}
+    assert rope_config.layer_types(plain) is None
+    assert pt.RotaryEmbedding.from_config(plain).base == 1e6
 
 
 def test_unknown_keys_and_families_are_errors_naming_them():

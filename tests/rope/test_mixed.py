@@ -131,6 +131,10 @@ def test_bad_input_names_the_argument():
                          ["frequencies must be finite"])
     assert_raises_naming(lambda: mixed.mixed_cos_sin(np.zeros((2, 4)), np.array(["a", "b"])), TypeError,
                          ["frequencies must hold real numbers"])
+    # broadcast views: 2**37 entries asked for, none allocated before the refusal
+    huge = np.broadcast_to(np.zeros(1), (2, 2**20)), np.broadcast_to(np.ones(1), (2, 2**8, 2**8))
+    assert_raises_naming(lambda: mixed.mixed_cos_sin(*huge), ValueError,
+                         ["prod(frequencies.shape[1:]) * positions.size", "2**31", "65536 * 2097152"])
 
 
 # --- the modules -------------------------------------------------------------------------------
