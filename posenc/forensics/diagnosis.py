@@ -923,12 +923,16 @@ def _repaired(entries):
         if found.codes == ["unknown"]:
             continue
         findings = list(found.findings)
-        if len(columns) and not _predicts_zero(found.explanation, entries.take(np.arange(len(entries.rows)), columns)):
+        # The findings speak of the encoding's rows (positions) and columns: a transposed table's are the other way.
+        shown, zero_rows, zero_columns = entries, rows, columns
+        if found.explanation is not None and found.explanation.transposed:
+            shown, zero_rows, zero_columns = entries.transposed(), columns, rows
+        if len(zero_columns) and not _predicts_zero(found.explanation, shown.take(np.arange(len(shown.rows)), zero_columns)):
             # A fit of d_model = width - 1 calls the padded column an extra one.
             findings = [f for f in findings if f.code != "extra_column"]
-            findings.append(_zero_finding("zero_column", entries.columns[columns], found.explanation, entries))
-        if len(rows):
-            findings.append(_zero_finding("zero_row", entries.rows[rows], found.explanation, entries))
+            findings.append(_zero_finding("zero_column", shown.columns[zero_columns], found.explanation, shown))
+        if len(zero_rows):
+            findings.append(_zero_finding("zero_row", shown.rows[zero_rows], found.explanation, shown))
         if scale:
             findings.append(_scaled_finding(*scale, entries.shape[1]))
         return dataclasses.replace(found, findings=tuple(findings))
@@ -938,7 +942,7 @@ def _repaired(entries):
 def _predicts_zero(explanation, column):
     """True when ``explanation`` itself puts (near) zeros in ``column`` (entries of one column):
     a slow sine rounded to 0. in a print, not a padded column."""
-    if explanation is None or explanation.transposed:
+    if explanation is None:
         return False
     angles = explanation.angles(column.rows, column.columns, column.shape[1])
     predicted = explanation.table(column.rows, column.columns, column.shape[1])

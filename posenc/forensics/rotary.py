@@ -301,7 +301,7 @@ def _assign(table, labels, angles, exponents, base, positions):
         fits = sorted((table.misfit(j, q * frequencies[j]), g) for g, q in positions.items())
         if len(fits) > 1 and fits[1][0] <= same:
             found[j] = EITHER
-        elif fits and fits[0][0] <= limit:
+        elif fits and fits[0][0] <= limit:  # pragma: no mutate (a misfit equal to the limit to the last bit: "<" is the same)
             g = fits[0][1]
             found[j] = g
             positions[g] = _climb(table, [j], frequencies, positions[g])

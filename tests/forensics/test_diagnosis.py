@@ -610,6 +610,18 @@ def test_the_zero_column_message_whole():
         "sin(pos / 10000^(6/7)): posenc.positional_encoding(length, 7)")
 
 
+@pytest.mark.parametrize("padded", [_by_name("guided_diffusion", 10, 7), _by_name("code_test_zero_row", 10, 6)],
+                         ids=["zero column", "zero row"])
+def test_a_transposed_table_has_its_zero_lines_named_as_the_encoding_lies(padded):
+    # The findings speak of the encoding's rows (positions) and columns: transposed, a padded column
+    # is still a padded column, not a zero row, and a padding row still a padding row.
+    def zero_lines(table):
+        return [f for f in posenc.diagnose(table).findings if f.code in ("zero_column", "zero_row")]
+
+    assert posenc.diagnose(np.ascontiguousarray(padded.T)).codes[0] == "transposed"
+    assert zero_lines(np.ascontiguousarray(padded.T)) == zero_lines(padded) != []
+
+
 def test_other_exponent_slips_are_named():
     found = posenc.diagnose(learner_column_exponent(10, 6, np.float32)).findings[0]
     assert found.details == {"exponent": "k/d"} and "k/d" in found.message

@@ -300,6 +300,14 @@ def test_coarse_pixel_grids_alias_max_freq(shape, head_dim, max_freq, alias):
     assert found.matches == (f"pixel, max_freq={float(alias)!r}, spacing='linear', layout='interleaved'",)
 
 
+def test_values_a_rounding_past_1_are_read_as_1():
+    # Up to 1e-5 beyond [-1, 1] is taken as rounding (more is an attention factor): cos alone is read
+    # through arccos, which is NaN past 1.
+    cos = posenc.rope.per_axis_cos_sin(thw_ids(2, 3, 5), (8, 12, 12))[0]
+    nudged = np.where(cos == 1.0, np.float32(1 + 2e-6), cos)
+    assert posenc.identify_rope(nudged).matches == ("per-axis, axes_dim=(8, 12, 12), base=10000, layout='interleaved'",)
+
+
 # --- what it cannot reproduce ---------------------------------------------------------------------
 
 
