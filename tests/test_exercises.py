@@ -95,6 +95,11 @@ def test_compare_arrays_names_what_is_wrong(got, message):
     assert compare_arrays(got, TABLE) == message
 
 
+def test_a_table_of_one_pair_with_sine_and_cosine_swapped_is_named():
+    pair = TABLE[:, :2]  # d_model = 2: the fewest columns a swap can be read in
+    assert compare_arrays(pair[:, ::-1], pair) == "the two columns of every pair are swapped (sine where the cosine belongs?)"
+
+
 def test_compare_arrays_reads_framework_arrays_and_tolerates_float32_rounding():
     torch = pytest.importorskip("torch")
     assert compare_arrays(torch.tensor(TABLE, requires_grad=True), TABLE.astype(np.float32)) is None

@@ -35,7 +35,7 @@ def check_lengths(query_length, key_length, key_offset):
     return query_length, key_length, key_offset
 
 
-def relative_positions(query_length: int, key_length: int, key_offset: int = 0) -> np.ndarray:
+def relative_positions(query_length: int, key_length: int, key_offset: int) -> np.ndarray:
     """The ``query_length + key_length - 1`` relative positions ``j - (key_offset + i)``, int64,
     increasing: from the last query's first key to the first query's last key (empty if either
     length is 0)."""

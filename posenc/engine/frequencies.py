@@ -53,6 +53,6 @@ def axis_groups(axes: npt.ArrayLike) -> tuple[tuple[tuple[int, tuple[int, ...]],
     NumPy's ``argsort`` and ``unique`` of the axes as tensor operations whose results depend on
     values (no ``fullgraph``)."""
     axes = np.asarray(axes)
-    order = np.argsort(axes, kind="stable")
-    groups = tuple((int(axis), tuple(order[axes[order] == axis].tolist())) for axis in np.unique(axes))
+    groups = tuple((int(axis), tuple(np.flatnonzero(axes == axis).tolist())) for axis in np.unique(axes))
+    order = [pair for _axis, pairs in groups for pair in pairs]
     return groups, tuple(np.argsort(order).tolist())

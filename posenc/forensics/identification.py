@@ -10,7 +10,7 @@ For each preset (``conventions.list_conventions``) and each layout, the structur
   ``w_low`` (unambiguous within ``+-pi / w_low``, some 31000 positions for ``base=1e4``).
 
 A single zero row names ``padding_idx``. Candidates are rebuilt in float64 in tiers, from
-the preset as it is (offset read off) to other layouts, then read-off shift or base. Among
+the preset in each layout (offset read off) to read-off shift or base. Among
 the candidates that match, those the source can write through its own options come first
 (``conventions.changes_beyond_options``: diffusers' ``flip_sin_to_cos`` gives cos_sin, no
 paper-rule source does), then the lowest tier; the presets that match at that rank are
@@ -92,9 +92,10 @@ def default_tolerance(length, offset, factor=1.0):
 def _candidates(table, preset, zero):
     """``(tier, convention)`` pairs to try for ``preset``, most specific first.
 
-    Tier 0: the preset as it is, offset read off the table. Tier 1: another layout. Tier 2:
+    Tier 0: the preset in each layout, its own first, offset read off the table (a layout its
+    options cannot set ranks lower already: ``conventions.changes_beyond_options``). Tier 1:
     the ``shift`` read off (for presets whose options set it) or the base read off, rounded
-    to three significant digits; tier 3: the base and offset exactly as read.
+    to three significant digits; tier 2: the base and offset exactly as read.
     Reading both the rule and the base is ambiguous (the paper's rule with base ``b`` is
     the "h-1" rule with base ``b ** ((h - 1) / h)``), so the preset's own base comes first.
     """
@@ -102,25 +103,24 @@ def _candidates(table, preset, zero):
     adjustable = set(conventions.adjustable_fields(preset.name))
     for layout in [preset.layout, *(x for x in checks.LAYOUTS if x != preset.layout)]:
         structure = dataclasses.replace(preset, layout=layout)
-        tier = 0 if layout == preset.layout else 1
         read = _read(table, structure, ~zero)
         if read is None:
-            yield tier, structure
+            yield 0, structure
             continue
         w_low, j, offset = read
-        yield tier, dataclasses.replace(structure, offset=round(offset))
+        yield 0, dataclasses.replace(structure, offset=round(offset))
         if "shift" in adjustable and structure.rule == "h-1" and j >= 1:
             # w_j = factor * base ** (-j / (h - shift)), solved for shift.
             pairs = (structure.width(d_model) + 1) // 2
             shift = pairs - j * math.log(structure.base) / -math.log(w_low / abs(structure.factor))
             shift = round(shift, 3) + 0.0  # + 0.0: no -0 from a shift read as -0.0001
-            yield 2, dataclasses.replace(structure, shift=shift, offset=round(offset))
+            yield 1, dataclasses.replace(structure, shift=shift, offset=round(offset))
         if j >= 1:
             # w_j = factor * base ** (-j / span), solved for base.
             base = math.exp(-math.log(w_low / abs(structure.factor)) * structure.span(d_model) / j)
-            if 1 < base < 1e300:
-                yield 2, dataclasses.replace(structure, base=float(f"{base:.3g}"), offset=round(offset))
-                yield 3, dataclasses.replace(structure, base=base, offset=float(offset))
+            if 1 < base < 1e300:  # pragma: no mutate (base is exp() of a frequency read off the table: never exactly 1.0)
+                yield 1, dataclasses.replace(structure, base=float(f"{base:.3g}"), offset=round(offset))
+                yield 2, dataclasses.replace(structure, base=base, offset=float(offset))
 
 
 def _read(table, convention, valid):

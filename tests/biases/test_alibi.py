@@ -134,7 +134,7 @@ def test_empty_lengths_give_empty_biases():
     assert alibi_bias(4, 0, 5).shape == (4, 0, 5)
     assert alibi_bias(4, 3, 0, causal=False).shape == (4, 3, 0)
     assert relative_position_bias(np.ones((32, 2)), 0, 0).shape == (2, 0, 0)
-    assert relative_positions(0, 4).shape == (0,)
+    assert relative_positions(0, 4, 0).shape == (0,)
 
 
 # --- bad input, of every function of posenc.biases ------------------------------------------------------------------------

@@ -622,6 +622,12 @@ def test_a_transposed_table_has_its_zero_lines_named_as_the_encoding_lies(padded
     assert zero_lines(np.ascontiguousarray(padded.T)) == zero_lines(padded) != []
 
 
+def test_a_table_of_one_column_is_the_paper_s_first_sine():
+    # d_model = 1: a single column, sin(pos); a cosine there is the swapped pair's
+    assert posenc.diagnose(posenc.positional_encoding(10, 1)).codes == ["matches"]
+    assert posenc.diagnose(np.cos(np.arange(10.0))[:, None]).codes == ["swapped_sin_cos"]
+
+
 def test_other_exponent_slips_are_named():
     found = posenc.diagnose(learner_column_exponent(10, 6, np.float32)).findings[0]
     assert found.details == {"exponent": "k/d"} and "k/d" in found.message
