@@ -118,7 +118,7 @@ def _candidates(table, preset, zero):
         if j >= 1:
             # w_j = factor * base ** (-j / span), solved for base.
             base = math.exp(-math.log(w_low / abs(structure.factor)) * structure.span(d_model) / j)
-            if 1 < base < 1e300:  # pragma: no mutate (base is exp() of a frequency read off the table: never exactly 1.0)
+            if 1 < base < 1e300:  # pragma: no mutate ("<=" differs only for a base read as 1.0 to the last bit)
                 yield 1, dataclasses.replace(structure, base=float(f"{base:.3g}"), offset=round(offset))
                 yield 2, dataclasses.replace(structure, base=base, offset=float(offset))
 
