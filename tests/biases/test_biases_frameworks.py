@@ -327,3 +327,17 @@ def test_the_t5_score_mod_keeps_one_value_per_relative_position(query_length, ke
     # Its point against relative_position_bias: (heads, q + k - 1) values, not (heads, q, k).
     score_mod = _score_mod("t5", 3, query_length, key_length, key_offset)
     assert tuple(inspect.getclosurevars(score_mod).nonlocals["rows"].shape) == (3, query_length + key_length - 1)
+
+
+def test_the_score_mods_default_to_keys_starting_with_the_queries():
+    # Called without key_offset, each score_mod gives its bias's defaults (key_offset=0), entry by entry.
+    import torch
+
+    pt, heads, queries, keys = adapter("torch").api, 3, 4, 6
+    table = adapter("torch").tensor(_t5_table(heads=heads))
+    for score_mod, bias in [(pt.t5_score_mod(table, queries, keys), pt.relative_position_bias(table, queries, keys)),
+                            (pt.alibi_score_mod(pt.alibi_slopes(heads)), pt.alibi_bias(heads, queries, keys))]:
+        zero = torch.zeros((), dtype=bias.dtype)
+        got = torch.stack([torch.stack([torch.stack([score_mod(zero, 0, h, torch.tensor(q), torch.tensor(k)) for k in range(keys)])
+                                        for q in range(queries)]) for h in range(heads)])
+        torch.testing.assert_close(got, bias, rtol=0, atol=0)

@@ -244,6 +244,8 @@ def test_what_from_config_reads():
     plain = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_parameters": {"rope_theta": 1e6}}
     assert rope_config.layer_types(plain) is None
     assert pt.RotaryEmbedding.from_config(plain).base == 1e6
+    with pytest.raises(ValueError, match=r"^config.rope_parameters\['rope_type'\] must be one of 'default', .*; got 'bogus'$"):
+        rope_config.rotary_arguments({**plain, "rope_parameters": {"rope_type": "bogus"}})
 
 
 def test_unknown_keys_and_families_are_errors_naming_them():
