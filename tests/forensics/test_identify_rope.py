@@ -337,6 +337,13 @@ def test_what_no_rule_wrote_is_answered(name):
         assert str(found).startswith("not a RoPE table I can reproduce: ")
 
 
+def test_what_no_rule_wrote_says_why():
+    cos, sin = NOT_ROPE["1-D RoPE"]
+    assert str(posenc.identify_rope(cos, sin)) == ("not a RoPE table I can reproduce: half layout: fewer than two axes read "
+                                                   "off its slow pairs (1-D RoPE, a grid whose axes agree everywhere, or no RoPE)")
+    assert str(posenc.identify_rope(cos)) == "not a RoPE table I can reproduce: no rule's frequencies and axes fit its pairs"
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(TypeError, match="identify_rope needs cos or sin"):
         posenc.identify_rope()

@@ -378,6 +378,8 @@ def test_torch_and_tensorflow_fronts():
     (lambda: posenc.grid_encoding((3, 5), 16, temperature=5.0), TypeError, "takes the options cls_token; got temperature"),
     (lambda: posenc.grid_encoding((3, 5), 16, convention="detr", bogus=1), TypeError,
      "convention 'detr' takes the options temperature, normalize, scale, offset; got bogus"),
+    (lambda: posenc.grid_encoding((3, 5), 16, convention="positional-encodings", bogus=1), TypeError,
+     "convention 'positional-encodings' takes the options none; got bogus"),
     (lambda: posenc.grid_encoding((3, 5), 16, convention="detr", scale=3.0), ValueError, "needs normalize=True"),
     (lambda: posenc.grid_encoding((3, 5), 16, positions=[np.arange(3)]), ValueError, "one array per axis"),
     (lambda: posenc.identify_grid(np.zeros((10, 16)), (3, 5)), ValueError, "fewer than the 15 tokens"),
