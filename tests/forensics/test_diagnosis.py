@@ -710,6 +710,16 @@ def test_str_of_a_named_convention_and_of_alternatives_with_several_codes():
                           "  (as well explained by: the paper itself)")
 
 
+def test_integer_division_per_column_is_named_whole():
+    # 2k // d per column k: exponent 0 in the first half of the columns, 1 in the second
+    k = np.arange(6)
+    angles = np.arange(10.0)[:, None] / 10000.0 ** ((2 * k) // 6)
+    found = posenc.diagnose(np.where(k % 2 == 0, np.sin(angles), np.cos(angles))).findings
+    assert [f.message for f in found] == [
+        "the exponent 2k/d is 0 in the first half of the columns and 1 in the second: the exponent was computed with "
+        "integer division (//, or integer arrays or tensors); make it a float division, e.g. 2 * i / float(d_model)"]
+
+
 def test_equally_good_fits_are_alternatives():
     # Two columns: the exponent 2k/d of column 1 is 1, and so is the integer division 2k // d.
     table = learner_double_column_exponent(6, 2)
