@@ -226,6 +226,14 @@ def test_per_axis(layout, axes_dim, shape, base):
     assert found.matches[1:] == ((qwen,) if axes_dim == (16, 16) else ())
 
 
+@pytest.mark.parametrize("axes_dim", [(6, 12, 12), (10, 12, 12), (14, 16, 16)])
+def test_an_axis_at_zero_with_an_odd_number_of_pairs(axes_dim):
+    # Flux's image ids keep the time at 0: its pairs (3, 5, 7 here) are one block at zero, walked to its end
+    ids = rg.flux_position_ids(0, 3, 5)
+    cos, sin = rg.per_axis_cos_sin(ids, axes_dim)
+    found_as(cos, sin, f"per-axis, axes_dim={axes_dim}, base=10000, layout='interleaved'", ids.T)
+
+
 def test_leading_axes_and_fractional_positions():
     # (batch, seq, head_dim) tables, as transformers returns them, and positions at the patches' centres
     ids = np.stack([rg.mrope_position_ids([3, (1, 4, 6), 2])] * 2, axis=1)
