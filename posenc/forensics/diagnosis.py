@@ -509,8 +509,9 @@ def _bases(structure, entries, frequencies):
     readings.append(_pair_log_base(structure, entries))
     for log_read in readings:
         # Compared as a log: a tiny exponent over a garbled frequency overflows math.exp (a
-        # published table of powers of the position did, 100 x 512).
-        if 0.0 < log_read < math.log(1e12):
+        # published table of powers of the position did, 100 x 512). The largest base a slip
+        # gives is 8i/d's, 10000 ** 4 = 1e16.
+        if 0.0 < log_read < math.log(1e17):
             read = math.exp(log_read)
             # Printed digits blur the reading: round numbers near it come first.
             for base in (float(f"{read:.1g}"), float(f"{read:.2g}"), float(f"{read:.3g}"), read,
