@@ -1,20 +1,21 @@
-"""Every sentence diagnose, identify_grid and diagnose_grid can write, read whole against
-tests/forensics/answers.txt.
+"""Every sentence diagnose, identify_grid, diagnose_grid and identify_rope can write, read whole
+against tests/forensics/answers.txt.
 
-test_diagnosis.py and test_grids.py check that each mistake is found and that its message holds
-the words that matter. This file keeps each answer's ``str()`` whole for one table per sentence:
-each branch of a message (both concatenated layouts, both integer divisions, each exponent slip,
-a factor of sqrt(d_model) and another, a standardised table, float32 drift with and without
-float32 code's own route, a preset named alone and with the presets that write the same
-numbers; a grid's prefix rows, each grid mistake, both flattening orders), so that a changed word
-shows as a diff in review. The stored file is read like a notebook's outputs. After changing a
-message on purpose, rewrite the file and read its diff:
+test_diagnosis.py, test_grids.py and test_identify_rope.py check that each mistake is found and
+that its message holds the words that matter. This file keeps each answer's ``str()`` whole for
+one table per sentence, so that a changed word shows as a diff in review: each branch of a
+message (both concatenated layouts, both integer divisions, each exponent slip, a factor of
+sqrt(d_model) and another, a standardised table, float32 drift with and without float32 code's
+own route, a preset named alone and with the presets that write the same numbers, a print that
+is no table; a grid's prefix rows, each grid mistake, both flattening orders; why a table is no
+RoPE). The stored file is read like a notebook's outputs. After changing a message on purpose,
+rewrite the file and read its diff:
 
     PYTHONPATH=tests .venv/bin/python tests/forensics/test_answers_whole.py
 
 The tables are built as in test_diagnosis.py (the learners' code, the published sources). The
-float32 ones print digits of float32 sin and cos; they are compared on the pinned stack and
-on Colab's as on every stack the suite runs on.
+float32 ones print digits of float32 sin and cos; the file holds on the pinned, lowest and
+Colab stacks alike.
 """
 
 from pathlib import Path
@@ -100,6 +101,9 @@ ANSWERS = {
     "a preset alone": lambda: posenc.diagnose(posenc.positional_encoding(10, 6, convention="fairseq")),
     "nothing in the catalog": lambda: posenc.diagnose(_by_name("stackoverflow_power", 10, 6)),
     "NaN": lambda: posenc.diagnose(np.full((3, 4), np.nan)),
+    "a print of several tables": lambda: posenc.diagnose(str(np.zeros((2, 3, 4)))),
+    "a print whose rows differ in length": lambda: posenc.diagnose("[[0. 1.]\n [0. 1. 2.]]"),
+    "a print of nan": lambda: posenc.diagnose("[[nan 1.]\n [0. 1.]]"),
     # identify_grid and diagnose_grid
     "a grid table of width 6": lambda: posenc.identify_grid(np.ones((12, 6)), (3, 4)),
     "a grid after 1 prefix row of zeros": lambda: posenc.identify_grid(_prefixed(np.zeros((1, 16))), (3, 4)),
@@ -114,6 +118,11 @@ ANSWERS = {
     "mae on a square grid, two mistakes alike": lambda: posenc.diagnose_grid(
         _axes_swapped(posenc.grid_encoding((4, 4), 16)), (4, 4), "mae"),
     "any convention, flattened width outer": lambda: posenc.diagnose_grid(_reflattened(MAE, 3, 4), (3, 4)),
+    # identify_rope
+    "identify_rope given nothing": lambda: posenc.identify_rope(),
+    "cos and sin beyond [-1, 1]": lambda: posenc.identify_rope(*(2 * x for x in posenc.rotary_cos_sin(np.arange(6), 8))),
+    "values that repeat in no RoPE layout": lambda: posenc.identify_rope(np.random.default_rng(0).uniform(-1, 1, (10, 8))),
+    "1-D RoPE": lambda: posenc.identify_rope(*posenc.rotary_cos_sin(np.arange(6), 8)),
 }
 
 
