@@ -236,6 +236,9 @@ def test_what_from_config_reads():
     # rotated width is qk_rope_head_dim, not hidden_size // num_attention_heads (here 16)
     published = {k: v for k, v in deepseek_v3().config.to_dict().items() if k != "head_dim"}
     assert rope_config.rotary_arguments(published)["head_dim"] == 8
+    with pytest.raises(ValueError) as caught:
+        rope_config.rotary_arguments({k: v for k, v in published.items() if k != "qk_rope_head_dim"})
+    assert str(caught.value) == "config.qk_rope_head_dim is missing: model_type 'deepseek_v3' rotates that many channels of each head"
     qwen = rope_config.rotary_arguments(qwen3_vl().config.text_config)
     assert qwen["mrope_section"] == (6, 5, 5) and qwen["mrope_interleaved"] is True
     gemma = pt.RotaryEmbedding.from_config(gemma3().config)
