@@ -125,7 +125,9 @@ class Spec:
     default_dtype: Callable[[], Any]
     as_dtype: Callable[[Any], Any]  # a dtype argument in the framework's spelling (left as given when it names none)
     is_tensor: Callable[[Any], bool]  # what a module takes as x
-    intake: Callable[[Any, Any], Positions]  # (positions, like: a tensor or device they go to, or None)
+    # (positions, like: a tensor or device they go to, or None; fits: the output's size check for positions
+    # not yet the framework's, made before they are copied: tables.as_positions)
+    intake: Callable[..., Positions]
     adopt: Callable[[np.ndarray, Any, Any], Any]  # (NumPy array, dtype, place) -> tensor, sharing memory where it can
     complex: Callable[[Any, Any], Any]  # (real, imaginary) -> complex tensor
     as_tensor: Callable[[Any, str], Any] | None = None  # apply_rotary's (value, name) -> tensor; None: require(is_tensor)
@@ -311,7 +313,8 @@ def encode(
     dtype = check_dtype(spec, dtype)
     d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    return _encode(spec, spec.intake(positions, None), d_model, chosen, dtype, out)
+    return _encode(spec, spec.intake(positions, None, _per_position("positions.size * d_model", d_model)), d_model, chosen, dtype,
+                   out)
 
 
 def positional_encoding(
@@ -395,6 +398,16 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     return spec.complex(c, s) if complex_ else (c, s)
 
 
+def _per_position(spelled, width):
+    """``fits`` for ``spec.intake``: an output of ``width`` entries per position (``spelled``)."""
+    return lambda p: checks.check_entries(spelled, (p.size, width))
+
+
+def _rope_positions(spec, positions, head_dim):
+    """``positions`` taken in for an output of ``head_dim`` entries each, its size checked first."""
+    return _rope_entries(spec.intake(positions, None, _per_position("positions.size * head_dim", head_dim)), head_dim)
+
+
 def _rope_entries(positions, head_dim):
     if positions.size is not None and not positions.traced:
         checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
@@ -414,7 +427,7 @@ def rotary_cos_sin(
     layout = rotary.check_rotary_layout(layout)
     dtype = check_dtype(spec, dtype)
     frequencies = rotary.rope_frequencies(head_dim, base, rope_type, **params)
-    return _rope(spec, _rope_entries(spec.intake(positions, None), head_dim), frequencies, layout, dtype)
+    return _rope(spec, _rope_positions(spec, positions, head_dim), frequencies, layout, dtype)
 
 
 def xpos_cos_sin(
@@ -434,7 +447,7 @@ def xpos_cos_sin(
     xp = spec.xp
     wide = xp.float64 if xp.has_float64 else xp.float32
     frequencies = rotary.rope_frequencies(head_dim, base, "default")  # checks head_dim before its size is counted
-    taken = _rope_entries(spec.intake(positions, None), head_dim)
+    taken = _rope_positions(spec, positions, head_dim)
     cos, sin = _rope(spec, taken, frequencies, layout, wide)
     power = (_wide(spec, taken)[..., None] - center) / (-scale_base if keys else scale_base)
     scale = kernels.spread(xp, xp.constant(xpos.xpos_decay(head_dim), wide, cos) ** power, layout)
@@ -449,7 +462,7 @@ def axial_cos_sin(
     ``posenc.rope.axial.axial_cos_sin`` (``positions`` ``(2, ...)``: rows, then columns)."""
     frequencies = axial.axial_frequencies(head_dim, base, convention=convention)
     dtype = check_dtype(spec, dtype)
-    return _rope(spec, _rope_entries(spec.intake(positions, None), head_dim), frequencies, "half", dtype)
+    return _rope(spec, _rope_positions(spec, positions, head_dim), frequencies, "half", dtype)
 
 
 def mrope_cos_sin(

@@ -42,7 +42,7 @@ def _kind(array):
     return front.check_kind("f" if kind == "V" else kind, array.dtype)  # bfloat16: kind V
 
 
-def _intake(positions, like=None):
+def _intake(positions, like=None, fits=None):
     if isinstance(positions, jax.core.Tracer):
         _kind(positions)
         return front.Positions(positions.astype(jnp.float32), positions.shape, traced=True)
@@ -56,7 +56,7 @@ def _intake(positions, like=None):
     place = positions.sharding if isinstance(positions, jax.Array) else None
     if isinstance(positions, jax.Array) and positions.dtype == jnp.bfloat16:
         positions = positions.astype(jnp.float32)
-    host = tables.as_positions(np.asarray(positions) if isinstance(positions, jax.Array) else positions)
+    host = tables.as_positions(np.asarray(positions) if isinstance(positions, jax.Array) else positions, fits=fits)
     return front.Positions(None, host.shape, False, host, place)
 
 

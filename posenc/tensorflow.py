@@ -51,9 +51,9 @@ _KERAS_KEYWORDS = frozenset(inspect.signature(keras.layers.Layer.__init__).param
 _keras_keywords = lambda kwargs: {name: kwargs.pop(name) for name in list(kwargs) if name in _KERAS_KEYWORDS}
 
 
-def _intake(positions, like=None):
+def _intake(positions, like=None, fits=None):
     if not tf.is_tensor(positions):
-        positions = tf.constant(tables.as_positions(positions))
+        positions = tf.constant(tables.as_positions(positions, fits=fits))
     dtype = positions.dtype
     kind = "f" if dtype.is_floating else "i" if dtype.is_integer else "other"  # pragma: no mutate (i, u, f pass; any other is refused)
     kind = front.check_kind(kind, dtype.name)

@@ -45,11 +45,11 @@ _host = lambda positions: positions.detach().to(torch.float64).numpy()
 _largest = lambda positions: float(positions.max())  # a value: a graph break under torch.compile
 
 
-def _intake(positions, like=None):
+def _intake(positions, like=None, fits=None):
     compiling = torch.compiler.is_compiling()
     if not isinstance(positions, torch.Tensor):
         # Lists go through NumPy so Python floats keep float64 (torch would make float32).
-        positions = torch.from_numpy(tables.as_positions(positions))
+        positions = torch.from_numpy(tables.as_positions(positions, fits=fits))
     elif positions.dtype not in _INTEGERS:  # position ids, the common case, need no check
         if positions.is_floating_point():
             if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break

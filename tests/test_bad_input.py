@@ -521,6 +521,11 @@ def test_each_argument_spoiled_alone_is_named_with_the_value_received(name):
 
 # --- absurd sizes answer at once --------------------------------------------------------
 
+def _view(*shape, dtype=np.float64):
+    """Zeros of ``shape`` that take no memory (a broadcast view of one)."""
+    return np.broadcast_to(np.zeros(1, dtype), shape)
+
+
 ABSURD_SIZES = [
     (posenc.positional_encoding, (10**12, 512), {}, "length * d_model must be at most 2**31 = 2147483648 entries, "
                                                     "got 1000000000000 * 512 = 512000000000000"),
@@ -543,6 +548,35 @@ ABSURD_SIZES = [
      "heads * head_dim must be at most 2**31 = 2147483648 entries, got 1000000000000 * 8 = 8000000000000"),
     (posenc.diagnose, ("[[0., 1., ...], [0., 1., ...]]",), {"shape": (10**12, 10**12)},
      "shape must be at most 2**31 = 2147483648 entries, got 1000000000000 * 1000000000000 = 1000000000000000000000000"),
+    # Positions that hold no memory (broadcast views): their size is read before their float64 copy is made, which was
+    # a MemoryError after seconds (16 GiB and more).
+    (posenc.encode, (_view(2**31), 64), {}, "positions.size * d_model must be at most 2**31 = 2147483648 entries, "
+                                            "got 2147483648 * 64 = 137438953472"),
+    (posenc.encode, (_view(2**31, dtype=np.int64), 64), {}, "positions.size * d_model must be at most 2**31 = 2147483648 "
+                                                            "entries, got 2147483648 * 64 = 137438953472"),
+    (posenc.angles, (_view(2**31), 64), {}, "positions.size * ceil(d_model / 2) must be at most 2**31 = 2147483648 entries, "
+                                            "got 2147483648 * 32 = 68719476736"),
+    (posenc.rotary_cos_sin, (_view(2**31), 64), {}, "positions.size * head_dim must be at most 2**31 = 2147483648 entries, "
+                                                    "got 2147483648 * 64 = 137438953472"),
+    (posenc.rope.xpos_cos_sin, (_view(2**31), 64), {}, "positions.size * head_dim must be at most 2**31 = 2147483648 "
+                                                       "entries, got 2147483648 * 64 = 137438953472"),
+    (posenc.rope.per_axis_cos_sin, (_view(2**29, 3), (16, 24, 24)), {},
+     "ids.size / len(axes_dim) * sum(axes_dim) must be at most 2**31 = 2147483648 entries, got 536870912 * 64 = 34359738368"),
+    # more positions than any output holds: refused before what they give is counted
+    (posenc.rope.per_axis_cos_sin, (_view(2**30, 3), (16, 24, 24)), {},
+     "ids.size must be at most 2**31 = 2147483648 entries, got 3221225472"),
+    (posenc.rope.axial_cos_sin, (_view(2, 2**30), 64), {},
+     "positions.size / positions.shape[0] * head_dim must be at most 2**31 = 2147483648 entries, "
+     "got 1073741824 * 64 = 68719476736"),
+    (posenc.rope.mrope_cos_sin, (_view(3, 2**29), 32), {"mrope_section": (4, 6, 6)},
+     "position_ids.size / position_ids.shape[0] * head_dim must be at most 2**31 = 2147483648 entries, "
+     "got 536870912 * 32 = 17179869184"),
+    (posenc.rope.mixed_cos_sin, (_view(2, 2**30), np.ones((2, 4, 16))), {},
+     "prod(frequencies.shape[1:]) * positions.size must be at most 2**31 = 2147483648 entries, "
+     "got 64 * 2147483648 = 137438953472"),
+    (posenc.sinusoidal.random_fourier_features, (_view(2**30, 2), np.ones((2, 64))), {},
+     "coords.size / coords.shape[-1] * 2 * projection.shape[1] must be at most 2**31 = 2147483648 entries, "
+     "got 1073741824 * 128 = 137438953472"),
 ]
 
 
@@ -550,7 +584,10 @@ ABSURD_SIZES = [
                          ids=[f"{case[0].__name__}-{n}" for n, case in enumerate(ABSURD_SIZES)])
 def test_an_absurd_size_is_refused_before_anything_is_allocated(function, args, kwargs, message):
     # Before: a MemoryError from NumPy, or minutes of work on a width of 10**12. Now the size
-    # is checked first: nothing is allocated (NumPy's arrays are traced by tracemalloc too).
+    # is checked first: nothing is allocated (NumPy's arrays are traced by tracemalloc too). Measured on a
+    # second call: a first may import NumPy's own modules (np.unique loads numpy.ma, a megabyte).
+    with pytest.raises(ValueError):
+        function(*args, **kwargs)
     tracemalloc.start()
     try:
         with pytest.raises(ValueError) as caught:

@@ -87,8 +87,8 @@ def check_entries(names, sizes):
     product ("length * d_model"): at most ``MAX_ENTRIES``, checked before allocating."""
     count = math.prod(int(n) for n in sizes)
     if count > MAX_ENTRIES:
-        product = " * ".join(str(int(n)) for n in sizes)
-        raise ValueError(f"{names} must be at most 2**31 = {MAX_ENTRIES} entries, got {product} = {count}")
+        product = " * ".join(str(int(n)) for n in sizes) + f" = {count}" if len(sizes) > 1 else str(count)
+        raise ValueError(f"{names} must be at most 2**31 = {MAX_ENTRIES} entries, got {product}")
     return count
 
 

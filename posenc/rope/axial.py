@@ -130,21 +130,23 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs
     return axes
 
 
-def check_axis_positions(shape, frequencies):
+def check_axis_positions(shape, frequencies, size=None, name="positions"):
     """The positions' leading axis must hold a row for each axis the pairs of ``frequencies`` read
-    (a length unknown until run, in a TF graph, is left to the indexing)."""
+    (a length unknown until run, in a TF graph, is left to the indexing); given their ``size``,
+    the output, a channel per frequency for each of ``size / shape[0]`` tokens, must fit."""
     needed = frequencies.groups[0][-1][0] + 1
     if len(shape) < 1 or (shape[0] is not None and shape[0] < needed):
         raise ValueError(
             f"positions (position_ids in M-RoPE) must have their {needed} coordinates first, shape ({needed}, ...) "
             f"(M-RoPE's position_ids: (3, batch, seq)), got shape {tuple(shape)}"
         )
+    if size is not None:
+        checks.check_entries(f"{name}.size / {name}.shape[0] * head_dim", (size // shape[0], 2 * len(frequencies.hi)))
 
 
 def _numpy_cos_sin(positions, frequencies, dtype, layout="half", form="channels", name="positions"):
     dtype = tables.check_dtype(dtype)
-    positions = tables.as_positions(positions, name)
-    check_axis_positions(positions.shape, frequencies)
+    positions = tables.as_positions(positions, name, fits=lambda p: check_axis_positions(p.shape, frequencies, p.size, name))
     return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype, form)
 
 
@@ -313,8 +315,7 @@ def check_ids(shape, size, dims):
 
 def _per_axis_rows(ids, dims):
     """``ids`` ``(..., len(dims))`` checked, as float64 rows ``(len(dims), ...)``."""
-    ids = tables.as_positions(ids, "ids")
-    check_ids(ids.shape, ids.size, dims)
+    ids = tables.as_positions(ids, "ids", fits=lambda p: check_ids(p.shape, p.size, dims))
     return np.moveaxis(ids, -1, 0)
 
 

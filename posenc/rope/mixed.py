@@ -90,11 +90,14 @@ def mixed_cos_sin(positions: npt.ArrayLike, frequencies: npt.ArrayLike, *, layou
     """
     layout = rotary.check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
-    positions = tables.as_positions(positions)
     freqs = checks.as_array(frequencies, "frequencies", "an array of numbers")
     checks.check_kind(freqs, frequencies, "frequencies")
     if not np.isfinite(freqs).all():
         raise ValueError("frequencies must be finite, got NaN or infinity")
-    check_mixed(positions.shape, freqs.shape)
-    checks.check_entries("prod(frequencies.shape[1:]) * positions.size", (freqs[0].size, positions.size))
+
+    def fits(p):
+        check_mixed(p.shape, freqs.shape)
+        checks.check_entries("prod(frequencies.shape[1:]) * positions.size", (freqs[0].size, p.size))
+
+    positions = tables.as_positions(positions, fits=fits)
     return cos_sin(NUMPY, positions, freqs, layout, dtype, np.float64)

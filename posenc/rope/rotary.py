@@ -390,8 +390,7 @@ def rotary_cos_sin(
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
     frequencies = rope_frequencies(head_dim, base, rope_type, **params)
-    positions = tables.as_positions(positions)
-    checks.check_entries("positions.size * head_dim", (positions.size, head_dim))
+    positions = tables.as_positions(positions, fits=lambda p: checks.check_entries("positions.size * head_dim", (p.size, head_dim)))
     return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype)
 
 

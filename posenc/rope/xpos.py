@@ -46,8 +46,9 @@ def xpos_cos_sin(
     keys, scale_base, center = check_xpos(keys, scale_base, center)
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
-    positions = tables.as_positions(positions)
+    # rotary_cos_sin first: it refuses an absurd size before positions are copied
     cos, sin = rotary_cos_sin(positions, head_dim, base=base, layout=layout, dtype=np.float64)
+    positions = tables.as_positions(positions)
     power = (positions - center)[..., None] / scale_base
     scale = spread(NUMPY, xpos_decay(head_dim) ** (-power if keys else power), layout)
     return (cos * scale).astype(dtype), (sin * scale).astype(dtype)

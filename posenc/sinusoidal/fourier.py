@@ -56,10 +56,14 @@ def random_fourier_features(
     ``input_shape=(H, W)``.
     """
     dtype = tables.check_dtype(dtype)
-    c = tables.as_positions(coords, "coords")
     g = checks.as_numbers(projection, "projection")
     g = g.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
-    check_shapes(c.shape, g.shape, input_shape)
+
+    def fits(p):
+        check_shapes(p.shape, g.shape, input_shape)
+        checks.check_entries("coords.size / coords.shape[-1] * 2 * projection.shape[1]", (p.size // max(p.shape[-1], 1), 2 * g.shape[1]))
+
+    c = tables.as_positions(coords, "coords", fits=fits)
     if not np.isfinite(g).all():
         raise ValueError("projection must be finite, got NaN or infinity")
     if input_shape is not None:

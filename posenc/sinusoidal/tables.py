@@ -10,6 +10,7 @@ is that permutation, and the torch and TensorFlow front ends use it too.
 """
 
 import reprlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,9 +69,10 @@ def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.
     ``(*positions.shape, ceil(d_model / 2))``. The product is formed in float64 so the
     angle of position 10**7 is still right to about 2e-9 radians.
     """
-    positions = as_positions(positions)
     d_model = checks.check_d_model(d_model)
-    checks.check_entries("positions.size * ceil(d_model / 2)", (positions.size, (d_model + 1) // 2))
+    positions = as_positions(
+        positions, fits=lambda p: checks.check_entries("positions.size * ceil(d_model / 2)", (p.size, (d_model + 1) // 2))
+    )
     return positions[..., None] * frequencies(d_model, base)
 
 
@@ -115,14 +117,23 @@ def column_order(d_model: int, layout: str = "interleaved") -> np.ndarray:
     return interleave(sines, half + sines)[:d_model]
 
 
-def as_positions(positions: npt.ArrayLike, name: str = "positions") -> np.ndarray:
+def as_positions(
+    positions: npt.ArrayLike, name: str = "positions", fits: Callable[[np.ndarray], object] | None = None
+) -> np.ndarray:
     """Check ``positions`` (array-like of ints or real floats, all finite); return float64.
-    ``name``: the argument's, for the messages."""
+    ``name``: the argument's, for the messages. ``fits``: the caller's check of the output's
+    size, given ``positions`` as an array before they are scanned and copied: a broadcast view
+    costs no memory, its float64 copy does, so an absurd size is refused at once."""
     array = checks.as_array(positions, name, "an array of numbers")
     if array.dtype.kind in "USO" and not isinstance(positions, np.ndarray):
         # A string or a list of them: the value says more than the dtype NumPy gave it (<U1).
         raise TypeError(f"{name} must be numbers (integers or real floats), got {reprlib.repr(positions)}")
     checks.check_position_kind(array.dtype.kind, f"dtype {array.dtype}", name)
+    # Every output holds an entry per position at least (the fronts, which take positions before
+    # they know the output, rely on it).
+    checks.check_entries(f"{name}.size", (array.size,))
+    if fits is not None:
+        fits(array)
     if array.dtype.kind == "f":
         checks.check_finite(bool(np.isfinite(array).all()), f"an array of shape {array.shape}", name)
     return array.astype(np.float64)  # pragma: no mutate (astype(None) is float64 too)
@@ -164,8 +175,7 @@ def encode(
     dtype = check_dtype(dtype)
     d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    positions = as_positions(positions)
-    checks.check_entries("positions.size * d_model", (positions.size, d_model))
+    positions = as_positions(positions, fits=lambda p: checks.check_entries("positions.size * d_model", (p.size, d_model)))
     frequencies = chosen.frequency_record(d_model)
     w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     shifted = conventions.offset_positions(positions, chosen)
