@@ -548,6 +548,10 @@ ABSURD_SIZES = [
      "heads * head_dim must be at most 2**31 = 2147483648 entries, got 1000000000000 * 8 = 8000000000000"),
     (posenc.diagnose, ("[[0., 1., ...], [0., 1., ...]]",), {"shape": (10**12, 10**12)},
      "shape must be at most 2**31 = 2147483648 entries, got 1000000000000 * 1000000000000 = 1000000000000000000000000"),
+    (posenc.biases.alibi_bias, (2**10, 2**12, 2**12), {}, "num_heads * query_length * key_length must be at most 2**31 = "
+                                                          "2147483648 entries, got 1024 * 4096 * 4096 = 17179869184"),
+    (posenc.biases.relative_position_bias, (np.zeros((32, 2**10)), 2**12, 2**12), {},
+     "heads * query_length * key_length must be at most 2**31 = 2147483648 entries, got 1024 * 4096 * 4096 = 17179869184"),
     # Positions that hold no memory (broadcast views): their size is read before their float64 copy is made, which was
     # a MemoryError after seconds (16 GiB and more).
     (posenc.encode, (_view(2**31), 64), {}, "positions.size * d_model must be at most 2**31 = 2147483648 entries, "

@@ -446,6 +446,14 @@ def test_bad_input_errors_name_the_argument(front, call, error, words):
     assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
 
 
+def test_an_absurd_rope_mixed_module_is_refused_before_its_frequencies_are_drawn(front):
+    rngs = {"rngs": __import__("flax").nnx.Rngs(0)} if front.name == "jax" else {}
+    with pytest.raises(ValueError) as caught:
+        front.make(front.api.RotaryEmbeddingMixed, 256, 2**12, 2**12, **rngs)
+    assert str(caught.value) == ("depth * num_heads * head_dim must be at most 2**31 = 2147483648 entries, "
+                                 "got 4096 * 4096 * 256 = 4294967296")
+
+
 def test_a_module_holds_5000_rows_by_default(front):
     # max_len=5000 as "The Annotated Transformer" and torch's tutorial (and each front's signature) say.
     assert front.positional_encoding_module(8).max_len == 5000
