@@ -24,6 +24,8 @@ from .sinusoidal.tables import column_order, encode, positional_encoding
 __all__ = ["columns", "dot_by_offset", "grid", "heatmap", "similarity", "wavelengths"]
 
 DIVERGING = "RdBu_r"
+# Each entry drawn as a flat square (no smoothing between neighbouring entries).
+PIXELS = "nearest"
 
 
 def _axes(ax, figsize):
@@ -71,7 +73,7 @@ def heatmap(table: Any, ax: Axes | None = None, *, cmap: str = DIVERGING, vmin: 
         vmin = -largest if vmin is None else vmin
         vmax = largest if vmax is None else vmax
     image = ax.imshow(table, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
-                      interpolation="nearest")  # pragma: no mutate (matplotlib reads "NEAREST" too)
+                      interpolation=PIXELS)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title is not None:
@@ -141,7 +143,7 @@ def similarity(table: Any, ax: Axes | None = None, *, cmap: str = "viridis", col
     ax = _axes(ax, (5, 4.2))
     dots = table @ table.T
     image = ax.imshow(dots, cmap=cmap, aspect="equal",
-                      interpolation="nearest")  # pragma: no mutate (matplotlib reads "NEAREST" too)
+                      interpolation=PIXELS)
     ax.set_xlabel("position q")
     ax.set_ylabel("position p")
     if colorbar:
@@ -206,7 +208,7 @@ def grid(length: int, d_models: Sequence[int], bases: Sequence[float], *, kind: 
             if kind == "table":
                 table = positional_encoding(length, d_model, base=base)
                 image = ax.imshow(table, cmap=DIVERGING, vmin=-1, vmax=1, aspect="auto",
-                                  interpolation="nearest", extent=(0, 1, length, 0))
+                                  interpolation=PIXELS, extent=(0, 1, length, 0))
                 ax.set_xticks([0, 1], ["0", "d"])
             else:
                 k = np.arange(length if max_offset is None else max_offset + 1)

@@ -234,6 +234,17 @@ class _Elsewhere(nn.Module):
         return self.bias.expand(*tokens.shape, lessons.VOCAB)
 
 
+def test_sequences_of_one_token_are_predicted_and_trained_on():
+    # every token is its own sequence: only order_blind_ceiling needs two tokens
+    one = np.array([[5], [7]])
+    torch.manual_seed(0)
+    model = nn.Embedding(lessons.VOCAB, lessons.VOCAB)  # logits (n, 1, VOCAB) for tokens (n, 1)
+    lessons.train(model, one, one, steps=1, batch_size=2)
+    assert lessons.predict(model, one).shape == (2, 1)
+    with pytest.raises(ValueError, match="length >= 2"):
+        lessons.order_blind_ceiling(one)
+
+
 def test_predict_and_train_feed_the_model_on_its_device():
     model = _Elsewhere()
     np.testing.assert_array_equal(lessons.predict(model, TOKENS), np.zeros(TOKENS.shape, np.int64))

@@ -136,13 +136,14 @@ def _turn_pair(count, stride, w_hi, w_lo):
 
 
 def _outer(coarse, fine, ctype):
-    """Rows ``a * len(fine) + b`` are ``coarse[a] * fine[b]``: multiplied in complex128, rounded once to ``ctype``.
+    """Rows ``a * len(fine) + b`` are ``coarse[a] * fine[b]`` (both ``(rows, h)``): multiplied in complex128, rounded once
+    to ``ctype``.
 
     Written straight into the result, so no complex128 table of the full size is made.
     """
-    product = np.empty((len(coarse), len(fine), coarse.shape[-1]), ctype)
+    product = np.empty((len(coarse), len(fine), coarse.shape[1]), ctype)
     np.multiply(coarse[:, None], fine, out=product, casting="same_kind")
-    return product.reshape(len(coarse) * len(fine), coarse.shape[-1])
+    return product.reshape(len(coarse) * len(fine), coarse.shape[1])
 
 
 def rotation_factors(length, w_hi, w_lo, ctype, offset=0.0):

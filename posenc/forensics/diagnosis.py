@@ -89,6 +89,9 @@ DRIFT, DRIFT_PER_RADIAN = 1e-5, 1e-6
 HALF_DRIFT_PER_UNIT = 4
 # Entries allowed to be off by more than this say nothing (huge float32 angles).
 UNINFORMATIVE = 0.1
+# Rows a column's frequency is read from (least squares over consecutive rows): enough for its
+# rounding to average out, few enough to stay cheap on long tables.
+FREQUENCY_ROWS = 64
 # How much each departure from the paper counts when several explanations fit.
 _COSTS = {"transposed": 1, "swapped_sin_cos": 1, "layout": 0.5, "exponent_per_column": 1,
           "integer_division": 1, "multiplied_not_divided": 1, "extra_column": 1,
@@ -478,7 +481,7 @@ def _column_frequencies(entries):
     """Each known column's angular frequency in ``[0, pi]`` from consecutive known rows
     (``x[r-1] + x[r+1] = 2 cos(w) x[r]``, least squares); NaN where it cannot be read."""
     rows = entries.rows
-    middle = np.flatnonzero((np.isin(rows - 1, rows)) & (np.isin(rows + 1, rows)))[:64]
+    middle = np.flatnonzero((np.isin(rows - 1, rows)) & (np.isin(rows + 1, rows)))[:FREQUENCY_ROWS]
     if len(middle) == 0:
         return np.full(len(entries.columns), np.nan)
     where = {row: n for n, row in enumerate(rows)}

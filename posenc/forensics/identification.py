@@ -52,8 +52,6 @@ class Identification:
         fitted = f"layout {c.layout}, frequencies {c.rule}, base {c.base:.6g}, offset {c.offset:g}"
         if c.rule == "h-1" and c.shift != 1:
             fitted += f", shift {c.shift:g}"
-        if c.factor != 1:
-            fitted += f", factor {c.factor:g}"
         if c.padding_idx is not None:
             fitted += f", padding_idx {c.padding_idx}"
         if self.name is None:

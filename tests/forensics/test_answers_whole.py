@@ -68,6 +68,7 @@ def _axes_swapped(table):
 
 PAPER = learner_paper(10, 6)
 MAE = posenc.grid_encoding((3, 4), 16, convention="mae")
+ROPE_COS, ROPE_SIN = posenc.rotary_cos_sin(np.arange(6), 8)
 
 ANSWERS = {
     # diagnose
@@ -120,9 +121,11 @@ ANSWERS = {
     "any convention, flattened width outer": lambda: posenc.diagnose_grid(_reflattened(MAE, 3, 4), (3, 4)),
     # identify_rope
     "identify_rope given nothing": lambda: posenc.identify_rope(),
-    "cos and sin beyond [-1, 1]": lambda: posenc.identify_rope(*(2 * x for x in posenc.rotary_cos_sin(np.arange(6), 8))),
+    "cos and sin beyond [-1, 1]": lambda: posenc.identify_rope(2 * ROPE_COS, 2 * ROPE_SIN),
+    "cos and sin off the unit circle": lambda: posenc.identify_rope(0.9 * ROPE_COS, ROPE_SIN),
     "values that repeat in no RoPE layout": lambda: posenc.identify_rope(np.random.default_rng(0).uniform(-1, 1, (10, 8))),
-    "1-D RoPE": lambda: posenc.identify_rope(*posenc.rotary_cos_sin(np.arange(6), 8)),
+    "1-D RoPE": lambda: posenc.identify_rope(ROPE_COS, ROPE_SIN),
+    "1-D RoPE of one pair, read in both layouts": lambda: posenc.identify_rope(*posenc.rotary_cos_sin(np.arange(6), 2)),
 }
 
 

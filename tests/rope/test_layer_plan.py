@@ -364,6 +364,8 @@ FAMILIES = ("'llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gpt_neox', 'smollm3'
      "config.no_rope_layers must be a list of 1 (RoPE) or 0 (NoPE) per layer, got [1, 2, 1, 1] (list)"),
     (lambda: without(smollm3(), "rope_parameters"),
      "config.rope_parameters must be a dict (transformers 5) for model_type 'smollm3', got None"),
+    (lambda: {**smollm3().to_dict(), "rope_parameters": 1e6},  # rope_theta's value where the dict goes
+     "config.rope_parameters must be a dict (transformers 5) for model_type 'smollm3', got 1000000.0"),
     (lambda: without(smollm3(), "head_dim", "hidden_size"),
      "config.hidden_size is missing: model_type 'smollm3' reads the head size from head_dim, or hidden_size // num_attention_heads"),
     (lambda: without(cohere2(), "layer_types"),
