@@ -252,7 +252,7 @@ def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
     """The table of ``chosen`` (its ``frequencies``) at ``positions`` (the framework's tensor) by ``route``,
     in the framework's operations."""
     xp = spec.xp
-    shifted = conventions.offset_positions(xp.cast(positions, xp.float64 if xp.has_float64 else xp.float32), chosen)
+    shifted = conventions.offset_positions(xp.cast(positions, xp.wide), chosen)
     wide = xp.float64 if dtype == xp.float64 else xp.float32
     if route == WHOLE and spec.whole is not None:
         table = spec.whole(shifted, frequencies.hi, frequencies.lo, wide, chosen.layout, frequencies.width)
@@ -393,7 +393,7 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     else:
         if state is not None and xp.has_float64:
             frequencies = state.on(positions.tensor, positions.traced, positions.place)[1]
-        tensor = xp.cast(positions.tensor, xp.float64 if xp.has_float64 else xp.float32)
+        tensor = xp.cast(positions.tensor, xp.wide)
         c, s = kernels.rope_cos_sin(xp, _kernel(spec, route), tensor, frequencies, layout, out, form)
     return spec.complex(c, s) if complex_ else (c, s)
 
@@ -445,7 +445,7 @@ def xpos_cos_sin(
     layout = rotary.check_rotary_layout(layout)
     dtype = check_dtype(spec, dtype)
     xp = spec.xp
-    wide = xp.float64 if xp.has_float64 else xp.float32
+    wide = xp.wide
     frequencies = rotary.rope_frequencies(head_dim, base, "default")  # checks head_dim before its size is counted
     taken = _rope_positions(spec, positions, head_dim)
     cos, sin = _rope(spec, taken, frequencies, layout, wide)
@@ -543,9 +543,8 @@ def _taken(spec, value, name, like=None):
 
 def _wide(spec, positions):
     """The tensor of ``positions`` in float64 (float32 where the backend has no float64)."""
-    xp = spec.xp
-    wide = xp.float64 if xp.has_float64 else xp.float32
-    return xp.cast(xp.constant(positions.numpy(), wide) if positions.tensor is None else positions.tensor, wide)
+    wide = spec.xp.wide
+    return spec.xp.cast(spec.xp.constant(positions.numpy(), wide) if positions.tensor is None else positions.tensor, wide)
 
 
 def random_fourier_features(

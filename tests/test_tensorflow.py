@@ -27,6 +27,21 @@ except ImportError:  # the tests skip one by one (the framework mark below)
 pytestmark = pytest.mark.framework("tensorflow")  # each test skips (not the file) where TensorFlow is missing
 
 
+def test_a_graph_arranges_the_columns_inside_its_xla_function(monkeypatch):
+    # The WHOLE route hands TF the layout, so the sines and cosines are put in their columns within the one
+    # XLA-compiled function, not by separate graph operations after it.
+    seen = []
+
+    def recording(positions, v, layout, width):
+        seen.append((layout, width))
+        return half_turns(positions, v, layout, width)
+
+    half_turns = ptf._half_turns
+    monkeypatch.setattr(ptf, "_half_turns", recording)
+    tf.function(lambda: ptf.positional_encoding(30, 7, layout="sin_cos"))()
+    assert seen == [("sin_cos", 7)]  # an odd width: its last column is a sine, inside too
+
+
 @pytest.mark.parametrize("convention, layout, d_model", [
     ("paper", "interleaved", 8), ("paper", "sin_cos", 7), ("paper", "cos_sin", 1), ("fairseq", None, 9),
     ("tensor2tensor", None, 1),  # no sin/cos columns at all: one zero column

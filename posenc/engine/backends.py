@@ -65,6 +65,11 @@ class Backend:
     complex64: Any = None  # the complex dtypes of float32 and float64 parts
     complex128: Any = None
 
+    @property
+    def wide(self) -> Any:
+        """The dtype the kernels compute in before the last rounding: float64, float32 without it."""
+        return self.float64 if self.has_float64 else self.float32
+
 
 def _sign_bits(add, sub, shift, xor, bits, float32):
     """``nearest`` and ``flip_sign`` for arrays that write in place and view memory as another

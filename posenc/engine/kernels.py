@@ -218,7 +218,7 @@ def rope_cos_sin(xp, sin_cos, positions, frequencies, layout, dtype, form="chann
     if attention == 1:
         s, c = sin_cos(positions, w_hi, w_lo, dtype)
     else:
-        s, c = sin_cos(positions, w_hi, w_lo, xp.float64 if xp.has_float64 else xp.float32)
+        s, c = sin_cos(positions, w_hi, w_lo, xp.wide)
         s, c = s * attention, c * attention
     if form == "channels":
         c, s = spread(xp, c, layout), spread(xp, s, layout)

@@ -21,7 +21,7 @@ def test_backend_of_finds_the_entry_of_each_frameworks_arrays(framework):
 
 def test_nearest_rounds_ties_to_even_and_flip_sign_follows_the_parity(framework):
     entry = fresh(framework.name)
-    wide = entry.float64 if entry.has_float64 else entry.float32
+    wide = entry.wide
     u = framework.convert(np.array([-2.5, -1.25, 0.5, 3.0, 4.75]), wide)
     k, sign = entry.nearest(u)
     np.testing.assert_array_equal(framework.numpy(k), [-2.0, -1.0, 0.0, 3.0, 5.0])
@@ -54,6 +54,7 @@ def test_a_fresh_entry_does_what_numpy_does(framework):
     assert entry.name == framework.name
     # JAX's entry has no float64 even with x64 on: the kernels take its float32-only route.
     assert entry.has_float64 is (framework.name != "jax")
+    assert entry.wide == (entry.float32 if framework.name == "jax" else entry.float64)
     names = ("float16", "float32", "float64", "complex64", "complex128")
     assert [_name(getattr(entry, n)) for n in names] == list(names)
     assert _name(entry.bits) == ("uint32" if framework.name == "numpy" else "int32")
