@@ -173,6 +173,17 @@ def test_module_cos_sin_are_numpys_of_its_parameter(front, head_dim, depth, num_
         np.testing.assert_allclose(front.numpy(ours), theirs, rtol=0, atol=bound)
 
 
+def test_module_takes_a_bfloat16_x_and_refuses_an_integer_one(front):
+    kwargs = {"rngs": __import__("flax").nnx.Rngs(params=5)} if front.name == "jax" else {}
+    # (a Keras layer computes in its dtype policy: it is made bfloat16)
+    module = front.make(front.api.RotaryEmbeddingMixed, 16, 2, 3, compute_dtype="bfloat16", **kwargs)
+    positions = front.tensor(positions_of((3, 5), "xy"))
+    cos, sin = front.run(module, front.tensor(np.zeros((1, 16)), "bfloat16"), positions)
+    assert cos.dtype == sin.dtype == front.dtypes["bfloat16"]
+    with pytest.raises(TypeError, match="dtype must be"):
+        front.run(module, front.tensor(np.zeros((1, 16)), "int32"), positions)
+
+
 def test_modules_draw_from_their_framework_seed(front):
     # Two modules made after the same seed hold the same parameter; a third after another seed differs.
     def made(seed):
