@@ -27,6 +27,15 @@ except ImportError:  # the tests skip one by one (the framework mark below)
 pytestmark = pytest.mark.framework("tensorflow")  # each test skips (not the file) where TensorFlow is missing
 
 
+def test_tables_numpy_builds_are_constants_of_a_graph():
+    # grid_encoding and T5's buckets depend on sizes only: inside tf.function NumPy's values become constants
+    grid = tf.function(lambda: ptf.grid_encoding((2, 3), 8, dtype=tf.float64))()
+    np.testing.assert_array_equal(grid.numpy(), posenc.grid_encoding((2, 3), 8, dtype=np.float64))
+    buckets = tf.function(lambda: ptf.relative_position_bucket(np.arange(-3, 4)))()  # dtype None: the array's
+    assert buckets.dtype == tf.int64
+    np.testing.assert_array_equal(buckets.numpy(), __import__("posenc.biases").biases.relative_position_bucket(np.arange(-3, 4)))
+
+
 def test_a_graph_arranges_the_columns_inside_its_xla_function(monkeypatch):
     # The WHOLE route hands TF the layout, so the sines and cosines are put in their columns within the one
     # XLA-compiled function, not by separate graph operations after it.
