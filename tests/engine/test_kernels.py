@@ -264,6 +264,7 @@ def sin_cos(kernel, positions, w_hi, w_lo, dtype):
             return front._kernel(fw.api.SPEC, routes.WHOLE)(p, w_hi, w_lo, dtype)
 
         pair = (tf.function(run) if kernel == "tensorflow graph" else run)(fw.tensor(positions))
+    assert [t.dtype for t in pair] == [dtype, dtype], f"{kernel}: sin and cos in {[t.dtype for t in pair]}, asked {dtype}"
     return tuple(as_float64(name, t) for t in pair)
 
 
