@@ -152,9 +152,11 @@ def llama3_wavelength_solution():
 
 
 def _llama3(*, blend="frequencies", reversed_ramp=False, base=500000.0, answer="wavelength", full=False, kept=False):
+    # kept: the pair left as it is, as llama3 keeps wavelengths below L / high_freq_factor = 2048
+    # (base 10000's pair 32, wavelength 628, is one)
     w = base ** (-64 / 128)
     wavelength = 2 * math.pi / w
-    if wavelength < 2048 or kept:
+    if kept:
         w_new = w
     elif full:
         w_new = w / 8
@@ -213,7 +215,7 @@ llama3_wavelength = Exercise(
         (N_("that is a frequency (radians per position); the wavelength is 2 pi / w'"), lambda: _llama3(answer="frequency")),
         (
             N_("Llama 3.1's base (rope_theta) is 500000, not 10000: with 10000, pair 32 is fast enough to be kept"),
-            lambda: _llama3(base=10000.0),
+            lambda: _llama3(base=10000.0, kept=True),
         ),
     ],
     praise=N_("posenc.rotary_frequencies(128, 500000, rope_type='llama3', ...) gives the same."),
