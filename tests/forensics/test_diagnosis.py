@@ -472,6 +472,17 @@ def test_cli_reads_a_pt_file_without_running_its_code(tmp_path, capsys):
     done = _cli(capsys, tmp_path / "hostile.pt")
     assert done.returncode == 2 and "unpickling ran code" not in done.stdout and "weights_only" in done.stderr.lower()
 
+
+def test_cli_asks_torch_for_weights_only_whatever_its_default(tmp_path, capsys, monkeypatch):
+    # torch >= 2.6 loads weights only by default; 2.3-2.5 (which pyproject allows) unpickle anything unless asked
+    torch = pytest.importorskip("torch")
+    torch.save(torch.from_numpy(posenc.positional_encoding(10, 6)), tmp_path / "table.pt")
+    asked, load = [], torch.load
+    monkeypatch.setattr(torch, "load", lambda *args, **kwargs: asked.append(kwargs) or load(*args, **kwargs))
+    assert _cli(capsys, tmp_path / "table.pt").returncode == 0
+    assert asked == [{"map_location": "cpu", "weights_only": True}]
+
+
 def test_cli_without_a_command_names_what_is_missing(capsys):
     with pytest.raises(SystemExit) as exited:
         main([])
