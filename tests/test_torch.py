@@ -128,6 +128,7 @@ def test_while_compiling_the_table_is_built_in_torch_operations(monkeypatch):
     assert pt.SPEC.traced() is True
     monkeypatch.setattr(posenc.sinusoidal.tables, "positional_encoding", lambda *args, **kwargs: pytest.fail("NumPy's table in a graph"))
     torch.testing.assert_close(pt.positional_encoding(12, 8), eager, rtol=0, atol=2e-7)
+    assert pt.positional_encoding(12, 8, device="meta").device.type == "meta"  # its positions made there
     module = pt.PositionalEncoding(8, max_len=4)  # grown in the graph from the frequencies made at construction:
     monkeypatch.setattr(posenc.sinusoidal.conventions.Convention, "frequency_record", lambda *args: pytest.fail("decimals in a graph"))
     torch.testing.assert_close(module(torch.zeros(12, 8)), eager, rtol=0, atol=2e-7)

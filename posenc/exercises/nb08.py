@@ -151,7 +151,7 @@ def llama3_wavelength_solution():
     return 2 * math.pi / w_new
 
 
-def _llama3(*, blend="frequencies", reversed_ramp=False, base=500000.0, answer="wavelength", full=False, kept=False):
+def _llama3(*, blended_wavelengths=False, reversed_ramp=False, base=500000.0, as_frequency=False, full=False, kept=False):
     # kept: the pair left as it is, as llama3 keeps wavelengths below L / high_freq_factor = 2048
     # (base 10000's pair 32, wavelength 628, is one)
     w = base ** (-64 / 128)
@@ -164,11 +164,11 @@ def _llama3(*, blend="frequencies", reversed_ramp=False, base=500000.0, answer="
         smooth = (8192 / wavelength - 1) / 3
         if reversed_ramp:
             smooth = 1 - smooth
-        if blend == "wavelengths":
+        if blended_wavelengths:
             w_new = 2 * math.pi / ((1 - smooth) * 8 * wavelength + smooth * wavelength)
         else:
             w_new = (1 - smooth) * w / 8 + smooth * w
-    return w_new if answer == "frequency" else 2 * math.pi / w_new
+    return w_new if as_frequency else 2 * math.pi / w_new
 
 
 def compare_number(got, expected, rtol=1e-6):
@@ -205,14 +205,14 @@ llama3_wavelength = Exercise(
         (
             N_("you blended the wavelengths; llama3 blends the frequencies, (1 - smooth) * w / factor + smooth * w, "
                "and the wavelength is 2 pi over the result"),
-            lambda: _llama3(blend="wavelengths"),
+            lambda: _llama3(blended_wavelengths=True),
         ),
         (
             N_("the blend runs the other way: smooth = (L / wavelength - low_freq_factor) / (high - low) is the weight "
                "of the kept frequency w, and 1 - smooth that of the stretched w / factor"),
             lambda: _llama3(reversed_ramp=True),
         ),
-        (N_("that is a frequency (radians per position); the wavelength is 2 pi / w'"), lambda: _llama3(answer="frequency")),
+        (N_("that is a frequency (radians per position); the wavelength is 2 pi / w'"), lambda: _llama3(as_frequency=True)),
         (
             N_("Llama 3.1's base (rope_theta) is 500000, not 10000: with 10000, pair 32 is fast enough to be kept"),
             lambda: _llama3(base=10000.0, kept=True),

@@ -774,7 +774,9 @@ def _zero_finding(code, lines, explanation, entries):
 
 
 def _scaled_finding(factor, shift, width):
-    if abs(shift) <= CLEAN * max(1.0, abs(factor)):
+    # A shift within the data's rounding (CLEAN per unit of scale) is none: a judgement whose edge
+    # (< or <=, the unit at 1 or 2) no table lands on.
+    if abs(shift) <= CLEAN * max(1.0, abs(factor)):  # pragma: no mutate
         root = " = sqrt(d_model)" if abs(factor / math.sqrt(width) - 1) < 1e-4 else ""
         # Translators: {factor}: a number, followed by " = sqrt(d_model)" when it is that.
         message = _("every entry is the positional encoding times {factor}: the table is scaled; the encoding itself "
