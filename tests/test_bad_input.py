@@ -603,6 +603,25 @@ def test_an_absurd_size_is_refused_before_anything_is_allocated(function, args, 
     assert peak < 2**20, f"{peak} bytes allocated before refusing"
 
 
+# --- refusals past the first check of each argument, read whole ------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: posenc.rope.mrope_axes([1, 2], interleaved=True),
+     "mrope_section must be a list of non-negative ints (pairs per axis: time, height, width; exactly three when interleaved), "
+     "got [1, 2]"),
+    (lambda: posenc.rope.mixed_cos_sin(np.zeros((2, 3)), np.full((2, 1, 4), np.nan)), "frequencies must be finite, got NaN or infinity"),
+    (lambda: posenc.sinusoidal.random_fourier_features(np.zeros((3, 2)), np.full((2, 4), np.nan)),
+     "projection must be finite, got NaN or infinity"),
+    (lambda: posenc.grid_encoding((2, 3, 4), 12, convention="diffusers"),
+     "d must be a multiple of 16 for convention 'diffusers' (diffusers' get_3d_sincos_pos_embed splits d into D/4 (time) and "
+     "3D/4 (space), each half of which must be even (ValueError otherwise)); got d=12"),
+])
+def test_a_refusal_past_the_first_check_reads_whole(call, message):
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
 # --- the escapes this test found, pinned ------------------------------------------------
 
 @pytest.mark.parametrize("text, message", [

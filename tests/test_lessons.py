@@ -184,7 +184,8 @@ TOKENS, TARGETS = lessons.copy_previous_task(np.random.default_rng(0), 4, 5)
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: lessons.copy_previous_task(RNG, 0, 5), ValueError, ["n must be an int >= 1", "got 0"]),
-    (lambda: lessons.copy_previous_task(RNG, 3, 1), ValueError, ["length must be an int >= 2", "previous token", "got 1"]),
+    (lambda: lessons.copy_previous_task(RNG, 3, 1), ValueError,
+     ["length must be an int >= 2 (position 0 has no previous token), got 1"]),
     (lambda: lessons.copy_previous_task(RNG, 2.5, 5), TypeError, ["n must be an int", "2.5", "float"]),
     (lambda: lessons.copy_previous_task(RNG, 3, True), TypeError, ["length must be an int", "True", "bool"]),
     (lambda: lessons.copy_previous_task(0, 3, 5), TypeError, ["rng must be a numpy.random.Generator", "default_rng", "int"]),
@@ -409,7 +410,8 @@ def test_train_short_test_long_is_train_and_predict_per_method():
 
 @pytest.mark.parametrize("call, error, words", [
     (lambda: lessons.markov_task(RNG, 0, 5), ValueError, ["n must be an int >= 1", "got 0"]),
-    (lambda: lessons.markov_task(RNG, 3, 1), ValueError, ["length must be an int >= 2", "two tokens", "got 1"]),
+    (lambda: lessons.markov_task(RNG, 3, 1), ValueError,
+     ["length must be an int >= 2 (the first scored target follows two tokens), got 1"]),
     (lambda: lessons.markov_task(7, 3, 5), TypeError, ["rng must be a numpy.random.Generator", "int"]),
     (lambda: lessons.TinyDecoder("xpos"), ValueError, ["method must be one of", "'alibi'", "'xpos'"]),
     (lambda: lessons.TinyDecoder("rope", d_model=36), ValueError, ["d_model", "multiple of 2 * heads = 16", "36"]),
@@ -418,7 +420,8 @@ def test_train_short_test_long_is_train_and_predict_per_method():
     (lambda: lessons.TinyDecoder("t5", num_buckets=1), ValueError, ["num_buckets", "got 1"]),
     (lambda: lessons.TinyDecoder("t5", max_distance=4), ValueError, ["max_distance", "got 4"]),
     (lambda: lessons.train_short_test_long(["sinusoid"]), ValueError, ["methods[...] must be one of", "'sinusoid'"]),
-    (lambda: lessons.train_short_test_long(multiples=()), ValueError, ["multiples", "got none"]),
+    (lambda: lessons.train_short_test_long(multiples=()), ValueError,
+     ["multiples must name at least one multiple of train_length, got none"]),
     (lambda: lessons.train_short_test_long(multiples=(1, 0)), ValueError, ["multiples[...] must be an int >= 1", "got 0"]),
     (lambda: lessons.train_short_test_long(train_length=1), ValueError, ["train_length must be an int >= 2", "got 1"]),
 ])
