@@ -313,8 +313,8 @@ def encode(
     dtype = check_dtype(spec, dtype)
     d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    return _encode(spec, spec.intake(positions, None, _per_position("positions.size * d_model", d_model)), d_model, chosen, dtype,
-                   out)
+    taken = spec.intake(positions, None, checks.entries_per_position("positions.size * d_model", d_model))
+    return _encode(spec, taken, d_model, chosen, dtype, out)
 
 
 def positional_encoding(
@@ -398,14 +398,9 @@ def _rope(spec, positions, frequencies, layout, dtype, form="channels", state=No
     return spec.complex(c, s) if complex_ else (c, s)
 
 
-def _per_position(spelled, width):
-    """``fits`` for ``spec.intake``: an output of ``width`` entries per position (``spelled``)."""
-    return lambda p: checks.check_entries(spelled, (p.size, width))
-
-
 def _rope_positions(spec, positions, head_dim):
     """``positions`` taken in for an output of ``head_dim`` entries each, its size checked first."""
-    return _rope_entries(spec.intake(positions, None, _per_position("positions.size * head_dim", head_dim)), head_dim)
+    return _rope_entries(spec.intake(positions, None, checks.entries_per_position("positions.size * head_dim", head_dim)), head_dim)
 
 
 def _rope_entries(positions, head_dim):

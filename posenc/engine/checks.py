@@ -29,6 +29,7 @@ __all__ = [
     "as_dtype",
     "check_real",
     "check_entries",
+    "entries_per_position",
     "check_finite",
     "check_input_width",
     "check_axis",
@@ -90,6 +91,12 @@ def check_entries(names, sizes):
         product = " * ".join(str(int(n)) for n in sizes) + f" = {count}" if len(sizes) > 1 else str(count)
         raise ValueError(f"{names} must be at most 2**31 = {MAX_ENTRIES} entries, got {product}")
     return count
+
+
+def entries_per_position(names, width):
+    """A ``fits`` check for ``tables.as_positions``: an output of ``width`` entries per position,
+    ``names`` spelling the product ("positions.size * d_model")."""
+    return lambda positions: check_entries(names, (positions.size, width))
 
 
 def check_d_model(d_model):

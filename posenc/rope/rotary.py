@@ -390,7 +390,7 @@ def rotary_cos_sin(
     layout = check_rotary_layout(layout)
     dtype = tables.check_dtype(dtype)
     frequencies = rope_frequencies(head_dim, base, rope_type, **params)
-    positions = tables.as_positions(positions, fits=lambda p: checks.check_entries("positions.size * head_dim", (p.size, head_dim)))
+    positions = tables.as_positions(positions, fits=checks.entries_per_position("positions.size * head_dim", head_dim))
     return kernels.rope_cos_sin(NUMPY, rotation.sin_cos, positions, frequencies, layout, dtype)
 
 

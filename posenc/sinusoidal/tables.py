@@ -70,9 +70,7 @@ def angles(positions: npt.ArrayLike, d_model: int, base: float = 10000.0) -> np.
     angle of position 10**7 is still right to about 2e-9 radians.
     """
     d_model = checks.check_d_model(d_model)
-    positions = as_positions(
-        positions, fits=lambda p: checks.check_entries("positions.size * ceil(d_model / 2)", (p.size, (d_model + 1) // 2))
-    )
+    positions = as_positions(positions, fits=checks.entries_per_position("positions.size * ceil(d_model / 2)", (d_model + 1) // 2))
     return positions[..., None] * frequencies(d_model, base)
 
 
@@ -175,7 +173,7 @@ def encode(
     dtype = check_dtype(dtype)
     d_model = checks.check_d_model(d_model)
     chosen = conventions.resolve(convention, base=base, layout=layout, **options)
-    positions = as_positions(positions, fits=lambda p: checks.check_entries("positions.size * d_model", (p.size, d_model)))
+    positions = as_positions(positions, fits=checks.entries_per_position("positions.size * d_model", d_model))
     frequencies = chosen.frequency_record(d_model)
     w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     shifted = conventions.offset_positions(positions, chosen)
