@@ -1,8 +1,10 @@
-"""scripts/check_stack.py: the lowest stack follows pyproject's bounds; the notebook check
-catches errors, stderr and figures that arrive as text."""
+"""scripts/check_stack.py: the lowest stack follows pyproject's bounds; its nbval plugin
+(scripts/notebook_problems.py) catches stderr and figures that arrive as text."""
 
 import importlib.util
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -10,9 +12,17 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("check_stack", ROOT / "scripts" / "check_stack.py")
-check_stack = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_stack)
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check_stack = load("check_stack")
+notebook_problems = load("notebook_problems")
 
 
 def test_lowest_stack_installs_exactly_the_bounds():
@@ -44,24 +54,41 @@ def test_colab_stack_is_tensorflow_2_19_and_numpy_2_0():
     assert "tensorflow-cpu==2.19.0" in pins and "numpy==2.0.2" in pins
 
 
-def test_notebook_problems_are_found_by_cell():
+def test_notebook_problems_are_found_in_a_cells_outputs():
     out = nbformat.v4.new_output
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("text"),
-        nbformat.v4.new_code_cell("print(1)", outputs=[out("stream", name="stdout", text="1\n")]),
-        nbformat.v4.new_code_cell("plt.plot()\nplt.show()", outputs=[
-            out("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>", "image/png": "iVBOR"})]),
-        nbformat.v4.new_code_cell("import tensorflow", outputs=[out("stream", name="stderr", text="W0000 loop\n")]),
-        nbformat.v4.new_code_cell("fig", outputs=[
-            out("display_data", data={"text/plain": "<Figure size 1100x350 with 2 Axes>"})]),
-        nbformat.v4.new_code_cell("1 / 0", outputs=[
-            out("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])]),
-    ])
-    assert check_stack.problems(nb, "nb.ipynb") == [
-        "nb.ipynb code cell 3 ('import tensorflow'): stderr: W0000 loop",
-        "nb.ipynb code cell 4 ('fig'): a figure shown as text, not an image: <Figure size 1100x350 with 2 Axes>",
-        "nb.ipynb code cell 5 ('1 / 0'): ZeroDivisionError: division by zero",
+    assert notebook_problems.problems([
+        out("stream", name="stdout", text="1\n"),
+        out("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>", "image/png": "iVBOR"}),
+        out("stream", name="stderr", text="W0000 loop\n"),
+        out("display_data", data={"text/plain": "<Figure size 1100x350 with 2 Axes>"}),
+        out("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[]),
+    ]) == [
+        "stderr: W0000 loop",
+        "a figure shown as text, not an image: <Figure size 1100x350 with 2 Axes>",
+        "ZeroDivisionError: division by zero",
     ]
+
+
+def test_the_plugin_fails_what_nbval_lets_through(tmp_path):
+    """Run as check_stack runs it: stderr in an ignored cell and a figure without its image
+    fail, though their stored outputs say the same; a clean cell passes."""
+    code = nbformat.v4.new_code_cell
+    out = nbformat.v4.new_output
+    figure = "<Figure size 640x480 with 1 Axes>"
+    nb = nbformat.v4.new_notebook(cells=[
+        code("print(1)", execution_count=1, outputs=[out("stream", name="stdout", text="1\n")]),
+        code("# NBVAL_IGNORE_OUTPUT\nimport sys\nprint('late', file=sys.stderr)", execution_count=2),
+        code(f"class Fig:\n    def __repr__(self): return {figure!r}\nFig()", execution_count=3,
+             outputs=[out("execute_result", execution_count=3, data={"text/plain": figure})]),
+    ])
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval", "--nbval-current-env",
+         "-p", "scripts.notebook_problems", "--rootdir", str(tmp_path), str(tmp_path / "nb.ipynb")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "1 passed" in result.stdout and "2 failed" in result.stdout, result.stdout[-3000:]
+    assert "stderr: late" in result.stdout
+    assert f"a figure shown as text, not an image: {figure}" in result.stdout
 
 
 def test_an_unknown_stack_is_refused():
