@@ -48,6 +48,9 @@ CHROMIUM_ARGS = [
 # image) is refused at once, so a run is the same with or without network.
 EXTERNAL = re.compile(r"^https?://(?!127\.0\.0\.1[:/])")
 RUN_TIMEOUT_S = 600  # per notebook; 07 trains small models
+# Notebooks run two at a time: a kernel spends much of its time starting and importing,
+# and the machines that run this have two cores or more.
+AT_ONCE = 2
 
 # JupyterLab user settings for the run: every cell in the DOM (the default windowing
 # attaches off-screen cells lazily, and we count cells), no autosave, no news fetching.
@@ -126,7 +129,7 @@ def answers(url):
 
 
 def shut_down_kernels(base, token):
-    """One notebook's kernel holds torch and TensorFlow: free it before the next one."""
+    """A notebook's kernel holds torch and TensorFlow: free them before the next ones."""
     api = f"{base}/api/kernels"
     headers = {"Authorization": f"token {token}"}
     with urllib.request.urlopen(urllib.request.Request(api, headers=headers)) as r:
@@ -140,68 +143,81 @@ def menu(page, top, item):
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
 
 
-def run_notebook(page, base, token, path):
-    """Open, clear, Run All Cells; wait for the kernel to settle. Returns the report fields."""
+def idle(page):
+    # The status bar says "Python 3 (ipykernel) | Idle" once the kernel is up.
+    return page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$"))
+
+
+def start_run(page, base, token, path):
+    """Open, clear, Run All Cells. Returns the time the run started."""
     # A workspace of its own, so the tabs of earlier notebooks are not restored next to it.
     page.goto(f"{base}/lab/workspaces/{path.stem}/tree/{path.name}?token={token}")
-    # The status bar says "Python 3 (ipykernel) | Idle" once the kernel is up; JupyterLab
-    # asks for a kernel first if it cannot tell which one the notebook wants.
-    idle = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$"))
+    # JupyterLab asks for a kernel first if it cannot tell which one the notebook wants.
     kernel_dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    expect(idle.or_(kernel_dialog)).to_be_visible(timeout=120_000)
+    expect(idle(page).or_(kernel_dialog)).to_be_visible(timeout=120_000)
     if kernel_dialog.is_visible():
         kernel_dialog.locator(".jp-mod-accept").click()
-        expect(idle).to_be_visible(timeout=120_000)
+        expect(idle(page)).to_be_visible(timeout=120_000)
     # Clearing also resets the prompts to [ ], so every number seen later is from this run.
     menu(page, "Edit", "Clear Outputs of All Cells")
     if any(cell["prompt"] != "[ ]:" for cell in page.evaluate(CELLS_JS)):
         raise AssertionError("prompts kept their numbers after clearing")
-    started = time.monotonic()
     menu(page, "Run", "Run All Cells")
-    # Run All stops at the first error, leaving later cells unrun, so wait for "nothing
-    # queued and the kernel idle" rather than for every prompt to get a number.
-    while True:
-        time.sleep(1)
-        cells = page.evaluate(CELLS_JS)
-        if idle.is_visible() and not any(c["prompt"] == "[*]:" for c in cells):
-            break
-        if time.monotonic() - started > RUN_TIMEOUT_S:
-            raise AssertionError(f"still running after {RUN_TIMEOUT_S} s")
-    seconds = time.monotonic() - started
+    return time.monotonic()
+
+
+def settled(page):
+    """The cells once nothing is queued and the kernel is idle, else None. Run All stops at
+    the first error, leaving later cells unrun, so this does not wait for every prompt."""
+    cells = page.evaluate(CELLS_JS)
+    return cells if idle(page).is_visible() and not any(c["prompt"] == "[*]:" for c in cells) else None
+
+
+def judged(page, path, cells, seconds):
+    """(ok, the report line) for a run that has settled; a screenshot of it in build/e2e/."""
     figure = page.locator(".jp-OutputArea-output img").first
     if figure.count():
         figure.scroll_into_view_if_needed()
     page.screenshot(path=SHOTS / f"lab-{path.stem}.png")
     # Cells that ran show [1]:, [2]:, ...; a cell that never ran keeps [ ]:.
     ran = [c["prompt"] for c in cells if re.fullmatch(r"\[\d+\]:", c["prompt"])]
-    return {
-        "cells": len(cells),
-        "executed": len(ran),
-        "in_order": ran == [f"[{n}]:" for n in range(1, len(ran) + 1)],
-        "errors": [text for c in cells for text in c["stderr"]],
-        "figures": sum(c["figures"] for c in cells),
-        "seconds": seconds,
-    }
+    in_order = ran == [f"[{n}]:" for n in range(1, len(ran) + 1)]
+    errors = [text for c in cells for text in c["stderr"]]
+    line = (f"{len(ran)}/{len(cells)} code cells executed in the browser{'' if in_order else ' (out of order)'},"
+            f" {len(errors)} error or stderr outputs, figures: {sum(c['figures'] for c in cells)}, {seconds:.0f} s")
+    if errors:
+        line += "\n    first error: " + errors[0].replace("\n", "\n    ")
+    return len(ran) == len(cells) and in_order and not errors, line
 
 
 def check_lab(context):
+    """Every notebook run from the Run menu, AT_ONCE at a time, each in its own page and kernel."""
     results = []
     with tempfile.TemporaryDirectory(prefix="posenc-e2e-") as tmp, jupyterlab(Path(tmp)) as (base, token):
-        for path in NOTEBOOKS:
-            page = context.new_page()
-            try:
-                r = run_notebook(page, base, token, path)
-                ok = r["executed"] == r["cells"] and r["in_order"] and not r["errors"]
-                line = (f"{r['executed']}/{r['cells']} code cells executed in the browser"
-                        f"{'' if r['in_order'] else ' (out of order)'}, {len(r['errors'])} error or stderr outputs,"
-                        f" figures: {r['figures']}, {r['seconds']:.0f} s")
-                if r["errors"]:
-                    line += "\n    first error: " + r["errors"][0].replace("\n", "\n    ")
-            except Exception as error:  # report it and go on to the next notebook
-                ok, line = False, f"{type(error).__name__}: {error}"
-            print(f"lab   {path.stem:<22} {'ok  ' if ok else 'FAIL'} {line}", flush=True)
-            results.append(ok)
-            page.close()  # unsaved: the copy on disk keeps its stored outputs
+        for group in (NOTEBOOKS[i:i + AT_ONCE] for i in range(0, len(NOTEBOOKS), AT_ONCE)):
+            pages, started, lines = {}, {}, {}
+            for path in group:
+                pages[path] = context.new_page()
+                try:
+                    started[path] = start_run(pages[path], base, token, path)
+                except Exception as error:  # report it and go on to the next notebook
+                    lines[path] = False, f"{type(error).__name__}: {error}"
+            while len(lines) < len(group):
+                time.sleep(1)
+                for path in started.keys() - lines.keys():
+                    seconds = time.monotonic() - started[path]
+                    try:
+                        if cells := settled(pages[path]):
+                            lines[path] = judged(pages[path], path, cells, seconds)
+                        elif seconds > RUN_TIMEOUT_S:
+                            lines[path] = False, f"still running after {RUN_TIMEOUT_S} s"
+                    except Exception as error:
+                        lines[path] = False, f"{type(error).__name__}: {error}"
+            for path in group:
+                ok, line = lines[path]
+                print(f"lab   {path.stem:<22} {'ok  ' if ok else 'FAIL'} {line}", flush=True)
+                results.append(ok)
+                pages[path].close()  # unsaved: the copy on disk keeps its stored outputs
             shut_down_kernels(base, token)
     return results
 
