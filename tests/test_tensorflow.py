@@ -310,6 +310,15 @@ def test_keras_layers_under_xla_give_the_eager_outputs():
     np.testing.assert_allclose(compiled[1].numpy(), expected_cos, rtol=0, atol=2e-7)
 
 
+def test_adopt_takes_aligned_memory_without_a_copy():
+    # The point of the aligned buffer: TF reads NumPy's result where it lies.
+    aligned = ptf._aligned_empty((4, 6), np.float64)
+    aligned[...] = np.arange(24).reshape(4, 6)
+    adopted = ptf._adopt(aligned, tf.float64)
+    aligned[0, 0] = -1.0
+    assert adopted.numpy()[0, 0] == -1.0
+
+
 @pytest.mark.parametrize("view", [lambda a: a, lambda a: a[:, ::2], lambda a: a[1:]], ids=["whole", "strided", "offset"])
 def test_adopt_copies_what_dlpack_cannot_take(view):
     # TF's DLPack takes 64-byte aligned, C-contiguous memory only ("Invalid strides array" for a
