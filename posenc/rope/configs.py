@@ -12,7 +12,8 @@ dict, as ``to_dict`` writes it; a multimodal model's config is read through its
   Configs with one set per layer type (Gemma 3 and 4: ``{"sliding_attention": {...},
   "full_attention": {...}}``) need ``layer_type``.
 - The head: ``head_dim``, or ``hidden_size // num_attention_heads``; DeepSeek-V3's
-  ``qk_rope_head_dim``; GPT-J's ``n_embd // n_head`` with ``rotary_dim`` of it rotating. Per
+  ``qk_rope_head_dim``; GPT-J's ``n_embd // n_head`` with ``rotary_dim`` of it rotating (64 where a
+  config.json leaves it out, as ``GPTJConfig``). Per
   layer where transformers 5.23's ``per_layer_config`` overrides it (Gemma 4's
   full-attention layers: ``global_head_dim`` in its config.json).
 - ``max_position_embeddings`` (``n_positions`` for GPT-J), which ``dynamic``, ``yarn`` and
@@ -334,8 +335,9 @@ def _head(config, model_type, layer):
     """``(head_dim, rotating fraction or None)`` of ``layer`` (an index, a layer type or None)."""
     if model_type == "gptj":
         head_dim = _quotient(config, ("n_embd", "n_head"), model_type, None)
-        rotated = _get(config, "rotary_dim")
-        return head_dim, (None if rotated is None else rotated / head_dim)
+        # GPTJConfig's default where a config.json leaves it out; transformers 5 refuses None.
+        rotated = checks.check_int_at_least(_get(config, "rotary_dim", 64), "config.rotary_dim", 1)
+        return head_dim, rotated / head_dim
     if model_type == "deepseek_v3":
         return _need(config, "qk_rope_head_dim", model_type, "rotates that many channels of each head"), None
     head_dim = _field(config, "head_dim", model_type, layer)

@@ -230,6 +230,13 @@ def test_what_from_config_reads():
     assert neox["head_dim"] == 16 and neox["partial_rotary_factor"] == 0.25
     j = rope_config.rotary_arguments(gptj().config)
     assert (j["head_dim"], j["partial_rotary_factor"], j["layout"], j["form"]) == (16, 0.5, "interleaved", "pairs")
+    # A config.json without rotary_dim: GPTJConfig fills in its default, 64 (here of 128 channels).
+    bare = {"model_type": "gptj", "n_embd": 256, "n_head": 2}
+    assert rope_config.rotary_arguments(bare) == rope_config.rotary_arguments(transformers.GPTJConfig(**bare))
+    assert rope_config.rotary_arguments(bare)["partial_rotary_factor"] == 0.5
+    with pytest.raises(TypeError) as caught:  # transformers 5's GPTJConfig refuses it too
+        rope_config.rotary_arguments({**bare, "rotary_dim": None})
+    assert str(caught.value) == "config.rotary_dim must be an int >= 1, got None (NoneType)"
     deepseek = rope_config.rotary_arguments(deepseek_v3().config)
     assert deepseek["head_dim"] == 8 and deepseek["mscale_all_dim"] == 1.0
     # DeepSeek-V3's config.json on the Hub has no head_dim (transformers' config object sets it): the
