@@ -52,7 +52,8 @@ def _intake(positions, like=None, fits=None):
         positions = torch.from_numpy(tables.as_positions(positions, fits=fits))
     elif positions.dtype not in _INTEGERS:  # position ids, the common case, need no check
         if positions.is_floating_point():
-            if not compiling:  # a compiled graph cannot branch on values: there the check would be a graph break
+            # A compiled graph cannot branch on values (the check would be a graph break); a meta tensor has none.
+            if not compiling and positions.device.type != "meta":
                 checks.check_finite(bool(torch.isfinite(positions).all()), f"a tensor of shape {tuple(positions.shape)}")
         elif positions.dtype == torch.bool or positions.is_complex():
             check_kind("b" if positions.dtype == torch.bool else "c", positions.dtype)  # pragma: no mutate (any kind but i, u, f: refused)

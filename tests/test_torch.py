@@ -73,6 +73,10 @@ def test_eager_calls_keep_the_positions_device():
     assert table(torch.zeros(2, 3, 8, device="meta"), positions).device.type == "meta"
     into = torch.empty(2, 3, 8, device="meta")
     assert pt.encode(positions, 8, out=into) is into  # off the host route too, out= is what comes back
+    # Float positions too: a meta tensor has no values whose finiteness could be checked.
+    assert pt.encode(positions.to(torch.float32), 8).device.type == "meta"
+    features = pt.random_fourier_features(torch.zeros(5, 2, device="meta"), torch.zeros(2, 3, device="meta"))
+    assert features.device.type == "meta" and features.shape == (5, 6)
 
 
 def test_out_on_another_device_than_asked_is_refused():
