@@ -550,6 +550,8 @@ ABSURD_SIZES = [
      "shape must be at most 2**31 = 2147483648 entries, got 1000000000000 * 1000000000000 = 1000000000000000000000000"),
     (posenc.biases.alibi_bias, (2**10, 2**12, 2**12), {}, "num_heads * query_length * key_length must be at most 2**31 = "
                                                           "2147483648 entries, got 1024 * 4096 * 4096 = 17179869184"),
+    (posenc.biases.relative_positions, (2**30, 2**30 + 2), {"key_offset": 0},
+     "query_length + key_length - 1 must be at most 2**31 = 2147483648 entries, got 2147483649"),
     (posenc.biases.relative_position_bias, (np.zeros((32, 2**10)), 2**12, 2**12), {},
      "heads * query_length * key_length must be at most 2**31 = 2147483648 entries, got 1024 * 4096 * 4096 = 17179869184"),
     # Positions that hold no memory (broadcast views): their size is read before their float64 copy is made, which was
@@ -579,7 +581,7 @@ ABSURD_SIZES = [
      "prod(frequencies.shape[1:]) * positions.size must be at most 2**31 = 2147483648 entries, "
      "got 64 * 2147483648 = 137438953472"),
     (posenc.sinusoidal.random_fourier_features, (_view(2**30, 2), np.ones((2, 64))), {},
-     "coords.size / coords.shape[-1] * 2 * projection.shape[1] must be at most 2**31 = 2147483648 entries, "
+     "prod(coords.shape[:-1]) * 2 * projection.shape[1] must be at most 2**31 = 2147483648 entries, "
      "got 1073741824 * 128 = 137438953472"),
 ]
 

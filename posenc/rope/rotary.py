@@ -331,7 +331,7 @@ def _proportional(dim, base, params):
 ROPE_TYPES = _RULES.names()
 
 
-def rope_frequencies(head_dim, base=10000.0, rope_type="default", **params) -> Frequencies:
+def rope_frequencies(head_dim, base, rope_type, **params) -> Frequencies:
     """The ``rotary_dim // 2`` frequencies and the attention factor of RoPE.
 
     The formulas of transformers 5's ``modeling_rope_utils`` (see ``rotary_frequencies``),

@@ -61,7 +61,7 @@ def random_fourier_features(
 
     def fits(p):
         check_shapes(p.shape, g.shape, input_shape)
-        checks.check_entries("coords.size / coords.shape[-1] * 2 * projection.shape[1]", (p.size // max(p.shape[-1], 1), 2 * g.shape[1]))
+        checks.check_entries("prod(coords.shape[:-1]) * 2 * projection.shape[1]", (math.prod(p.shape[:-1]), 2 * g.shape[1]))
 
     c = tables.as_positions(coords, "coords", fits=fits)
     if not np.isfinite(g).all():
