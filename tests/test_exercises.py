@@ -508,6 +508,17 @@ def test_notebook_02_solutions_against_posenc_s_table_and_the_measured_ratio():
     assert nb02.scale.check(_norms(768)[0] / np.mean(_norms(768)[1]))
 
 
+def test_notebook_02_buffer_mistakes_are_one_mistake_each():
+    """Each wrong place for the table forwards exactly what the solution does, so the place
+    alone is what the check names (a learner with two mistakes hears of the forward first)."""
+    pytest.importorskip("torch")
+    from posenc.exercises import nb02
+
+    expected = nb02.module_solution(16, 50)
+    for message, wrong in nb02.buffer.mistakes:
+        assert nb02.compare_modules(wrong(16, 50), expected) == message
+
+
 def _norms(d_model):
     """Row norms of posenc's table and of embeddings of variance 1 / d_model scaled by sqrt(d_model), 300 rows each."""
     table = posenc.positional_encoding(300, d_model, dtype=np.float64)

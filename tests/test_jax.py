@@ -69,6 +69,14 @@ def test_traced_padding_row_is_zero_and_fractional_positions_are_accurate():
     assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
 
 
+def test_bfloat16_positions_are_read_as_floats_eagerly_and_traced():
+    # bfloat16's NumPy kind is "V" (void): taken as a float kind, not refused as not numbers.
+    positions = jnp.asarray([0.0, 1.5, 7.0, 256.0], jnp.bfloat16)
+    want = posenc.encode(np.asarray(positions, np.float64), 8)
+    for got in (pj.encode(positions, 8), jax.jit(lambda p: pj.encode(p, 8))(positions)):
+        assert np.abs(np.asarray(got, np.float64) - want).max() <= 2 * BOUND
+
+
 @pytest.mark.parametrize("layout", posenc.ROTARY_LAYOUTS)
 @pytest.mark.parametrize("rope_type, params", [("default", {}), ("linear", {"factor": 2.0}),
                                                ("yarn", {"factor": 4.0, "original_max_position_embeddings": 64}),
