@@ -65,8 +65,7 @@ def test_notebook_problems_are_found_in_a_cells_outputs():
     ]) == [
         "stderr: W0000 loop",
         "a figure shown as text, not an image: <Figure size 1100x350 with 2 Axes>",
-        "ZeroDivisionError: division by zero",
-    ]
+    ]  # the error is nbval's to judge (a cell may be tagged to raise)
 
 
 def test_the_plugin_fails_what_nbval_lets_through(tmp_path):
