@@ -95,6 +95,8 @@ def test_wavelengths_plot_one_point_per_column_on_a_log_axis(layout, d_model):
     columns = sorted([*sines.get_xdata(), *cosines.get_xdata()])
     assert columns == list(range(d_model))
     assert "wavelength" in ax.get_ylabel() and "column" in ax.get_xlabel()
+    # The dashed lines at the two ends of the progression, 2 pi and 2 pi * base.
+    assert np.array([line.get_ydata() for line in ax.lines[2:]]) == pytest.approx(np.array([[2 * np.pi] * 2, [200 * np.pi] * 2]))
 
 
 def test_wavelengths_of_the_interleaved_layout_rise_pair_by_pair():

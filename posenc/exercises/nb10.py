@@ -225,7 +225,7 @@ def _axis_similarity(offsets, axes_dim, axis, base, *, span=None, only_own=False
     own = axes_dim[axis] if per_channel else axes_dim[axis] // 2
     step = 1 if per_channel else 2
     w = base ** (-step * np.arange(own) / (span or axes_dim[axis]))
-    turned = np.cos(np.outer(offsets, w)).sum(axis=-1)
+    turned = np.cos(np.outer(offsets, w)).sum(axis=1)  # np.outer is 2-D: (offsets, pairs)
     pairs = sum(axes_dim) if per_channel else sum(axes_dim) // 2
     return turned / own if only_own else (turned + pairs - own) / pairs
 

@@ -19,3 +19,20 @@ def test_as_numbers_refuses_other_kinds_naming_the_argument(value, held):
     with pytest.raises(TypeError) as error:
         checks.as_numbers(value, "x")
     assert str(error.value) == f"x must hold real numbers, got {checks.shown(value)}: an array of {held}"
+
+
+class _Repr:
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a\n  b", "a b"),  # on one line
+    ("x" * 80, "x" * 80),  # the longest shown whole
+    ("y" + "x" * 79 + "z", "y" + "x" * 37 + "..." + "x" * 37 + "z"),  # one more: cut in its middle
+])
+def test_shown_keeps_a_value_on_one_line_of_at_most_80_characters(text, expected):
+    assert checks.shown(_Repr(text)) == expected

@@ -352,6 +352,15 @@ def test_what_no_rule_wrote_says_why():
     assert str(posenc.identify_rope(cos)) == "not a RoPE table I can reproduce: no rule's frequencies and axes fit its pairs"
 
 
+def test_what_a_rule_wrote_is_answered_in_one_line():
+    cos, sin = posenc.rope.per_axis_cos_sin(rg.flux_position_ids(2, 3, 4), (8, 12, 12))
+    found = posenc.identify_rope(cos, sin)
+    assert str(found) == (
+        "per-axis, axes_dim=(8, 12, 12), base=10000, layout='interleaved' (diffusers' get_1d_rotary_pos_embed per axis "
+        f"(Flux's FluxPosEmbed, HunyuanVideo, Wan, CogVideoX, Lumina)); max deviation {found.max_deviation:.2g}; rebuilt by "
+        "posenc.rope.per_axis_cos_sin(positions.T, (8, 12, 12), base=10000.0, layout='interleaved')")
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(TypeError, match="identify_rope needs cos or sin"):
         posenc.identify_rope()

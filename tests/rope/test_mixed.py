@@ -120,6 +120,15 @@ def test_cos_sin_are_exact_for_the_parameter_given():
     np.testing.assert_allclose(sin, np.concatenate([np.sin(angle)] * 2, -1), rtol=0, atol=1e-15)
 
 
+def test_one_point_is_a_position_without_a_token_axis():
+    freqs = np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32)
+    one, column = mixed.mixed_cos_sin([4, -3], freqs), mixed.mixed_cos_sin([[4], [-3]], freqs)
+    assert one[0].shape == (3, 16)
+    for point, token in zip(one, column):
+        np.testing.assert_array_equal(point, token[:, 0])
+    assert_raises_naming(lambda: mixed.mixed_cos_sin(4.0, freqs), ValueError, ["positions", "(2, ...)", "got shape ()"])
+
+
 def test_bad_input_names_the_argument():
     assert_raises_naming(lambda: mixed.mixed_frequencies(18, np.zeros((2, 2))), ValueError, ["head_dim", "multiple of 4", "18"])
     assert_raises_naming(lambda: mixed.mixed_frequencies(16, np.zeros(2), base=1.0), ValueError, ["base", "1.0"])

@@ -327,6 +327,11 @@ def test_resample_keeps_only_an_equal_size():
     assert resample_abs_pos_embed(table, (2, 8), (2, 8)) is table
     with pytest.raises(TypeError, match="align_corners must be True or False, got 1"):
         resample_abs_pos_embed(table, (4, 4), (2, 8), align_corners=1)
+    # A batch of tables, or a table without its token axis, is not timm's posemb.
+    for shape in [(2, 17, 8), (17,), (1, 1, 17, 8)]:
+        with pytest.raises(ValueError) as caught:
+            resample_abs_pos_embed(torch.zeros(shape), (4, 4), (4, 4))
+        assert str(caught.value) == f"posemb must have shape (1, tokens, d) or (tokens, d), got {shape}"
 
 
 @needs_torch
