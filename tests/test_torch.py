@@ -77,6 +77,9 @@ def test_eager_calls_keep_the_positions_device():
     assert pt.encode(positions.to(torch.float32), 8).device.type == "meta"
     features = pt.random_fourier_features(torch.zeros(5, 2, device="meta"), torch.zeros(2, 3, device="meta"))
     assert features.device.type == "meta" and features.shape == (5, 6)
+    # A projection given as an array (SAM's buffer read from a file) joins the coordinates' device.
+    features = pt.random_fourier_features(torch.zeros(5, 2, device="meta"), np.ones((2, 3)))
+    assert features.device.type == "meta" and features.shape == (5, 6)
 
 
 def test_out_on_another_device_than_asked_is_refused():

@@ -43,7 +43,9 @@ def relative_positions(query_length: int, key_length: int, key_offset: int) -> n
     if not query_length or not key_length:
         return np.empty(0, np.int64)
     checks.check_entries("query_length + key_length - 1", (query_length + key_length - 1,))
-    return np.arange(-(key_offset + query_length - 1), key_length - key_offset, dtype=np.int64)
+    first, stop = -(key_offset + query_length - 1), key_length - key_offset
+    # dtype: NumPy's default int is int64 on every platform tested, but int32 on Windows before NumPy 2.
+    return np.arange(first, stop, dtype=np.int64)  # pragma: no mutate (dtype=None: the same here)
 
 
 def toeplitz(values: np.ndarray, query_length: int, key_length: int, dtype: npt.DTypeLike | None = None) -> np.ndarray:

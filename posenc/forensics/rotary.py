@@ -438,7 +438,7 @@ def _mrope(table, labels, angles):
         s2 = int(np.sum((j % 3 == 2) & (found == w) & (w != t)))
         thirds = (pairs - s1 - s2, s1, s2)
         if len({t, h, w}) == 3 and np.array_equal(axial.mrope_axes(thirds, interleaved=True, pairs=pairs),
-                                                  np.select([found == h, found == w], [1, 2], 0)):
+                                                  np.select([found == h, found == w], [1, 2])):
             build = functools.partial(axial.mrope_cos_sin, head_dim=head, mrope_section=thirds, interleaved=True,
                                       base=base, layout=layout, dtype=np.float64)
             out.append(_Found(f"mrope interleaved, mrope_section={thirds}, base={base:g}, layout={layout!r}",
