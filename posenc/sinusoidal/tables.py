@@ -184,7 +184,7 @@ def encode(
     rows[:, width:] = 0
     if chosen.padding_idx is not None:
         rows[flat == chosen.padding_idx] = 0
-    if rows.size and not np.may_share_memory(rows, out):
+    if rows.size and not np.may_share_memory(rows, out):  # pragma: no mutate (copying a view onto itself changes no value)
         out[...] = rows.reshape(out.shape)  # out's strides allowed no flat view
     return out
 
