@@ -230,6 +230,6 @@ def resample_abs_pos_embed(
     prefix, body = table[:num_prefix_tokens], table[num_prefix_tokens:]
     image = body.float().reshape(1, *old_size, -1).permute(0, 3, 1, 2)
     image = torch.nn.functional.interpolate(image, size=new_size, mode=interpolation, align_corners=align_corners, antialias=antialias)
-    body = image.permute(0, 2, 3, 1).reshape(-1, table.shape[-1]).to(table.dtype)
+    body = image.permute(0, 2, 3, 1).reshape(-1, table.shape[1]).to(table.dtype)
     out = torch.cat([prefix, body], dim=0)
     return out if posemb.ndim == 2 else out[None]

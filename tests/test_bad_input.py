@@ -583,6 +583,12 @@ ABSURD_SIZES = [
     (posenc.sinusoidal.random_fourier_features, (_view(2**30, 2), np.ones((2, 64))), {},
      "prod(coords.shape[:-1]) * 2 * projection.shape[1] must be at most 2**31 = 2147483648 entries, "
      "got 1073741824 * 128 = 137438953472"),
+    (posenc.biases.toeplitz, (_view(2**11, 2**11, 2047), 1024, 1024), {},  # values for a batch of heads
+     "values.shape[:-1] * query_length * key_length must be at most 2**31 = 2147483648 entries, "
+     "got 2048 * 2048 * 1024 * 1024 = 4398046511104"),
+    (posenc.sinusoidal.random_fourier_features, (_view(2**12, 2**12, 2), np.ones((2, 256))), {},  # a batch of point sets
+     "prod(coords.shape[:-1]) * 2 * projection.shape[1] must be at most 2**31 = 2147483648 entries, "
+     "got 16777216 * 512 = 8589934592"),
 ]
 
 

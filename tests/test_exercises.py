@@ -352,6 +352,15 @@ def test_notebook_04_first_alias_is_the_offset_measured_on_posenc_s_table():
     assert nb04.first_alias.check(_first_alias)
 
 
+@pytest.mark.parametrize("k", [0, 3, 377, [1, 377, 2000]])
+def test_notebook_04_distance_by_offset_is_the_distance_between_rows(k):
+    # The helper the hint offers, for one offset or several, against the rows of posenc's table.
+    table = posenc.positional_encoding(2001, 16, base=100.0, dtype=np.float64)
+    far = np.linalg.norm(table[k] - table[0], axis=-1)
+    np.testing.assert_allclose(nb04.distance_by_offset(k, 16, 100.0), far, rtol=0, atol=1e-12)
+    assert np.shape(nb04.distance_by_offset(k, 16, 100.0)) == np.shape(k)
+
+
 def _block(k, i, d_model):
     return posenc.shift_matrix(k, d_model)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
 

@@ -123,7 +123,7 @@ def compare_modules(got, expected):
     if not isinstance(got, nn.Module):
         # Translators: {type} is a Python type name.
         return _("your class should build an nn.Module, got {type}").format(type=type(got).__name__)
-    d_model = expected.pe.shape[-1]
+    d_model = expected.pe.shape[1]  # pe is (max_len, d_model)
     x = torch.randn(2, 7, d_model, generator=torch.Generator().manual_seed(0))
     outputs = []
     for module in (got, expected):

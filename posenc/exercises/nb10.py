@@ -173,12 +173,12 @@ same_offset = Exercise(
 # Exercise 4: Flux's ids (text_length + height * width, 3): the text at the origin, then the image row by row.
 def flux_ids_solution(text_length, height, width):
     rows, columns = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")  # the image row by row
-    image = np.stack([np.zeros(height * width), rows.ravel(), columns.ravel()], axis=-1)  # (axis 0, row, column)
+    image = np.stack([np.zeros(height * width), rows.ravel(), columns.ravel()], axis=1)  # (axis 0, row, column)
     return np.concatenate([np.zeros((text_length, 3)), image]).astype(np.int64)
 
 
 def _flux_ids_by_column(text_length, height, width):
-    image = np.stack([np.zeros(height * width), np.tile(np.arange(height), width), np.repeat(np.arange(width), height)], axis=-1)
+    image = np.stack([np.zeros(height * width), np.tile(np.arange(height), width), np.repeat(np.arange(width), height)], axis=1)
     return np.concatenate([np.zeros((text_length, 3)), image])
 
 
@@ -217,7 +217,7 @@ def axis_similarity_solution(offsets, axes_dim, axis, base):
     pairs = sum(axes_dim) // 2  # every pair of the head counts in the mean
     own = axes_dim[axis] // 2  # the pairs that turn with this axis
     w = base ** (-2 * np.arange(own) / axes_dim[axis])  # 1-D RoPE of the axis' own width
-    turned = np.cos(np.outer(offsets, w)).sum(axis=-1)
+    turned = np.cos(np.outer(offsets, w)).sum(axis=1)
     return (turned + pairs - own) / pairs  # the other axes' pairs do not turn: cos 0 = 1 each
 
 
@@ -301,6 +301,7 @@ _POINTS = np.random.default_rng(7)
 SAM_CASES = [
     (_POINTS.uniform(0, [800, 600], (5, 2)), _POINTS.standard_normal((2, 6)), 600, 800),
     (_POINTS.uniform(0, [640, 480], (4, 2)), _POINTS.standard_normal((2, 4)), 480, 640),
+    (_POINTS.uniform(0, [320, 240], (2, 3, 2)), _POINTS.standard_normal((2, 4)), 240, 320),  # a batch: 3 points per image
 ]
 
 sam_features = Exercise(

@@ -122,7 +122,7 @@ def chunks_solution():
 
     def encode_position(position):
         angles = position / denominators
-        return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1).reshape(8)
+        return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=1).reshape(8)
 
     def encode_chunk(start):
         return jax.vmap(encode_position)(start + jnp.arange(4.0))

@@ -423,7 +423,8 @@ def _mrope(table, labels, angles):
     order = _runs(_settle(found, 1))
     if order is not None and 2 <= len(order) <= 3:
         sections = tuple(int(np.sum(_settle(found, 1) == g)) for g in order) + (0,) * (3 - len(order))
-        rows = _rows(order + [order[-1]] * (3 - len(order)), positions, tokens)
+        # Two groups: the third section is 0 wide, so its row is never read (any row serves).
+        rows = _rows((order + order)[:3], positions, tokens)
         build = functools.partial(axial.mrope_cos_sin, head_dim=head, mrope_section=sections, base=base, layout=layout,
                                   dtype=np.float64)
         out.append(_Found(f"mrope, mrope_section={sections}, base={base:g}, layout={layout!r}", SOURCES["mrope"],

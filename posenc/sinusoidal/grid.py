@@ -370,7 +370,7 @@ def _fill(body, conv, trig):
         where = [1] * (body.ndim - 1)
         where[conv.flatten.index(axis)] = len(trig[axis][0])
         for columns, values in zip(slices, trig[axis]):
-            body[..., columns] = values.reshape(*where, values.shape[-1])
+            body[..., columns] = values.reshape(*where, values.shape[1])  # values: (positions, columns)
 
 
 # How patch_positions places an axis of n patches: float64 positions of k = 0 .. n - 1.

@@ -107,12 +107,16 @@ def test_a_fresh_entry_does_what_numpy_does(framework):
     equal(entry.stack([tensor(a), tensor(b)], 1), np.stack([a, b], 1))
     cube = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     equal(entry.merge_last(tensor(cube)), cube.reshape(2, 12))
+    if framework.name == "tensorflow":  # in a graph whose shapes are unknown until it runs
+        import tensorflow as tf
+        traced = tf.function(entry.merge_last, input_signature=[tf.TensorSpec([None, None, None], tf.float32)])
+        equal(traced(tensor(cube)), cube.reshape(2, 12))
     equal(entry.reshape(tensor(cube), (4, 6)), cube.reshape(4, 6))
     z = np.array([1 + 2j, -3.5 - 0.25j], np.complex64)
     real, imag = entry.complex_parts(tensor(z, entry.complex64))
     equal(real, z.real), equal(imag, z.imag)
-    row = np.array([[1.0, 2.0, 3.0]], np.float32)
-    equal(entry.expand_like(tensor(row), tensor(np.zeros((2, 4, 5)))), np.broadcast_to(row, (2, 4, 3)))
+    rows = np.array([[[1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0]]], np.float32)  # (2, 1, 3): the middle axis grows
+    equal(entry.expand_like(tensor(rows), tensor(np.zeros((2, 4, 5)))), np.broadcast_to(rows, (2, 4, 3)))
     for indices in ([2, 0, 2], np.array([1, 3])):
         equal(entry.take(tensor(cube), indices, 2), np.take(cube, indices, axis=2))
 

@@ -36,3 +36,12 @@ class _Repr:
 ])
 def test_shown_keeps_a_value_on_one_line_of_at_most_80_characters(text, expected):
     assert checks.shown(_Repr(text)) == expected
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 6), (5, 6), (None, None, 6), (None, 6)])
+def test_input_width_is_the_last_axis_known_or_not_the_others(shape):
+    with pytest.raises(ValueError) as caught:
+        checks.check_input_width(shape, 8)
+    assert str(caught.value) == f"the last dimension of x must be d_model=8, got x of shape {shape}"
+    checks.check_input_width((*shape[:-1], 8), 8)
+    checks.check_input_width((*shape[:-1], None), 8)  # unknown until the graph runs: not refused

@@ -288,7 +288,7 @@ def rotate_complex(x, positions, w, layout):
 def test_apply_rotary_is_a_rotation_of_each_pair(layout, fraction):
     rng = np.random.default_rng(0)
     positions = np.arange(10) * 37.0
-    x = rng.standard_normal((2, 3, 10, 16))
+    x = rng.standard_normal((2, 8, 10, 16))  # 8 heads: as many as the channels rotated at fraction 0.5, an axis not to confuse
     cos, sin = posenc.rotary_cos_sin(positions, 16, layout=layout, dtype=np.float64, partial_rotary_factor=fraction)
     got = posenc.apply_rotary(x, cos, sin, layout=layout)
     w = posenc.rotary_frequencies(16, partial_rotary_factor=fraction)[0]
