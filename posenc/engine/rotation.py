@@ -277,7 +277,7 @@ def write_sin_cos(positions, w_hi, w_lo, sines, cosines):
     may be strided views of a table. ``kernels.write_sin_cos`` on each core's run of rows
     (``_over_cores``): float64 by part 1, float32 and float16 by the reduction of part 3.
     """
-    size = len(positions) * (sines.shape[-1] + cosines.shape[-1])
+    size = len(positions) * (sines.shape[1] + cosines.shape[1])
     _over_cores(
         len(positions), size,
         lambda a, b: kernels.write_sin_cos(NUMPY, positions[a:b], w_hi, w_lo, sines[a:b], cosines[a:b]),
