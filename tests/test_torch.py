@@ -45,8 +45,11 @@ def test_a_module_moved_to_float64_grows_its_table_in_float64():
     np.testing.assert_allclose(out[0].numpy(), posenc.positional_encoding(11, 8, dtype=np.float64), rtol=0, atol=1e-15)
 
 
-def test_module_repr_names_its_convention():
-    assert "convention='fairseq'" in repr(pt.PositionalEncoding(9, max_len=6, convention="fairseq"))
+def test_module_repr_names_its_convention_unless_it_is_the_papers():
+    assert pt.PositionalEncoding(9, max_len=6, convention="fairseq").extra_repr() == (
+        "d_model=9, max_len=6, convention='fairseq', base=10000, layout='sin_cos'")
+    assert pt.PositionalEncoding(8, max_len=6, base=100.0, layout="sin_cos").extra_repr() == (
+        "d_model=8, max_len=6, base=100, layout='sin_cos'")
 
 
 def test_positional_encoding_takes_position_ids_as_marian_does():
