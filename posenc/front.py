@@ -827,6 +827,7 @@ class RotaryModule:
             positions = _axis_first(spec, positions, self.axes_dim)
         elif self._state.fixed.axes is not None and positions.shape is not None and len(positions.shape) == 2:
             positions = _text_rows(spec, positions)
+        positions = _rope_entries(positions, self.head_dim)
         frequencies, state = self._frequencies(positions)
         return _rope(spec, positions, frequencies, self.layout, dtype, self.form, state)
 
