@@ -446,6 +446,17 @@ def test_bad_input_errors_name_the_argument(front, call, error, words):
     assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
 
 
+@pytest.mark.parametrize(("mrope_section", "counted"), [(None, 2**16), ((8192, 12288, 12288), 3 * 2**16)])
+def test_a_rotary_module_refuses_absurd_position_ids_at_once(front, mrope_section, counted):
+    # 2**16 positions at head_dim 2**16: cos and sin would take 32 GB. M-RoPE counts its three rows, as mrope_cos_sin.
+    module = front.make(front.api.RotaryEmbedding, 2**16, mrope_section=mrope_section)
+    with pytest.raises(ValueError) as caught:
+        front.run(module, front.tensor(np.zeros(1, np.float32)), front.tensor(np.zeros((1, 2**16), np.int64)))
+    # (Keras wraps a layer's error in its own lines: the message is read whole inside them.)
+    assert (f"positions.size * head_dim must be at most 2**31 = 2147483648 entries, got {counted} * 65536 = {counted * 65536}"
+            in str(caught.value))
+
+
 def test_an_absurd_rope_mixed_module_is_refused_before_its_frequencies_are_drawn(front):
     rngs = {"rngs": __import__("flax").nnx.Rngs(0)} if front.name == "jax" else {}
     with pytest.raises(ValueError) as caught:

@@ -156,13 +156,3 @@ def test_while_compiling_rotary_frequencies_are_not_kept(monkeypatch):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert traced._state.on_device == {}
 
-
-@pytest.mark.parametrize(("mrope_section", "length", "counted"), [(None, 2**25, 2**25), ((16, 24, 24), 2**24, 3 * 2**24)])
-def test_a_rotary_module_refuses_absurd_position_ids_at_once(mrope_section, length, counted):
-    # An expanded view takes no memory; the cos and sin of its positions would take 32 GB. M-RoPE counts its three rows.
-    module = pt.RotaryEmbedding(128, mrope_section=mrope_section)
-    ids = torch.zeros(1, 1, dtype=torch.int64).expand(1, length)
-    with pytest.raises(ValueError) as caught:
-        module(torch.zeros(1), ids)
-    assert str(caught.value) == (f"positions.size * head_dim must be at most 2**31 = 2147483648 entries, "
-                                 f"got {counted} * 128 = {counted * 128}")
