@@ -58,7 +58,18 @@ def test_solution_and_hint_print(exercise, capsys):
     exercise.solution()
     exercise.hint()
     printed = capsys.readouterr().out
-    assert printed.startswith("def ") and "Hint: " in printed
+    assert printed.startswith("def ") and "Hint: " in printed and "pragma" not in printed
+
+
+def _pragmatic_solution(n):
+    # pragma: no mutate block (what mutmut reads, not the learner)
+    rows = np.arange(n)  # the rows  # pragma: no mutate (a reason)
+    return 2 * rows  # pragma: no mutate
+
+
+def test_a_solution_prints_without_the_pragmas_for_mutmut(capsys):
+    Exercise("double", _pragmatic_solution, "twice arange", cases=[(3,)], argument_names=["n"]).solution()
+    assert capsys.readouterr().out == "def _pragmatic_solution(n):\n    rows = np.arange(n)  # the rows\n    return 2 * rows\n"
 
 
 def test_a_function_answer_that_raises_is_reported_with_its_case():

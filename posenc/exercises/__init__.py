@@ -23,6 +23,7 @@ The exercise modules load their framework, like ``posenc.torch``; this one loads
 """
 
 import inspect
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ __all__ = ["Exercise", "Feedback", "compare_arrays"]
 MAX_ROW_SHIFT = 8
 
 _ = translator("exercises")
+# A mutation-testing pragma in a solution's source: a comment line of its own, or the tail of a line.
+_PRAGMA = re.compile(r"^[ \t]*# pragma: no mutate.*\n|[ \t]*# pragma: no mutate.*$", re.MULTILINE)
 
 
 def _shown(text: str) -> str:
@@ -155,12 +158,12 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
     if got.ndim >= 1 and got.shape[0] > 1:
         # Positions that start a few rows off are the mistake; a search over every shift costs rows^2.
         for shift in range(1, min(got.shape[0], MAX_ROW_SHIFT + 1)):
-            for sign in (1, -1):
-                ours, theirs = (got[:-shift], expected[shift:]) if sign > 0 else (got[shift:], expected[:-shift])
+            for sign in ("+", "-"):
+                ours, theirs = (got[:-shift], expected[shift:]) if sign == "+" else (got[shift:], expected[:-shift])
                 if np.allclose(ours, theirs, rtol=rtol, atol=atol):
                     # Translators: "row p" is a formula: {sign} is + or -, {shift} a number ("row p + 1").
                     return _("your row p holds the expected row p {sign} {shift}: do your positions start at 0?").format(
-                        sign="+" if sign > 0 else "-", shift=shift), None
+                        sign=sign, shift=shift), None
     scale = float(np.vdot(got, expected) / np.vdot(expected, expected)) if np.any(expected) else 0.0
     if scale and not np.isclose(scale, 1.0) and np.allclose(got, scale * expected, rtol=rtol, atol=atol):
         return _("your answer is {factor} times the expected one").format(factor=f"{scale:.6g}"), None
@@ -261,5 +264,5 @@ class Exercise:
         print(_("Hint: {hint}").format(hint=_shown(self.hint_text)))
 
     def solution(self) -> None:
-        """Print the reference code (the function the check compares against)."""
-        print(textwrap.dedent(inspect.getsource(self.solution_code)).rstrip())
+        """Print the reference code (the function the check compares against), without the pragmas for mutmut."""
+        print(_PRAGMA.sub("", textwrap.dedent(inspect.getsource(self.solution_code))).rstrip())

@@ -88,8 +88,9 @@ def distance_by_offset(k, d_model, base):
 
 
 def first_alias_solution(d_model, base):
-    far = distance_by_offset(np.arange(1_000_000), d_model, base)  # far[k]: from PE(p) to PE(p + k)
-    closer = np.flatnonzero(far[2:] < far[1])  # indices into far[2:], which starts at k = 2
+    # far[k]: from PE(p) to PE(p + k)
+    far = distance_by_offset(np.arange(1_000_000), d_model, base)  # pragma: no mutate (a longer search, the same k)
+    closer = np.flatnonzero(far[2:] < far[1])  # indices into far[2:], from k = 2  # pragma: no mutate (<=: no ties)
     return int(closer[0]) + 2
 
 
