@@ -232,7 +232,7 @@ def _fill_blocks(out, within, steps, rows, layout, direct, first, stop):
     full = min(stop, length // rows)
     if direct and full > first:
         target = out[first * rows : full * rows].view(within.dtype)
-        np.multiply(within, steps[first:full, None], out=target.reshape(full - first, rows, -1))
+        np.multiply(within, steps[first:full, None], out=target.reshape(full - first, *within.shape))
         first = full
     scratch = np.empty_like(within)  # one block; unused when every block went direct
     for q in range(first, stop):

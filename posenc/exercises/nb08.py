@@ -79,7 +79,7 @@ rotated_query = Exercise(
 
 def half_rows_solution(heads, head_dim):
     rows = np.arange(heads * head_dim).reshape(heads, head_dim // 2, 2)  # [head, pair j, member of the pair]
-    return rows.transpose(0, 2, 1).reshape(-1)  # [head, member, pair j]: first members, then second members
+    return rows.transpose(0, 2, 1).ravel()  # [head, member, pair j]: first members, then second members
 
 
 def _inverse(heads, head_dim):

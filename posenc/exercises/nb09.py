@@ -13,8 +13,8 @@ def mae_table_solution(height, width, d):
     quarter = d // 4
     frequencies = 10000.0 ** (-np.arange(quarter) / quarter)
     y, x = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")  # (H, W): row by row
-    x = x.reshape(-1, 1) * frequencies
-    y = y.reshape(-1, 1) * frequencies
+    x = np.outer(x, frequencies)  # (H * W, d / 4): np.outer flattens the grid row by row
+    y = np.outer(y, frequencies)
     return np.concatenate([np.sin(x), np.cos(x), np.sin(y), np.cos(y)], axis=1)
 
 
@@ -25,10 +25,9 @@ def _mae_table(height, width, d, *, width_outer=False, y_first=False, interleave
         x, y = np.meshgrid(np.arange(width), np.arange(height), indexing="ij")
     else:
         y, x = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
-    x = x.reshape(-1, 1) * frequencies
-    y = y.reshape(-1, 1) * frequencies
+    x, y = np.outer(x, frequencies), np.outer(y, frequencies)
     if interleaved:
-        blocks = [np.stack([np.sin(a), np.cos(a)], axis=-1).reshape(len(a), -1) for a in (x, y)]
+        blocks = [np.stack([np.sin(a), np.cos(a)], axis=-1).reshape(len(a), 2 * quarter) for a in (x, y)]
     else:
         blocks = [np.sin(x), np.cos(x), np.sin(y), np.cos(y)]
         if y_first:
@@ -74,6 +73,7 @@ mae_table = Exercise(
 def rescaled_table_solution(old, new, d):
     # Patch i of the new grid, in the old grid's units: the centres of the patches line up, as in a resize.
     positions = [(np.arange(n) + 0.5) * o / n - 0.5 for o, n in zip(old, new)]
+    # pragma: no mutate (mae is the default convention, and float32 is within the check's tolerance)
     return grid_encoding(new, d, convention="mae", dtype=np.float64, positions=positions)
 
 

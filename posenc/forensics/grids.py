@@ -484,7 +484,7 @@ def _diagnose_grid(table, shape, convention, options):
             if _deviation(wrong, body) <= TOLERANCE < _deviation(wrong, right):
                 found.append(_(text).format(convention=name, width=w, height=h, order=order))
                 mistakes.append((name, mistake))
-        if len(found) > 1 and h == w:
+        if h == w and len(found) == 2:  # on a square grid the two order mistakes come together, or not at all
             # Translators: {convention}: a grid convention's name, e.g. mae.
             found.append(_("{convention}: on a square grid these mistakes write the same table; a non-square grid tells "
                            "them apart").format(convention=name))

@@ -162,7 +162,7 @@ def _as_rows(value, name):
         raise ValueError(f"{name} must be a non-empty array (..., head_dim), got shape {array.shape}")
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite, got NaN or infinity")
-    return array.reshape(-1, array.shape[-1])
+    return array.reshape(array.size // array.shape[-1], array.shape[-1])
 
 
 def _layouts(cos, sin):

@@ -178,7 +178,7 @@ def encode(
     w_hi, w_lo, width = frequencies.hi, frequencies.lo, frequencies.width
     shifted = conventions.offset_positions(positions, chosen)
     out = _output(out, (*shifted.shape, d_model), dtype)
-    rows = out.reshape(-1, d_model)
+    rows = out.reshape(shifted.size, d_model)
     flat = shifted.ravel()
     rotation.fill_encoding(rows[:, :width], flat, w_hi, w_lo, chosen.layout)
     rows[:, width:] = 0
