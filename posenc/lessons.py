@@ -278,7 +278,7 @@ class TinyDecoder(nn.Module):
         * (query - key)``) or T5's (``t5_table[bucket(key - query), head]``)."""
         device = _device(self)
         if self.method == "alibi":
-            return torch.from_numpy(alibi_bias(self.heads, length, length, causal=True)).to(device)
+            return torch.from_numpy(alibi_bias(self.heads, length, length)).to(device)  # causal, its default
         mask = torch.full((length, length), -math.inf, device=device).triu(1)
         if self.method != "t5":
             return mask.expand(self.heads, length, length)
