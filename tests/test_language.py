@@ -9,7 +9,6 @@ its ``.po`` compiles to.
 import importlib.util
 import json
 import string
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 import posenc
 import posenc.language
+import child
 from messages import assert_raises_naming
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,8 +149,8 @@ def test_identify_grid_in_each_language():
 def test_command_line_language(tmp_path):
     path = tmp_path / "swapped.npy"
     np.save(path, swapped_table())
-    run = lambda *args: subprocess.run([sys.executable, "-m", "posenc", "diagnose", str(path), *args],  # noqa: E731
-                                       capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
+    run = lambda *args: child.run(["-m", "posenc", "diagnose", str(path), *args],  # noqa: E731
+                                  capture_output=True, text=True, encoding="utf-8", cwd=ROOT)
     done = run("--language", "zh_CN")
     assert done.returncode == 1 and done.stdout.splitlines()[0] == CHINESE[0]
     done = run("--language", "pt_BR", "--json")
@@ -166,7 +166,7 @@ def test_translating_imports_no_framework():
     heavy = "('torch', 'tensorflow', 'keras', 'jax', 'flax', 'matplotlib', 'babel', 'posenc.torch', 'posenc.lessons')"
     use = "posenc.set_language('zh_CN'); str(posenc.diagnose(posenc.positional_encoding(4, 6)))"
     code = f"import sys, posenc; {use}; print(sorted(m for m in {heavy} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = child.run(["-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]" and out.stderr == ""
 
 
@@ -229,7 +229,7 @@ def test_a_translated_notebook_speaks_its_folders_language(tmp_path, folder, imp
     here = tmp_path / folder
     here.mkdir(parents=True)
     code = f"import {imports}, posenc; print(posenc.get_language())"
-    run = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True, check=True)
+    run = child.run(["-c", code], cwd=here, capture_output=True, text=True, check=True)
     assert run.stdout.strip() == expected
 
 

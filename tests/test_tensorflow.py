@@ -6,14 +6,13 @@ The behaviour the fronts share is tested once for all of them in test_front.py.
 
 import json
 import os
-import subprocess
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+import child  # noqa: E402
 import posenc  # noqa: E402
 
 try:
@@ -201,8 +200,7 @@ def test_encode_in_a_graph_writes_nothing_to_stderr_in_a_fresh_process():
     code = ("import numpy as np, tensorflow as tf, posenc.tensorflow as ptf\n"
             "table = tf.function(lambda p: ptf.encode(p, 16))(tf.constant(np.arange(6.0)))\n"
             "print(np.abs(table.numpy() - __import__('posenc').encode(np.arange(6.0), 16)).max())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    out = child.run(["-c", code], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, capture_output=True, text=True, check=True)
     assert out.stderr == "" and float(out.stdout) < 2e-7
 
 

@@ -8,8 +8,6 @@ prints included); random and noisy tables must come back "unknown", never a wron
 """
 
 import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,6 +17,7 @@ from hypothesis import strategies as st
 
 import posenc
 from lecture_values import CORNERS_20x200, TABLE_10x6, TABLE_10x6_4DP
+import child
 from messages import assert_raises_naming
 from published_tables import SOURCES
 import reference
@@ -394,7 +393,7 @@ def test_shape_of_an_array_must_be_its_own():
 
 def test_import_posenc_loads_no_framework():
     code = "import sys, posenc; posenc.diagnose([[0.0, 1.0]]); print('torch' in sys.modules, 'tensorflow' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = child.run(["-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
 
