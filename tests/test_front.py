@@ -446,13 +446,16 @@ def test_bad_input_errors_name_the_argument(front, call, error, words):
     assert_raises_naming(lambda: call(front), error, [word.format(prefix=front.dtype_prefix) for word in words])
 
 
-def test_positions_that_are_not_finite_are_named_with_their_shape(front):
+def test_positions_that_are_not_finite_or_not_numbers_are_refused_in_whole_sentences(front):
     # Checked where they are, without a copy to NumPy: the message names the framework's array as given.
     kind = "an array" if front.name == "jax" else "a tensor"
     for positions in ([1.0, np.nan], [[np.inf], [0.0]]):
         with pytest.raises(ValueError) as caught:
             front.api.encode(front.tensor(np.array(positions)), 4)
         assert str(caught.value) == f"positions must be finite, got NaN or infinity in {kind} of shape {np.shape(positions)}"
+    with pytest.raises(TypeError) as caught:
+        front.api.encode(front.tensor([True, False]), 4)
+    assert str(caught.value) == f"positions must hold integers or real floats, got an array of dtype {front.dtype_prefix}bool"
 
 
 @pytest.mark.parametrize(("mrope_section", "counted"), [(None, 2**16), ((8192, 12288, 12288), 3 * 2**16)])

@@ -13,6 +13,7 @@ import pytest
 
 import posenc
 from messages import assert_raises_naming
+from posenc.sinusoidal.conventions import option_names
 
 # float32 rounding of values in [-1, 1] (2**-24 each) plus posenc's own bound (2e-7).
 FLOAT32 = 3e-7
@@ -240,6 +241,31 @@ def test_an_offset_keeps_its_kind_as_the_user_wrote_it(name, options, offset):
     # A whole offset stays an int (Python's, whatever NumPy int came in): the repr reads as it was given.
     chosen = posenc.sinusoidal.conventions.resolve(name, **options)
     assert type(chosen.offset) is type(offset) and f", offset={offset}, " in repr(chosen)
+
+
+
+SOURCE_OPTION_REFUSALS = {
+    ("keras-hub", "max_wavelength"): "max_wavelength must be a real number > 1, got 'one' (str)",
+    ("keras-hub", "start_index"): "start_index must be a real number, got 'one' (str)",
+    ("tensor2tensor", "min_timescale"): "min_timescale must be a real number > 0, got 'one' (str)",
+    ("tensor2tensor", "max_timescale"): "max_timescale must be a real number > 1, got 'one' (str)",  # > min_timescale
+    ("tensor2tensor", "start_index"): "start_index must be a real number, got 'one' (str)",
+    ("whisper", "max_timescale"): "max_timescale must be a real number > 1, got 'one' (str)",
+    ("diffusers", "flip_sin_to_cos"): "flip_sin_to_cos must be a bool, got 'one'",
+    ("diffusers", "downscale_freq_shift"): "downscale_freq_shift must be a real number, got 'one' (str)",
+    ("diffusers", "scale"): "scale must be a real number, got 'one' (str)",
+    ("diffusers", "max_period"): "max_period must be a real number > 1, got 'one' (str)",
+}
+
+
+def test_each_source_option_refuses_a_word_by_its_own_name():
+    names = [preset.name for preset in posenc.list_conventions()]
+    named = {(name, option) for name in names for option in option_names(name)}
+    assert named == set(SOURCE_OPTION_REFUSALS)
+    for (name, option), message in SOURCE_OPTION_REFUSALS.items():
+        with pytest.raises(TypeError) as caught:
+            posenc.positional_encoding(4, 8, convention=name, **{option: "one"})
+        assert str(caught.value) == message
 
 
 def test_bad_conventions_and_options_are_named():
