@@ -1,9 +1,11 @@
 """`make mutants`: mutmut over posenc on the unit tests, every mutant or a seeded sample.
 
-    python scripts/mutants.py                           every mutant (a day on two cores)
+    python scripts/mutants.py                           every mutant (about three days on two cores)
     python scripts/mutants.py --changed                 quick mode before pushing: 30 mutants from
-                                                        the modules changed since main (5-10 minutes)
-    python scripts/mutants.py --sample                  150 mutants drawn with seed 21 (about 30 minutes)
+                                                        the modules changed since main (about 6 minutes
+                                                        on two cores, after the first run's stats)
+    python scripts/mutants.py --sample                  150 mutants drawn with seed 21 (about 30 minutes,
+                                                        after the first run's stats)
     python scripts/mutants.py --sample 400 --seed 7     another size, another draw
     python scripts/mutants.py --sample 100 --seed 3 4   two draws in one run (the tests' coverage is
                                                         collected once), each scored on its own
