@@ -213,6 +213,14 @@ def test_module_past_max_len(front):
     np.testing.assert_allclose(front.numpy(out)[0], posenc.positional_encoding(11, 8), atol=1e-7)
 
 
+def test_module_keeps_its_table_for_a_sequence_of_max_len_rows(front):
+    module = front.positional_encoding_module(8, max_len=4)
+    table = module.pe
+    out = front.run(module, front.tensor(np.zeros((3, 4, 8)), "float32"))
+    assert module.pe is table and module.max_len == 4
+    np.testing.assert_allclose(front.numpy(out)[0], posenc.positional_encoding(4, 8), atol=1e-7)
+
+
 def test_module_accepts_unbatched_input(front):
     module = front.positional_encoding_module(4, max_len=8)
     out = front.run(module, front.tensor(np.zeros((5, 4)), "float32"))

@@ -118,7 +118,7 @@ def _interleaved(mrope_section):
     j = np.arange(sum(mrope_section))
     axes = np.zeros(len(j), dtype=np.int64)
     for axis in (1, 2):
-        axes[(j % 3 == axis) & (j < 3 * mrope_section[axis])] = axis
+        axes[(j % 3 == axis) & (j // 3 < mrope_section[axis])] = axis
     return np.tile(axes, 2)
 
 

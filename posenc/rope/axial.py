@@ -103,8 +103,8 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs
 
     Sections (Qwen2-VL): ``mrope_section[i]`` consecutive pairs read axis ``i % 3``, so
     ``pairs``, if given, must be ``sum(mrope_section)``. ``interleaved`` (Qwen3-VL, timm's
-    GenLIP): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j < 3 * mrope_section[1]``, axis 2
-    if ``j % 3 == 2`` and ``j < 3 * mrope_section[2]``, else axis 0 (time): the sections need not
+    GenLIP): pair ``j`` reads axis 1 if ``j % 3 == 1`` and ``j // 3 < mrope_section[1]``, axis 2
+    if ``j % 3 == 2`` and ``j // 3 < mrope_section[2]``, else axis 0 (time): the sections need not
     add up to ``pairs`` (default ``sum(mrope_section)``), the remainder reads time (GenLIP: head
     72, sections (8, 12, 12)) and an extent past the last pair is cut, as both sources do.
     """
@@ -126,7 +126,7 @@ def mrope_axes(mrope_section: Sequence[int], *, interleaved: bool = False, pairs
     j = np.arange(count)
     axes = np.zeros(count, dtype=np.int64)
     for axis in (1, 2):
-        axes[(j % 3 == axis) & (j < 3 * sections[axis])] = axis
+        axes[(j % 3 == axis) & (j // 3 < sections[axis])] = axis  # the first sections[axis] rounds of (t, h, w)
     return axes
 
 

@@ -43,6 +43,13 @@ def test_the_temperature_is_read_off_three_pairs_per_axis(convention):
     assert found.matches[0] == f"{convention}, temperature=100" and found.max_deviation < 1e-7
 
 
+def test_a_temperature_is_read_off_two_pairs_when_the_slowest_is_near_zero():
+    # simple-vit spreads 3 pairs over exponents 0, 1/2, 1: at temperature 1e7 the slowest angle of a
+    # step is 1e-7 rad, too close to 0 to fit; the two faster ones still give the ratio.
+    found = posenc.identify_grid(posenc.grid_encoding((3, 5), 12, convention="simple-vit", temperature=1e7), (3, 5))
+    assert found.matches == ("big_vision, temperature=1e+07", "simple-vit, temperature=1e+07") and found.max_deviation < 1e-7
+
+
 def test_the_temperature_is_read_off_a_step_of_many_radians():
     """DETR normalised to scale=24 on 2 x 2 patches steps by 12: the two slowest angles of a step, 2.6 and 0.56 rad,
     multiply to more than 1; their ratio, the frequency ratio, is what is checked to be below 1."""

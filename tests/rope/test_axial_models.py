@@ -108,6 +108,14 @@ def test_the_two_rules_agree_on_images_and_short_videos():
         np.testing.assert_array_equal(rg.mrope_position_ids(segments), rg.mrope_position_ids(segments, text_resumes="after_largest"))
 
 
+def test_frames_at_one_time_and_empty_text_are_taken():
+    # time_interval 0: every frame of a video at its first time (allowed, as >= 0 says); a text of
+    # no tokens adds no column.
+    rows = rg.mrope_position_ids([2, (3, 2, 2), 0, 1], spatial_merge_size=1, time_interval=0)
+    np.testing.assert_array_equal(rows[0], [0, 1] + [2] * 12 + [4])
+    np.testing.assert_array_equal(rows, rg.mrope_position_ids([2, (3, 2, 2), 1], spatial_merge_size=1, time_interval=0))
+
+
 def test_bad_rule_and_interval_name_the_argument():
     with pytest.raises(ValueError, match="text_resumes"):
         rg.mrope_position_ids([1], text_resumes="longest")

@@ -340,11 +340,15 @@ def test_weight_permutation_ports_interleaved_to_half():
     np.testing.assert_array_equal(back, weight)
     # Keras kernels hold the outputs on the last axis.
     np.testing.assert_array_equal(posenc.convert_rotary_layout(weight.T, "interleaved", "half", heads=heads, axis=-1), ported.T)
+    # ... and any axis counted from either end: -2 is the first of two.
+    np.testing.assert_array_equal(posenc.convert_rotary_layout(weight, "interleaved", "half", heads=heads, axis=-2), ported)
 
 
 def test_partial_rotation_permutes_the_rotated_channels_only():
     perm = posenc.rotary_permutation(8, "interleaved", "half", rotary_dim=4)
     np.testing.assert_array_equal(perm, [0, 2, 1, 3, 4, 5, 6, 7])
+    # The smallest rotated part is one pair, which both layouts order alike.
+    np.testing.assert_array_equal(posenc.rotary_permutation(8, "interleaved", "half", rotary_dim=2), np.arange(8))
 
 
 @pytest.mark.parametrize(
