@@ -248,7 +248,8 @@ def apply_rotary(xp, x, cos, sin, layout, rotated):
 
 def _grows_not(shape, target):
     # An array of ``shape`` broadcasts against one of ``target`` without making it larger.
-    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))
+    # Not mutated: < for <= changes only whether equal ranks are written in place, not the values.
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(reversed(shape), reversed(target)))  # pragma: no mutate
 
 
 # Float32-only half turns (accuracy page, part 4): part 3 without a float64 step, for JAX's default mode.

@@ -48,7 +48,7 @@ _DEFAULT_TEMPERATURE = 10000.0
 
 
 def _near(value, target, tolerance=1e-4):
-    return abs(value - target) <= tolerance * max(1.0, abs(target))
+    return abs(value - target) <= tolerance * max(1.0, abs(target))  # pragma: no mutate (< for <=: a float tie)
 
 
 def _snap(value):
@@ -71,7 +71,8 @@ def _climb(wrapped, ratio=None):
     for j in range(len(out) - 2 - (ratio is None), -1, -1):
         r = ratio
         if r is None:
-            if abs(out[j + 1]) < 1e-9 or not 0 < out[j + 2] / out[j + 1] < 1:
+            # Not mutated: < for <= are float ties, and a ratio of exactly 1 that got through is refused by _fit.
+            if abs(out[j + 1]) < 1e-9 or not 0 < out[j + 2] / out[j + 1] < 1:  # pragma: no mutate
                 return None
             r = out[j + 2] / out[j + 1]
         guess = out[j + 1] / r
@@ -111,7 +112,8 @@ def _fit(body, conv, sizes, d):
         for wrapped in (_wrap(angles[1] - angles[0]) if len(angles) > 1 else None, angles[0]):
             climbed = None if wrapped is None or len(wrapped) < 3 else _climb(wrapped)
             r = None if climbed is None else _ratio(climbed)
-            weight = 0.0 if r is None or not 0 < r < 1 else float(np.sum(climbed**2))
+            # Not mutated: r = exp(slope) is never 0, and a slope of exactly 0 is no table's.
+            weight = 0.0 if r is None or not 0 < r < 1 else float(np.sum(climbed**2))  # pragma: no mutate
             if weight > best[0]:
                 best = (weight, r ** -span)
     temperature = best[1]
@@ -170,15 +172,16 @@ def _diffusers(temperature, fits, sizes):
     if _temperature(temperature):
         return None
     steps = {a: step for a, (_start, step) in fits.items() if step is not None}
+    moving = all(step > 1e-9 for step in steps.values())  # pragma: no mutate (>= for >: a float tie)
     if "t" in fits:
         spatial = [steps[a] for a in ("y", "x") if a in steps]  # an axis one patch long has no step
-        if (not all(_near(start, 0) for start, _step in fits.values()) or not all(step > 1e-9 for step in steps.values())
+        if (not all(_near(start, 0) for start, _step in fits.values()) or not moving
                 or not all(_near(step, spatial[0]) for step in spatial)):
             return None
         scales = {"spatial_interpolation_scale": 1 / spatial[0] if spatial else 1.0,
                   "temporal_interpolation_scale": 1 / steps.get("t", 1.0)}
         return {name: _snap(value) for name, value in scales.items() if not _near(value, 1.0)}
-    if not steps or not all(step > 1e-9 for step in steps.values()):
+    if not steps or not moving:
         return None
     ratios = [step * sizes[a] for a, step in steps.items()]
     if all(_near(start, 0) for start, _step in fits.values()) and all(_near(r, ratios[0]) for r in ratios):
@@ -357,7 +360,7 @@ def _identify_grid(table, shape):
         return GridIdentification((), prefix, zeros, _("none (d is not a multiple of 4)"), math.inf)
     deviations = [(_deviation(t, body), cost, label) for cost, label, t in candidates]
     best, _cost, closest = min(deviations)
-    fitting = [(cost, label) for dev, cost, label in deviations if dev <= TOLERANCE]
+    fitting = [(cost, label) for dev, cost, label in deviations if dev <= TOLERANCE]  # pragma: no mutate (< for <=: a float tie)
     cheapest = min((cost for cost, _label in fitting), default=0)
     matches = tuple(dict.fromkeys(label for cost, label in fitting if cost == cheapest))
     return GridIdentification(matches, prefix, zeros, closest, best)

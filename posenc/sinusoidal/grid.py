@@ -123,7 +123,7 @@ def _diffusers(base_size=16, interpolation_scale=1.0, cls_token=False, extra_tok
         checks.check_int_at_least(pos_embed_max_size, "pos_embed_max_size", 1)
     conv = GridConvention("diffusers", _sin_cos_blocks("x", "y"), positions="diffusers")
     # diffusers prepends the extra rows only when both are given.
-    return conv, extra_tokens if cls_token and extra_tokens > 0 else 0
+    return conv, extra_tokens if cls_token and extra_tokens > 0 else 0  # pragma: no mutate (>= for >: 0 rows either way)
 
 
 def _diffusers_3d(spatial_interpolation_scale=1.0, temporal_interpolation_scale=1.0):  # pragma: no mutate

@@ -2,6 +2,8 @@
 name every grid convention. Against the tables of real sources: test_identify_sources.py; on the
 tables of each convention and with learners' mistakes: sinusoidal/test_grid.py."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,21 @@ def test_a_temperature_is_read_off_two_pairs_when_the_slowest_is_near_zero():
     # step is 1e-7 rad, too close to 0 to fit; the two faster ones still give the ratio.
     found = posenc.identify_grid(posenc.grid_encoding((3, 5), 12, convention="simple-vit", temperature=1e7), (3, 5))
     assert found.matches == ("big_vision, temperature=1e+07", "simple-vit, temperature=1e+07") and found.max_deviation < 1e-7
+
+
+@pytest.mark.parametrize("shape", [(8, 4), (7, 4), (4, 8)])
+def test_sd3s_crop_is_read_when_one_axis_is_cropped_from_its_first_patch(shape):
+    # pos_embed_max_size 8: the crop starts at (8 - n) // 2, 0 on an axis of 7 or 8 patches, 2 on one of 4.
+    table = posenc.grid_encoding(shape, 16, convention="diffusers", pos_embed_max_size=8, base_size=4)
+    assert posenc.identify_grid(table, shape).matches == ("diffusers, pos_embed_max_size=8, base_size / interpolation_scale=4",)
+
+
+def test_a_grid_whose_positions_do_not_move_is_read_without_a_warning():
+    table = posenc.grid_encoding((3, 4), 16, convention="detr", positions=[np.full(3, 2.0), np.full(4, 2.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # DETR's normalised reading divides by the scale: 0 here, which it must not
+        found = posenc.identify_grid(table, (3, 4))
+    assert found.matches == ("detr, positions (y: 2 + 0 k; x: 2 + 0 k)", "positional-encodings, positions (y: 2 + 0 k; x: 2 + 0 k)")
 
 
 def test_the_temperature_is_read_off_a_step_of_many_radians():
