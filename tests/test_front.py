@@ -426,6 +426,7 @@ BAD_INPUT = [
     ("module d_model", lambda f: f.positional_encoding_module(0), ValueError, ["d_model", "0"]),
     ("module max_len", lambda f: f.positional_encoding_module(6, max_len=-1), ValueError, ["max_len", "-1"]),
     ("dropout 1.5", lambda f: f.positional_encoding_module(6, dropout=1.5), ValueError, ["dropout", "1.5"]),
+    ("dropout 1.0", lambda f: f.positional_encoding_module(6, dropout=1.0), ValueError, ["dropout must be a real number in [0, 1)", "1.0"]),
     ("dropout -0.1", lambda f: f.positional_encoding_module(6, dropout=-0.1), ValueError, ["dropout", "-0.1"]),
     ("module layout", lambda f: f.positional_encoding_module(6, layout="cat"), ValueError, ["layout", "'cat'"]),
     ("module width", lambda f: f.run(f.positional_encoding_module(8), f.tensor(np.ones((2, 3, 6)), "float32")),

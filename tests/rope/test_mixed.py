@@ -120,6 +120,16 @@ def test_cos_sin_are_exact_for_the_parameter_given():
     np.testing.assert_allclose(sin, np.concatenate([np.sin(angle)] * 2, -1), rtol=0, atol=1e-15)
 
 
+def test_frequencies_of_one_head_may_have_no_head_axis():
+    # freqs (2, head_dim // 2): the "..." of (2, ..., head_dim // 2) is empty, and so is the output's head axis.
+    freqs = np.random.default_rng(2).standard_normal((2, 1, 4))
+    positions = np.array([[0, 1, 5], [2, -1, 3]])
+    alone, one_head = mixed.mixed_cos_sin(positions, freqs[:, 0]), mixed.mixed_cos_sin(positions, freqs)
+    assert alone[0].shape == (3, 8)
+    np.testing.assert_array_equal(alone[0], one_head[0][0])
+    np.testing.assert_array_equal(alone[1], one_head[1][0])
+
+
 def test_one_point_is_a_position_without_a_token_axis():
     freqs = np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32)
     one, column = mixed.mixed_cos_sin([4, -3], freqs), mixed.mixed_cos_sin([[4], [-3]], freqs)
