@@ -60,6 +60,9 @@ def test_mrope_axes():
     np.testing.assert_array_equal(rg.mrope_axes([2, 1, 3]), [0, 0, 1, 2, 2, 2])
     # Qwen3-VL: T H W T H W ... for 3 * 2 pairs, then the rest time.
     np.testing.assert_array_equal(rg.mrope_axes([4, 2, 2], interleaved=True), [0, 1, 2, 0, 1, 2, 0, 0])
+    # A section may be empty: that axis reads no pair.
+    np.testing.assert_array_equal(rg.mrope_axes([2, 0, 1]), [0, 0, 2])
+    np.testing.assert_array_equal(rg.mrope_axes([4, 0, 1], interleaved=True), [0, 0, 2, 0, 0])
 
 
 def test_mrope_on_text_is_1d_rope():
