@@ -5,6 +5,7 @@ one axis of a video, the angles of pixel frequencies, and SAM's random Fourier f
 import numpy as np
 
 from ..language import N_
+from ..rope import mrope_axes
 from . import Exercise, _, compare_arrays
 
 __all__ = [
@@ -114,14 +115,6 @@ def channel_axes_solution(mrope_section):
     return np.tile(pair_axes, 2)  # channel c and channel c + head_dim / 2 form pair c
 
 
-def _interleaved(mrope_section):
-    j = np.arange(sum(mrope_section))
-    axes = np.zeros(len(j), dtype=np.int64)
-    for axis in (1, 2):
-        axes[(j % 3 == axis) & (j // 3 < mrope_section[axis])] = axis
-    return np.tile(axes, 2)
-
-
 channel_axes = Exercise(
     "channel_axes",
     channel_axes_solution,
@@ -137,7 +130,7 @@ channel_axes = Exercise(
             "second half on the wrong axes"),
          lambda s: np.repeat(np.arange(3), 2 * np.asarray(s))),
         (N_("that is Qwen3-VL's interleaved order (time, height, width, time, ...); Qwen2-VL's sections are consecutive"),
-         _interleaved),
+         lambda s: np.tile(mrope_axes(s, interleaved=True), 2)),
     ],
     compare=compare_arrays,
     praise=N_("With [16, 24, 24]: channels 0-15 and 64-79 turn with time, the width gets the slowest frequencies."),
