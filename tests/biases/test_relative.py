@@ -42,3 +42,12 @@ def test_toeplitz_counts_the_batch_axes_before_it_allocates():
         toeplitz(values, 2, 2)
     assert str(error.value) == ("values.shape[:-1] * query_length * key_length must be at most 2**31 = 2147483648 entries, "
                                 "got 2147483648 * 2 * 2 = 8589934592")
+
+
+def test_positions_up_to_2_to_the_53_are_taken_and_one_more_is_refused():
+    # 2**53 is the last integer of a run that float64 holds exactly.
+    np.testing.assert_array_equal(relative_positions(1, 1, key_offset=2**53 - 1), [-(2**53 - 1)])
+    with pytest.raises(ValueError) as caught:
+        relative_positions(1, 1, key_offset=2**53)
+    assert str(caught.value) == ("key_offset + query_length must be at most 2**53 = 9007199254740992 (exact in float64), "
+                                 "got 9007199254740993")

@@ -45,3 +45,18 @@ def test_input_width_is_the_last_axis_known_or_not_the_others(shape):
     assert str(caught.value) == f"the last dimension of x must be d_model=8, got x of shape {shape}"
     checks.check_input_width((*shape[:-1], 8), 8)
     checks.check_input_width((*shape[:-1], None), 8)  # unknown until the graph runs: not refused
+
+
+def test_the_size_limits_take_their_limit_and_refuse_one_more():
+    # The limits are inclusive: 2**20 columns and 2**31 entries are allowed, one more is not.
+    assert checks.check_width(2**20, "d_model") == 2**20
+    with pytest.raises(ValueError) as caught:
+        checks.check_width(2**20 + 1, "d_model")
+    assert str(caught.value) == "d_model must be at most 2**20 = 1048576, got 1048577"
+    assert checks.check_entries("length * d_model", (2**21, 2**10)) == 2**31
+    with pytest.raises(ValueError) as caught:
+        checks.check_entries("length * d_model", (2**31 + 1, 1))
+    assert str(caught.value) == "length * d_model must be at most 2**31 = 2147483648 entries, got 2147483649 * 1 = 2147483649"
+    with pytest.raises(ValueError) as caught:
+        checks.check_entries("positions.size", (2**31 + 1,))  # one size: no product to spell
+    assert str(caught.value) == "positions.size must be at most 2**31 = 2147483648 entries, got 2147483649"
