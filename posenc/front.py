@@ -260,7 +260,8 @@ def _sinusoid(spec, route, positions, d_model, chosen, frequencies, dtype):
         s, c = _kernel(spec, route)(shifted, frequencies.hi, frequencies.lo, wide)
         table = kernels.columns(xp, s, c, chosen.layout, frequencies.width)
     table = xp.cast(table, dtype)
-    if frequencies.width < d_model:  # the zero column of an odd width under the "zero" policy
+    # The zero column of an odd width under the "zero" policy (not mutated: <= adds no columns, the same table).
+    if frequencies.width < d_model:  # pragma: no mutate
         zero = xp.expand_like(xp.constant(np.zeros(d_model - frequencies.width), dtype, table), table)
         table = xp.concat([table, zero], -1)
     if chosen.padding_idx is not None:

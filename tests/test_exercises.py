@@ -111,6 +111,14 @@ def test_a_table_of_one_pair_with_sine_and_cosine_swapped_is_named():
     assert compare_arrays(pair[:, ::-1], pair) == "the two columns of every pair are swapped (sine where the cosine belongs?)"
 
 
+def test_compare_arrays_reads_one_row_as_columns():
+    # One row of the table, PE(3): its entries are the columns, so pairs and orders are named as in a table.
+    row = TABLE[3]
+    assert str(compare_arrays(row[[1, 0, 3, 2, 5, 4]], row)) == "the two columns of every pair are swapped (sine where the cosine belongs?)"
+    assert (str(compare_arrays(row[[1, 0, 2, 3, 4, 5]], row))
+            == "the right columns in another order: your column 0 is column 1 of the expected")
+
+
 def test_compare_arrays_reads_framework_arrays_and_tolerates_float32_rounding():
     torch = pytest.importorskip("torch")
     assert compare_arrays(torch.tensor(TABLE, requires_grad=True), TABLE.astype(np.float32)) is None

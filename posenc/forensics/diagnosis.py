@@ -777,7 +777,7 @@ def _scaled_finding(factor, shift, width):
     # A shift within the data's rounding (CLEAN per unit of scale) is none: a judgement whose edge
     # (< or <=, the unit at 1 or 2) no table lands on.
     if abs(shift) <= CLEAN * max(1.0, abs(factor)):  # pragma: no mutate
-        root = " = sqrt(d_model)" if abs(factor / math.sqrt(width) - 1) < 1e-4 else ""
+        root = " = sqrt(d_model)" if abs(factor / math.sqrt(width) - 1) < 1e-4 else ""  # pragma: no mutate (a float tie)
         # Translators: {factor}: a number, followed by " = sqrt(d_model)" when it is that.
         message = _("every entry is the positional encoding times {factor}: the table is scaled; the encoding itself "
                     "lies in [-1, 1]; if the factor is meant (the paper multiplies the embeddings by sqrt(d_model)), "

@@ -65,6 +65,14 @@ def test_mrope_axes():
     np.testing.assert_array_equal(rg.mrope_axes([4, 0, 1], interleaved=True), [0, 0, 2, 0, 0])
 
 
+def test_per_axis_ids_of_one_token_are_one_point():
+    # ids (3,): one token's coordinates, no token axis, the row of a (1, 3) batch.
+    ids = np.array([[4, 1, 7]])
+    for alone, batched in zip(rg.per_axis_cos_sin(ids[0], (2, 2, 4)), rg.per_axis_cos_sin(ids, (2, 2, 4))):
+        assert alone.shape == (8,)
+        np.testing.assert_array_equal(alone, batched[0])
+
+
 def test_mrope_on_text_is_1d_rope():
     positions = np.arange(40)
     one_d = posenc.rotary_cos_sin(positions, 32, base=1e6)
