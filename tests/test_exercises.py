@@ -119,6 +119,11 @@ def test_compare_arrays_reads_one_row_as_columns():
             == "the right columns in another order: your column 0 is column 1 of the expected")
 
 
+def test_compare_arrays_reads_a_column_of_positions_as_rows():
+    message = "your row p holds the expected row p + 1: do your positions start at 0?"
+    assert str(compare_arrays(np.arange(1.0, 11), np.arange(10.0))) == message
+
+
 def test_compare_arrays_reads_framework_arrays_and_tolerates_float32_rounding():
     torch = pytest.importorskip("torch")
     assert compare_arrays(torch.tensor(TABLE, requires_grad=True), TABLE.astype(np.float32)) is None

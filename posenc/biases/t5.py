@@ -77,7 +77,8 @@ def _side_buckets(distance, num_buckets, max_distance):
     max_exact = num_buckets // 2
     # Bins for the small distances too (unused there), from max_exact: log(0) would warn.
     bins = _log_bins(np.maximum(distance, max_exact), max_exact, max_distance, num_buckets - max_exact)
-    return np.where(distance < max_exact, distance, np.minimum(max_exact + bins, num_buckets - 1))
+    # Not mutated: <= for < is the same bucket, as the bins of max_exact are 0.
+    return np.where(distance < max_exact, distance, np.minimum(max_exact + bins, num_buckets - 1))  # pragma: no mutate
 
 
 def relative_position_bucket(relative_position: npt.ArrayLike, *, bidirectional: bool = True, num_buckets: int = 32,

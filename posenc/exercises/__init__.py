@@ -146,7 +146,7 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
         return None
     if np.allclose(-got, expected, rtol=rtol, atol=atol):
         return _("every entry has the wrong sign"), None
-    if got.ndim >= 1 and got.shape[-1] > 1:
+    if got.ndim >= 1:
         perm = _column_permutation(got, expected, rtol, atol)
         if perm is not None:
             pairs = len(perm) // 2
@@ -155,7 +155,6 @@ def _difference(got: Any, expected: Any, rtol: float = 1e-5, atol: float = 1e-6)
             moved = [k for k, j in enumerate(perm) if j != k]
             return _("the right columns in another order: your column {yours} is column {theirs} of the expected").format(
                 yours=moved[0], theirs=perm[moved[0]]), perm
-    if got.ndim >= 1 and got.shape[0] > 1:
         # Positions that start a few rows off are the mistake; a search over every shift costs rows^2.
         for shift in range(1, min(got.shape[0], MAX_ROW_SHIFT + 1)):
             for sign in ("+", "-"):
