@@ -270,12 +270,16 @@ def test_eager_calls_keep_sharding_and_device_without_a_host_round_trip(tmp_path
     dynamic = pj.RotaryEmbedding(16, rope_type="dynamic", factor=2.0, max_position_embeddings=8)
     one_device = {"encode": pj.encode(positions, 16), "rotary_cos_sin": pj.rotary_cos_sin(positions, 16)[0],
                   "RotaryEmbedding": pj.RotaryEmbedding(16)(x, ids)[0], "PositionalEncoding": pj.PositionalEncoding(16, 8)(x, positions),
-                  # dynamic reads the sequence length off the ids: 9e6 + 1, sharded or not
                   "dynamic": dynamic(x, ids)[0]}
+    want = {"encode": posenc.encode(positions, 16), "PositionalEncoding": posenc.encode(positions, 16),
+            "rotary_cos_sin": posenc.rotary_cos_sin(positions, 16)[0], "RotaryEmbedding": posenc.rotary_cos_sin(ids, 16)[0],
+            # dynamic reads the sequence length off the ids: 9e6 + 1, sharded or not
+            "dynamic": posenc.rotary_cos_sin(ids, 16, rope_type="dynamic", factor=2.0, max_position_embeddings=8, seq_len=9e6 + 1)[0]}
     sharded = np.load(tmp_path / "sharded.npz")
-    assert sorted(sharded.files) == sorted(one_device)
-    for name, want in one_device.items():  # each within 2e-7 of the exact values; one device's rounded once (6e-8)
-        assert np.abs(sharded[name].astype(np.float64) - np.asarray(want, np.float64)).max() <= 2.6e-7, name
+    assert sorted(sharded.files) == sorted(want)
+    for name, exact in want.items():  # sharded or on one device, the same values
+        for got in (sharded[name], one_device[name]):
+            assert np.abs(np.asarray(got, np.float64) - exact).max() <= 2e-7, name
 
 
 def test_eval_shape_of_a_table_past_the_eager_size_limit():
